@@ -1,0 +1,100 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+)
+
+// TestKubectlNamesAndColumns checks what `kubectl get wnp` and `kubectl get wnpp`
+// show: the short names resolve, and the table has the documented columns.
+func TestKubectlNamesAndColumns(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := dc.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortNames := map[string][]string{}
+	for _, r := range list.APIResources {
+		if r.Namespaced && len(r.ShortNames) > 0 {
+			shortNames[r.Name] = r.ShortNames
+		}
+	}
+	wantShort := map[string][]string{
+		"workloadnetworkpolicies":        {"wnp"},
+		"workloadnetworkpolicyproposals": {"wnpp"},
+	}
+	if !reflect.DeepEqual(shortNames, wantShort) {
+		t.Errorf("short names = %v, want %v", shortNames, wantShort)
+	}
+
+	proposal := newProposal(ns, "deployment-web-ingress", kubernetesSpec())
+	policy := newPolicy(ns, "deployment-web-ingress", istioSpec())
+	if err := env.Client.Create(ctx, proposal); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := func(resource string) *metav1.Table {
+		t.Helper()
+		raw, err := cs.RESTClient().Get().
+			AbsPath("/apis", v1alpha1.GroupVersion.Group, v1alpha1.GroupVersion.Version, "namespaces", ns, resource).
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").
+			DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl := &metav1.Table{}
+		if err := json.Unmarshal(raw, tbl); err != nil {
+			t.Fatal(err)
+		}
+		if len(tbl.Rows) != 1 {
+			t.Fatalf("%s: %d rows, want 1", resource, len(tbl.Rows))
+		}
+		return tbl
+	}
+	check := func(resource string, want map[string]any) {
+		t.Helper()
+		tbl := table(resource)
+		got := map[string]any{}
+		var names []string
+		for i, col := range tbl.ColumnDefinitions {
+			names = append(names, col.Name)
+			if _, ok := want[col.Name]; ok {
+				got[col.Name] = tbl.Rows[0].Cells[i]
+			}
+		}
+		if !slices.Contains(names, "Age") {
+			t.Errorf("%s: columns %v lack Age", resource, names)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: columns %v, cells %v, want %v", resource, names, got, want)
+		}
+	}
+	check("workloadnetworkpolicyproposals", map[string]any{
+		"Name": "deployment-web-ingress", "Backend": "kubernetes", "Direction": "Ingress", "Target": "web",
+	})
+	check("workloadnetworkpolicies", map[string]any{
+		"Name": "deployment-web-ingress", "Mode": "monitor", "Backend": "istio", "Active Violations": nil,
+	})
+}

@@ -1,0 +1,24 @@
+package v1alpha1
+
+const (
+	// PromoteLabel, set on a proposal by a person, asks the enforcer to turn the
+	// proposal into a WorkloadNetworkPolicy in the mode the value names
+	// (PolicyModeMonitor or PolicyModeProtect).
+	PromoteLabel = "networkenforcer.kubewarden.io/promote"
+
+	// PromotedFromLabel is set by the enforcer on a WorkloadNetworkPolicy that it
+	// created from a proposal; the value is the proposal's name. Its presence is what
+	// lets the enforcer delete a same-named proposal as a leftover.
+	PromotedFromLabel = "networkenforcer.kubewarden.io/promoted-from"
+
+	// AcknowledgeAnnotationPrefix, followed by a violation id, is the annotation a
+	// person sets on a WorkloadNetworkPolicy to acknowledge that violation; the value
+	// is the reason.
+	AcknowledgeAnnotationPrefix = "networkenforcer.kubewarden.io/acknowledge-"
+)
+
+// AcknowledgeAnnotation returns the annotation key that acknowledges the violation
+// with the given id.
+func AcknowledgeAnnotation(violationID string) string {
+	return AcknowledgeAnnotationPrefix + violationID
+}

@@ -1,0 +1,56 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// WorkloadNetworkPolicyProposalStatus is what the enforcer reports about a proposal.
+type WorkloadNetworkPolicyProposalStatus struct {
+	// observedGeneration is the generation of the spec that the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions report the state of the proposal.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// WorkloadNetworkPolicyProposal is the traffic that the enforcer saw for one
+// workload and direction, written as a policy that would allow exactly that. Nothing
+// is enforced. Set the label networkenforcer.kubewarden.io/promote=monitor|protect to
+// turn it into a WorkloadNetworkPolicy.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=wnpp,categories=networkenforcer
+// +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backend`
+// +kubebuilder:printcolumn:name="Direction",type=string,JSONPath=`.spec.direction`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type WorkloadNetworkPolicyProposal struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the learned policy.
+	// +required
+	Spec PolicySpec `json:"spec"`
+
+	// status is what the enforcer reports about the proposal.
+	// +optional
+	Status WorkloadNetworkPolicyProposalStatus `json:"status,omitempty"`
+}
+
+// WorkloadNetworkPolicyProposalList is a list of WorkloadNetworkPolicyProposal.
+//
+// +kubebuilder:object:root=true
+type WorkloadNetworkPolicyProposalList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WorkloadNetworkPolicyProposal `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&WorkloadNetworkPolicyProposal{}, &WorkloadNetworkPolicyProposalList{})
+}

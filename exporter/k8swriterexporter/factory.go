@@ -1,0 +1,27 @@
+// Package k8swriterexporter is the Kubernetes writer: it aggregates learning events
+// into WorkloadNetworkPolicyProposal objects, written only when their content
+// changes, and merges buffered violation observations into the status of each
+// WorkloadNetworkPolicy on the status sync interval. Only the leader writes.
+package k8swriterexporter
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/exporter"
+)
+
+// Type is the component type of the Kubernetes writer exporter.
+var Type = component.MustNewType("k8swriter")
+
+// Stability is the stability level of the Kubernetes writer exporter for logs.
+const Stability = component.StabilityLevelDevelopment
+
+// NewFactory returns the factory of the Kubernetes writer exporter.
+func NewFactory() exporter.Factory {
+	return exporter.NewFactory(Type, createDefaultConfig, exporter.WithLogs(createLogs, Stability))
+}
+
+func createLogs(_ context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
+	return newWriter(set, cfg.(*Config)), nil
+}

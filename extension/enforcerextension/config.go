@@ -1,0 +1,95 @@
+package enforcerextension
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// AuthType says how the extension authenticates to the Kubernetes API.
+type AuthType string
+
+const (
+	// AuthTypeServiceAccount uses the pod's service account (in-cluster config).
+	AuthTypeServiceAccount AuthType = "serviceAccount"
+	// AuthTypeKubeConfig uses the kubeconfig named by $KUBECONFIG, or ~/.kube/config.
+	AuthTypeKubeConfig AuthType = "kubeConfig"
+)
+
+// Config is the configuration of the enforcer extension.
+type Config struct {
+	// AuthType is how to reach the Kubernetes API: serviceAccount or kubeConfig.
+	AuthType AuthType `mapstructure:"auth_type"`
+
+	// LeaderElection configures the Lease that elects the one active replica.
+	LeaderElection LeaderElectionConfig `mapstructure:"leader_election"`
+
+	_ struct{}
+}
+
+// LeaderElectionConfig configures leader election on a coordination.k8s.io Lease.
+type LeaderElectionConfig struct {
+	// LeaseName is the name of the Lease.
+	LeaseName string `mapstructure:"lease_name"`
+	// LeaseNamespace is the namespace of the Lease; empty means the namespace the
+	// collector runs in.
+	LeaseNamespace string `mapstructure:"lease_namespace"`
+	// LeaseDuration is how long a standby waits before it takes over a lease that
+	// was not renewed.
+	LeaseDuration time.Duration `mapstructure:"lease_duration"`
+	// RenewDeadline is how long the leader keeps trying to renew before it gives
+	// leadership up.
+	RenewDeadline time.Duration `mapstructure:"renew_deadline"`
+	// RetryPeriod is the wait between attempts to acquire or renew.
+	RetryPeriod time.Duration `mapstructure:"retry_period"`
+}
+
+func createDefaultConfig() component.Config {
+	return &Config{
+		AuthType: AuthTypeServiceAccount,
+		LeaderElection: LeaderElectionConfig{
+			LeaseName:     "network-enforcer",
+			LeaseDuration: 15 * time.Second,
+			RenewDeadline: 10 * time.Second,
+			RetryPeriod:   2 * time.Second,
+		},
+	}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	switch c.AuthType {
+	case AuthTypeServiceAccount, AuthTypeKubeConfig:
+	default:
+		errs = append(errs, fmt.Errorf("invalid auth_type %q: must be one of %s, %s", c.AuthType, AuthTypeServiceAccount, AuthTypeKubeConfig))
+	}
+	return errors.Join(append(errs, c.LeaderElection.validate())...)
+}
+
+// validate checks the Lease name and that the durations are ordered the way
+// client-go's leader election requires.
+func (le *LeaderElectionConfig) validate() error {
+	var errs []error
+	for _, msg := range validation.IsDNS1123Subdomain(le.LeaseName) {
+		errs = append(errs, fmt.Errorf("invalid leader_election::lease_name %q: %s", le.LeaseName, msg))
+	}
+	if le.LeaseNamespace != "" {
+		for _, msg := range validation.IsDNS1123Label(le.LeaseNamespace) {
+			errs = append(errs, fmt.Errorf("invalid leader_election::lease_namespace %q: %s", le.LeaseNamespace, msg))
+		}
+	}
+	if le.RetryPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("invalid leader_election::retry_period %s: must be positive", le.RetryPeriod))
+	}
+	if le.RenewDeadline <= le.RetryPeriod {
+		errs = append(errs, fmt.Errorf("invalid leader_election::renew_deadline %s: must be greater than retry_period (%s)", le.RenewDeadline, le.RetryPeriod))
+	}
+	if le.LeaseDuration <= le.RenewDeadline {
+		errs = append(errs, fmt.Errorf("invalid leader_election::lease_duration %s: must be greater than renew_deadline (%s)", le.LeaseDuration, le.RenewDeadline))
+	}
+	return errors.Join(errs...)
+}

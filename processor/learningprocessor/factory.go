@@ -1,0 +1,28 @@
+// Package learningprocessor is the learning processor: it turns each flow into a learning event: it resolves both ends to a workload and decides the direction of the learned edge. A flow for a workload and direction that already has a WorkloadNetworkPolicy goes on as a violation candidate instead.
+package learningprocessor
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processorhelper"
+)
+
+// Type is the component type of the learning processor.
+var Type = component.MustNewType("learning")
+
+// Stability is the stability level of the learning processor for logs.
+const Stability = component.StabilityLevelDevelopment
+
+// NewFactory returns the factory of the learning processor.
+func NewFactory() processor.Factory {
+	return processor.NewFactory(Type, createDefaultConfig, processor.WithLogs(createLogs, Stability))
+}
+
+func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
+	p := newLearningProcessor(set, cfg.(*Config))
+	return processorhelper.NewLogs(ctx, set, cfg, next, p.processLogs,
+		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}))
+}

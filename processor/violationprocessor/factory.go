@@ -1,0 +1,28 @@
+// Package violationprocessor is the violation processor: it turns violation candidates into violation observations, attributes each to a WorkloadNetworkPolicy, and emits a policy_violation_observed log event for it.
+package violationprocessor
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processorhelper"
+)
+
+// Type is the component type of the violation processor.
+var Type = component.MustNewType("violation")
+
+// Stability is the stability level of the violation processor for logs.
+const Stability = component.StabilityLevelDevelopment
+
+// NewFactory returns the factory of the violation processor.
+func NewFactory() processor.Factory {
+	return processor.NewFactory(Type, createDefaultConfig, processor.WithLogs(createLogs, Stability))
+}
+
+func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
+	p := newViolationProcessor(set, cfg.(*Config))
+	return processorhelper.NewLogs(ctx, set, cfg, next, p.processLogs,
+		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}))
+}

@@ -1,0 +1,69 @@
+package hubblereceiver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configgrpc"
+
+	"github.com/kubewarden/network-enforcer/internal/reconnect"
+)
+
+// Config is the configuration of the hubble receiver.
+type Config struct {
+	// ClientConfig is the gRPC client to Hubble Relay: endpoint, tls and the
+	// other configgrpc client settings. TLS is on unless tls::insecure is true.
+	configgrpc.ClientConfig `mapstructure:",squash"`
+
+	// Backfill asks Hubble Relay, on start, for the flows in its buffer.
+	Backfill BackfillConfig `mapstructure:"backfill"`
+
+	// Reconnect is the backoff between attempts to re-open a broken stream.
+	Reconnect reconnect.Config `mapstructure:"reconnect"`
+
+	_ struct{}
+}
+
+// BackfillConfig selects the buffered flows read on start.
+type BackfillConfig struct {
+	// Enabled turns backfill on.
+	Enabled bool `mapstructure:"enabled"`
+	// Since reads the buffered flows of this last period.
+	Since time.Duration `mapstructure:"since"`
+	// Number, when not zero, reads at most this many of the newest buffered flows.
+	Number uint64 `mapstructure:"number"`
+}
+
+func createDefaultConfig() component.Config {
+	client := configgrpc.NewDefaultClientConfig()
+	client.Endpoint = "hubble-relay.kube-system.svc:443"
+	return &Config{
+		ClientConfig: client,
+		Backfill:     BackfillConfig{Enabled: true, Since: 5 * time.Minute},
+		Reconnect:    reconnect.NewDefaultConfig(),
+	}
+}
+
+// Validate checks the configuration. TLS is the default; plaintext needs an
+// explicit tls::insecure: true, and then no certificate may be configured, so that
+// a half-written TLS setup fails here rather than silently going plaintext.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Endpoint == "" {
+		errs = append(errs, errors.New("endpoint must be set to the Hubble Relay address, for example hubble-relay.kube-system.svc:443"))
+	}
+	tls := c.TLS
+	if tls.Insecure {
+		if tls.CAFile != "" || tls.CertFile != "" || tls.KeyFile != "" || tls.CAPem != "" || tls.CertPem != "" || tls.KeyPem != "" {
+			errs = append(errs, errors.New("tls::insecure is true but a CA, certificate or key is set: remove them for plaintext, or set tls::insecure: false"))
+		}
+	} else if (tls.CertFile == "" && tls.CertPem == "") != (tls.KeyFile == "" && tls.KeyPem == "") {
+		errs = append(errs, errors.New("tls::cert_file and tls::key_file must be set together"))
+	}
+	if c.Backfill.Since < 0 {
+		errs = append(errs, fmt.Errorf("invalid backfill::since %s: must not be negative", c.Backfill.Since))
+	}
+	return errors.Join(errs...)
+}

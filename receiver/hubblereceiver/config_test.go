@@ -1,0 +1,49 @@
+package hubblereceiver
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+
+	"github.com/kubewarden/network-enforcer/internal/configtest"
+)
+
+func TestLoadConfig(t *testing.T) {
+	withTLS := createDefaultConfig().(*Config)
+	withTLS.TLS.CAFile = "/etc/hubble/ca.crt"
+	withTLS.TLS.CertFile = "/etc/hubble/tls.crt"
+	withTLS.TLS.KeyFile = "/etc/hubble/tls.key"
+	withTLS.TLS.ServerName = "*.hubble-relay.cilium.io"
+	withTLS.Backfill = BackfillConfig{Enabled: false, Since: time.Minute, Number: 1000}
+	withTLS.Reconnect.InitialInterval = 500 * time.Millisecond
+	withTLS.Reconnect.MaxInterval = 10 * time.Second
+
+	plaintext := createDefaultConfig().(*Config)
+	plaintext.Endpoint = "hubble-relay.kube-system.svc:80"
+	plaintext.TLS.Insecure = true
+
+	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
+		{ID: component.NewID(Type), Want: createDefaultConfig()},
+		{ID: component.NewIDWithName(Type, "tls"), Want: withTLS},
+		{ID: component.NewIDWithName(Type, "plaintext"), Want: plaintext},
+		{ID: component.NewIDWithName(Type, "insecure_with_ca"), WantErr: []string{
+			"tls::insecure is true but a CA, certificate or key is set",
+		}},
+		{ID: component.NewIDWithName(Type, "cert_without_key"), WantErr: []string{
+			"tls::cert_file and tls::key_file must be set together",
+		}},
+		{ID: component.NewIDWithName(Type, "no_endpoint"), WantErr: []string{
+			"endpoint must be set to the Hubble Relay address",
+			"invalid backfill::since -1m0s: must not be negative",
+			"reconnect: invalid initial_interval 0s: must be positive",
+		}},
+	})
+}
+
+func TestDefaultIsTLS(t *testing.T) {
+	if createDefaultConfig().(*Config).TLS.Insecure {
+		t.Fatal("the default configuration is plaintext")
+	}
+}

@@ -1,0 +1,25 @@
+// Package hubblereceiver is the hubble receiver: it streams Observer.GetFlows from Cilium's Hubble Relay and emits each flow as a log record of the shared flow schema.
+package hubblereceiver
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/receiver"
+)
+
+// Type is the component type of the hubble receiver.
+var Type = component.MustNewType("hubble")
+
+// Stability is the stability level of the hubble receiver for logs.
+const Stability = component.StabilityLevelDevelopment
+
+// NewFactory returns the factory of the hubble receiver.
+func NewFactory() receiver.Factory {
+	return receiver.NewFactory(Type, createDefaultConfig, receiver.WithLogs(createLogs, Stability))
+}
+
+func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
+	return newHubbleReceiver(set, cfg.(*Config), next), nil
+}
