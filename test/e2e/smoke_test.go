@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// TestSampleConfigStartsAndStops runs the binary with the sample configuration,
+// waits until health_check reports it ready, and stops it with SIGTERM.
+func TestSampleConfigStartsAndStops(t *testing.T) {
+	health := freeAddr(t)
+	p := startBinary(t, repoFile(t, "testdata/collector/sample.yaml"), "NE_HEALTH_ENDPOINT="+health)
+
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true,
+		func(ctx context.Context) (bool, error) {
+			select {
+			case <-p.exited:
+				return false, errors.Join(errors.New("the collector exited before it was healthy"), p.err)
+			default:
+			}
+			resp, err := http.Get("http://" + health + "/")
+			if err != nil {
+				return false, nil
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		})
+	if err != nil {
+		t.Fatalf("health_check did not answer 200: %v", err)
+	}
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+		if p.err != nil {
+			t.Fatalf("the collector did not exit cleanly on SIGTERM: %v", p.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the collector did not exit within 30s of SIGTERM")
+	}
+	if !strings.Contains(p.output.String(), "Shutdown complete") {
+		t.Fatalf("no clean shutdown in the log:\n%s", p.output)
+	}
+}
+
+// TestInvalidConfigNamesComponentAndKey: a configuration that fails validation
+// stops the binary at once with a non-zero exit and a message that names the
+// component and the key to fix.
+func TestInvalidConfigNamesComponentAndKey(t *testing.T) {
+	for name, tc := range map[string]struct {
+		config string
+		want   []string
+	}{
+		"goldmane without mutual TLS": {
+			config: `
+receivers:
+  goldmane:
+    endpoint: goldmane.calico-system.svc:7443
+exporters:
+  debug:
+service:
+  pipelines:
+    logs: {receivers: [goldmane], exporters: [debug]}
+`,
+			want: []string{"receivers::goldmane", "tls::ca_file, tls::cert_file, tls::key_file"},
+		},
+		"enforcer lease shorter than its renew deadline": {
+			config: `
+extensions:
+  enforcer:
+    leader_election:
+      lease_duration: 5s
+receivers:
+  hubble:
+exporters:
+  debug:
+service:
+  extensions: [enforcer]
+  pipelines:
+    logs: {receivers: [hubble], exporters: [debug]}
+`,
+			want: []string{"extensions::enforcer", "invalid leader_election::lease_duration 5s"},
+		},
+		"writer pointing at another extension": {
+			config: `
+receivers:
+  hubble:
+exporters:
+  k8swriter:
+    enforcer: health_check
+service:
+  pipelines:
+    logs: {receivers: [hubble], exporters: [k8swriter]}
+`,
+			want: []string{"exporters::k8swriter", `invalid enforcer "health_check"`},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, []byte(tc.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, binaryPath(t), "--config", path).CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("want a non-zero exit, got %v\n%s", err, out)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("output does not name %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
