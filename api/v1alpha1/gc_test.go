@@ -31,7 +31,7 @@ func waitGone(t *testing.T, obj client.Object) {
 			return false, err
 		})
 	if err != nil {
-		t.Fatalf("%s %s was not garbage-collected: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		t.Fatalf("%T %s was not garbage-collected: %v", obj, obj.GetName(), err)
 	}
 }
 
