@@ -21,5 +21,5 @@ func NewFactory() receiver.Factory {
 }
 
 func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	return newHubbleReceiver(set, cfg.(*Config), next), nil
+	return newHubbleReceiver(set, cfg.(*Config), next)
 }
