@@ -290,7 +290,9 @@ func (truncatingCodec) Marshal(v any) ([]byte, error) {
 	return b, err
 }
 
-func (truncatingCodec) Unmarshal(data []byte, v any) error { return proto.Unmarshal(data, v.(proto.Message)) }
+func (truncatingCodec) Unmarshal(data []byte, v any) error {
+	return proto.Unmarshal(data, v.(proto.Message))
+}
 
 var _ encoding.Codec = truncatingCodec{}
 
