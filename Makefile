@@ -8,14 +8,20 @@ SHELL := /usr/bin/env bash
 # .cache/tools, so bumping a version here installs the new one beside the old.
 OCB_VERSION            ?= v0.165.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
+PROTOC_GEN_GO_VERSION  ?= v1.36.12
+PROTOC_GEN_GRPC_VERSION ?= v1.6.2
+PROTOC_VERSION         := 3.21.12
 
 TOOLS          := $(CURDIR)/.cache/tools
 OCB            := $(TOOLS)/builder-$(OCB_VERSION)/builder
 CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
+PROTOC_GEN_GO  := $(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)/protoc-gen-go
+PROTOC_GEN_GRPC := $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GRPC_VERSION)/protoc-gen-go-grpc
+GOLDMANE_PROTO := receiver/goldmanereceiver/goldmanepb/goldmane.proto
 
 # What `make generate` writes; check-generate looks at these paths only, so a work
 # tree with hand edits elsewhere can still be checked.
-GENERATED := crds chart/crds api/v1alpha1/zz_generated.deepcopy.go
+GENERATED := crds chart/crds api/v1alpha1/zz_generated.deepcopy.go receiver/goldmanereceiver/goldmanepb
 
 BINARY      := bin/network-enforcer
 BUILD_DIR   := _build
@@ -32,10 +38,13 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deep-copy code, the CRDs and the chart's copy of them.
+generate: $(CONTROLLER_GEN) $(PROTOC_GEN_GO) $(PROTOC_GEN_GRPC) protoc ## Regenerate deep-copy code, the CRDs (and the chart's copy) and the Goldmane protobuf code.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=crds
 	rm -f chart/crds/*.yaml && cp crds/*.yaml chart/crds/
+	protoc --plugin=protoc-gen-go=$(PROTOC_GEN_GO) --plugin=protoc-gen-go-grpc=$(PROTOC_GEN_GRPC) \
+		--go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative $(GOLDMANE_PROTO)
 
 .PHONY: check-generate
 check-generate: generate ## Fail if `make generate` changes the generated files.
@@ -73,3 +82,19 @@ $(OCB):
 
 $(CONTROLLER_GEN):
 	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+
+$(PROTOC_GEN_GO):
+	GOBIN=$(dir $@) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+
+$(PROTOC_GEN_GRPC):
+	GOBIN=$(dir $@) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GRPC_VERSION)
+
+# protoc comes from Debian's protobuf-compiler, the one source of it here; the
+# generated code names its version, so any other version changes the tree.
+.PHONY: protoc
+protoc:
+	@if ! protoc --version 2>/dev/null | grep -qx "libprotoc $(PROTOC_VERSION)"; then \
+		echo "installing protoc $(PROTOC_VERSION) (Debian protobuf-compiler)"; \
+		apt-get update -qq && apt-get install -y -qq protobuf-compiler >/dev/null; \
+		protoc --version | grep -qx "libprotoc $(PROTOC_VERSION)" || { echo "protoc $(PROTOC_VERSION) is required, found: $$(protoc --version)"; exit 1; }; \
+	fi

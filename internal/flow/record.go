@@ -78,8 +78,10 @@ func (r *Record) WriteTo(lr plog.LogRecord) {
 		lr.SetSeverityNumber(plog.SeverityNumberWarn)
 	}
 	a := lr.Attributes()
-	a.Clear()
-	a.EnsureCapacity(24)
+	if a.Len() > 0 {
+		a.Clear()
+	}
+	a.EnsureCapacity(r.attributeCount())
 	putStr(a, AttrProvider, string(r.Provider))
 	putStr(a, AttrOutcome, string(r.Outcome))
 	putStr(a, AttrPendingOutcome, string(r.PendingOutcome))
@@ -93,8 +95,8 @@ func (r *Record) WriteTo(lr plog.LogRecord) {
 	a.PutInt(AttrCount, count)
 	writePolicy(a, AttrPolicyKind, AttrPolicyNamespace, AttrPolicyName, r.Policy)
 	writePolicy(a, AttrPendingPolicyKind, AttrPendingPolicyNamespace, AttrPendingPolicyName, r.PendingPolicy)
-	writeEndpoint(a, prefixSource, &r.Source)
-	writeEndpoint(a, prefixDestination, &r.Destination)
+	writeEndpoint(a, &sourceKeys, &r.Source)
+	writeEndpoint(a, &destinationKeys, &r.Destination)
 }
 
 // ReadFrom fills r from a log record written by WriteTo.
@@ -110,48 +112,81 @@ func (r *Record) ReadFrom(lr plog.LogRecord) {
 		Transport:      Transport(getStr(a, AttrTransport)),
 		Policy:         readPolicy(a, AttrPolicyKind, AttrPolicyNamespace, AttrPolicyName),
 		PendingPolicy:  readPolicy(a, AttrPendingPolicyKind, AttrPendingPolicyNamespace, AttrPendingPolicyName),
-		Source:         readEndpoint(a, prefixSource),
-		Destination:    readEndpoint(a, prefixDestination),
+		Source:         readEndpoint(a, &sourceKeys),
+		Destination:    readEndpoint(a, &destinationKeys),
 	}
 	if v, ok := a.Get(AttrCount); ok {
 		r.Count = v.Int()
 	}
 }
 
-func writeEndpoint(a pcommon.Map, prefix string, e *Endpoint) {
-	putStr(a, prefix+suffixAddress, e.Address)
-	if e.Port != 0 {
-		a.PutInt(prefix+suffixPort, int64(e.Port))
+// attributeCount is the number of attributes WriteTo writes, so that the map is
+// allocated once at its size: the attribute map is most of the cost of a record.
+func (r *Record) attributeCount() int {
+	n := 1 // flow.count
+	for _, v := range [...]string{
+		string(r.Provider), string(r.Outcome), string(r.PendingOutcome), string(r.Reporter),
+		string(r.Direction), string(r.Transport),
+		r.Policy.Kind, r.Policy.Namespace, r.Policy.Name,
+		r.PendingPolicy.Kind, r.PendingPolicy.Namespace, r.PendingPolicy.Name,
+	} {
+		if v != "" {
+			n++
+		}
 	}
-	putStr(a, prefix+suffixNamespace, e.Namespace)
-	putStr(a, prefix+suffixPod, e.Pod)
-	putStr(a, prefix+suffixWorkloadKind, e.WorkloadKind)
-	putStr(a, prefix+suffixWorkloadName, e.WorkloadName)
-	putStr(a, prefix+suffixIdentity, e.Identity)
+	return n + r.Source.attributeCount() + r.Destination.attributeCount()
+}
+
+func (e *Endpoint) attributeCount() int {
+	n := 0
+	for _, v := range [...]string{e.Address, e.Namespace, e.Pod, e.WorkloadKind, e.WorkloadName, e.Identity, string(e.External)} {
+		if v != "" {
+			n++
+		}
+	}
+	if e.Port != 0 {
+		n++
+	}
 	if len(e.Labels) > 0 {
-		s := a.PutEmptySlice(prefix + suffixLabels)
+		n++
+	}
+	return n
+}
+
+func writeEndpoint(a pcommon.Map, k *endKeys, e *Endpoint) {
+	putStr(a, k.address, e.Address)
+	if e.Port != 0 {
+		a.PutInt(k.port, int64(e.Port))
+	}
+	putStr(a, k.namespace, e.Namespace)
+	putStr(a, k.pod, e.Pod)
+	putStr(a, k.workloadKind, e.WorkloadKind)
+	putStr(a, k.workloadName, e.WorkloadName)
+	putStr(a, k.identity, e.Identity)
+	if len(e.Labels) > 0 {
+		s := a.PutEmptySlice(k.labels)
 		s.EnsureCapacity(len(e.Labels))
 		for _, l := range e.Labels {
 			s.AppendEmpty().SetStr(l)
 		}
 	}
-	putStr(a, prefix+suffixExternal, string(e.External))
+	putStr(a, k.external, string(e.External))
 }
 
-func readEndpoint(a pcommon.Map, prefix string) Endpoint {
+func readEndpoint(a pcommon.Map, k *endKeys) Endpoint {
 	e := Endpoint{
-		Address:      getStr(a, prefix+suffixAddress),
-		Namespace:    getStr(a, prefix+suffixNamespace),
-		Pod:          getStr(a, prefix+suffixPod),
-		WorkloadKind: getStr(a, prefix+suffixWorkloadKind),
-		WorkloadName: getStr(a, prefix+suffixWorkloadName),
-		Identity:     getStr(a, prefix+suffixIdentity),
-		External:     External(getStr(a, prefix+suffixExternal)),
+		Address:      getStr(a, k.address),
+		Namespace:    getStr(a, k.namespace),
+		Pod:          getStr(a, k.pod),
+		WorkloadKind: getStr(a, k.workloadKind),
+		WorkloadName: getStr(a, k.workloadName),
+		Identity:     getStr(a, k.identity),
+		External:     External(getStr(a, k.external)),
 	}
-	if v, ok := a.Get(prefix + suffixPort); ok {
+	if v, ok := a.Get(k.port); ok {
 		e.Port = uint32(v.Int())
 	}
-	if v, ok := a.Get(prefix + suffixLabels); ok && v.Type() == pcommon.ValueTypeSlice {
+	if v, ok := a.Get(k.labels); ok && v.Type() == pcommon.ValueTypeSlice {
 		s := v.Slice()
 		for i := range s.Len() {
 			e.Labels = append(e.Labels, s.At(i).AsString())

@@ -27,19 +27,29 @@ const (
 	AttrPendingPolicyNamespace = "policy.pending.ref.namespace"
 	AttrPendingPolicyName      = "policy.pending.ref.name"
 
-	// Per-end suffixes, after "source." or "destination.".
-	suffixAddress      = "address"
-	suffixPort         = "port"
-	suffixNamespace    = "k8s.namespace.name"
-	suffixPod          = "k8s.pod.name"
-	suffixWorkloadKind = "k8s.workload.kind"
-	suffixWorkloadName = "k8s.workload.name"
-	suffixIdentity     = "identity"
-	suffixLabels       = "k8s.pod.labels"
-	suffixExternal     = "external"
+)
 
-	prefixSource      = "source."
-	prefixDestination = "destination."
+// endKeys are the attribute keys of one end of a flow.
+type endKeys struct {
+	address, port, namespace, pod, workloadKind, workloadName, identity, labels, external string
+}
+
+// The attribute keys of each end: the semantic-convention name after "source." or
+// "destination.". Spelled out rather than concatenated, so that writing a record
+// builds no strings.
+var (
+	sourceKeys = endKeys{
+		address: "source.address", port: "source.port",
+		namespace: "source.k8s.namespace.name", pod: "source.k8s.pod.name",
+		workloadKind: "source.k8s.workload.kind", workloadName: "source.k8s.workload.name",
+		identity: "source.identity", labels: "source.k8s.pod.labels", external: "source.external",
+	}
+	destinationKeys = endKeys{
+		address: "destination.address", port: "destination.port",
+		namespace: "destination.k8s.namespace.name", pod: "destination.k8s.pod.name",
+		workloadKind: "destination.k8s.workload.kind", workloadName: "destination.k8s.workload.name",
+		identity: "destination.identity", labels: "destination.k8s.pod.labels", external: "destination.external",
+	}
 )
 
 // Provider is the data plane that reported a flow.

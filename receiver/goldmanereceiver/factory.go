@@ -21,5 +21,5 @@ func NewFactory() receiver.Factory {
 }
 
 func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	return newGoldmaneReceiver(set, cfg.(*Config), next), nil
+	return newGoldmaneReceiver(set, cfg.(*Config), next)
 }

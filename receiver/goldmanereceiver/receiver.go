@@ -1,22 +1,85 @@
 package goldmanereceiver
 
 import (
-	"go.opentelemetry.io/collector/component"
+	"context"
+	"sync"
+
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
+	"google.golang.org/grpc"
+
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
+	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
 )
 
-// goldmaneReceiver holds the receiver's state. Streaming arrives with the flow-source
-// work; until then it starts and stops without connecting.
-type goldmaneReceiver struct {
-	component.StartFunc
-	component.ShutdownFunc
+// aggregationInterval is the only aggregation interval that Goldmane's stream
+// accepts, in seconds.
+const aggregationInterval = 15
 
-	cfg  *Config
-	set  receiver.Settings
-	next consumer.Logs
+// goldmaneReceiver streams Flows.Stream from Goldmane while started.
+type goldmaneReceiver struct {
+	*flowsource.GRPCReceiver
+	cfg    *Config
+	client pb.FlowsClient
+
+	// resumeFrom is the start time (unix seconds) of the newest flow received. A
+	// re-opened stream starts at that bucket again: Goldmane's buckets are 15 s,
+	// and resuming after it could lose the rest of that bucket. A repeat of a
+	// learned edge changes nothing; losing one would.
+	mu         sync.Mutex
+	resumeFrom int64
 }
 
-func newGoldmaneReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) *goldmaneReceiver {
-	return &goldmaneReceiver{cfg: cfg, set: set, next: next}
+func newGoldmaneReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*goldmaneReceiver, error) {
+	r := &goldmaneReceiver{cfg: cfg}
+	base, err := flowsource.NewGRPCReceiver(set, &cfg.ClientConfig, cfg.Reconnect, next,
+		func(conn *grpc.ClientConn) { r.client = pb.NewFlowsClient(conn) }, r.stream)
+	if err != nil {
+		return nil, err
+	}
+	r.GRPCReceiver = base
+	return r, nil
+}
+
+func (r *goldmaneReceiver) request() *pb.FlowStreamRequest {
+	req := &pb.FlowStreamRequest{StartTimeGte: r.cfg.StartTimeGte, AggregationInterval: aggregationInterval}
+	r.mu.Lock()
+	if r.resumeFrom > 0 {
+		req.StartTimeGte = r.resumeFrom
+	}
+	r.mu.Unlock()
+	return req
+}
+
+// stream runs one Flows.Stream until it breaks or ctx ends.
+func (r *goldmaneReceiver) stream(ctx context.Context) (bool, error) {
+	stream, err := r.client.Stream(ctx, r.request())
+	if err != nil {
+		return false, err
+	}
+	received := false
+	for {
+		res, err := stream.Recv()
+		if err != nil {
+			r.RecvFailed(ctx, err)
+			return received, err
+		}
+		received = true
+		r.handleFlow(ctx, res.GetFlow())
+	}
+}
+
+func (r *goldmaneReceiver) handleFlow(ctx context.Context, f *pb.Flow) {
+	if start := f.GetStartTime(); start > 0 {
+		r.mu.Lock()
+		r.resumeFrom = max(r.resumeFrom, start)
+		r.mu.Unlock()
+	}
+	var rec flow.Record
+	if reason, ok := convertFlow(f, &rec); !ok {
+		r.Telemetry.Dropped(ctx, reason)
+		return
+	}
+	r.Emit(ctx, &rec)
 }

@@ -1,8 +1,6 @@
 package hubblereceiver
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,21 +8,27 @@ import (
 
 	flowpb "github.com/cilium/cilium/api/v1/flow"
 	"github.com/cilium/cilium/api/v1/observer"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/receiver/receivertest"
-	"go.uber.org/zap"
-	zapobserver "go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
 	"github.com/kubewarden/network-enforcer/internal/testcerts"
 )
+
+// startReceiver starts a receiver with cfg, reporting into a harness.
+func startReceiver(t *testing.T, cfg *Config) (*flowsourcetest.Harness, *hubbleReceiver) {
+	t.Helper()
+	set, h := flowsourcetest.NewHarness(t, Type)
+	r, err := newHubbleReceiver(set, cfg, h.Sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flowsourcetest.Start(t, r)
+	return h, r
+}
 
 // wantFixtureRecords are the records that the Hubble fixture must produce, one
 // line each: outcome direction reporter transport, source -> destination:port,
@@ -52,86 +56,6 @@ const fixtureAge = 5 * 365 * 24 * time.Hour
 // wantFixtureDrops are the fixture's messages that produce no record, by reason.
 var wantFixtureDrops = map[string]int64{"reply": 1, "no_policy_verdict": 1, "unsupported_protocol": 1, "not_l3_l4": 1}
 
-func describe(r flow.Record) string {
-	end := func(e flow.Endpoint) string {
-		if e.External != "" {
-			return string(e.External) + ":" + e.Address
-		}
-		return fmt.Sprintf("%s/%s(%s/%s)", e.Namespace, e.Pod, e.WorkloadKind, e.WorkloadName)
-	}
-	policy := ""
-	if !r.Policy.IsZero() {
-		policy = r.Policy.Kind + "/" + r.Policy.Namespace + "/" + r.Policy.Name
-	}
-	return fmt.Sprintf("%s %s %s %s %s -> %s:%d policy=%s", r.Outcome, r.Direction, r.Reporter, r.Transport,
-		end(r.Source), end(r.Destination), r.Destination.Port, policy)
-}
-
-// records returns what the sink received, described.
-func records(sink *consumertest.LogsSink) []string {
-	var out []string
-	for _, ld := range sink.AllLogs() {
-		for i := range ld.ResourceLogs().Len() {
-			sls := ld.ResourceLogs().At(i).ScopeLogs()
-			for j := range sls.Len() {
-				lrs := sls.At(j).LogRecords()
-				for k := range lrs.Len() {
-					var r flow.Record
-					r.ReadFrom(lrs.At(k))
-					out = append(out, describe(r))
-				}
-			}
-		}
-	}
-	return out
-}
-
-// harness is a receiver under test with its sink, telemetry and logs.
-type harness struct {
-	recv *hubbleReceiver
-	sink *consumertest.LogsSink
-	tel  *componenttest.Telemetry
-	logs *zapobserver.ObservedLogs
-}
-
-func startReceiver(t *testing.T, cfg *Config) *harness {
-	t.Helper()
-	h := &harness{sink: &consumertest.LogsSink{}, tel: componenttest.NewTelemetry()}
-	set := receivertest.NewNopSettings(Type)
-	set.TelemetrySettings = h.tel.NewTelemetrySettings()
-	obsCore, logs := zapobserver.New(zap.InfoLevel)
-	set.Logger = zap.New(obsCore)
-	h.logs = logs
-	r, err := newHubbleReceiver(set, cfg, h.sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.recv = r
-	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-		_ = h.tel.Shutdown(context.Background())
-	})
-	return h
-}
-
-// waitRecords waits until the sink holds n records.
-func waitRecords(t *testing.T, sink *consumertest.LogsSink, n int) []string {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for sink.LogRecordCount() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("got %d records, want %d:\n%s", sink.LogRecordCount(), n, strings.Join(records(sink), "\n"))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return records(sink)
-}
-
 // tlsSetup is a relay with a server certificate and required client certificates,
 // and a receiver config that trusts it.
 func tlsSetup(t *testing.T, relay *fakeRelay, opts ...grpc.ServerOption) (*grpctest.Server, *Config) {
@@ -157,13 +81,13 @@ func tlsSetup(t *testing.T, relay *fakeRelay, opts ...grpc.ServerOption) (*grpct
 func TestFixturesArriveAsRecords(t *testing.T) {
 	relay := newFakeRelay(loadFixtures(t))
 	_, cfg := tlsSetup(t, relay)
-	h := startReceiver(t, cfg)
+	h, _ := startReceiver(t, cfg)
 
-	got := waitRecords(t, h.sink, len(wantFixtureRecords))
+	got := h.WaitRecords(t, len(wantFixtureRecords))
 	if !slices.Equal(got, wantFixtureRecords) {
 		t.Fatalf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantFixtureRecords, "\n"))
 	}
-	counts := flowsourcetest.Read(h.tel)
+	counts := flowsourcetest.Read(h.Tel)
 	if counts.Accepted != int64(len(wantFixtureRecords)) || counts.Lost != 17 {
 		t.Errorf("accepted %d lost %d, want %d and 17", counts.Accepted, counts.Lost, len(wantFixtureRecords))
 	}
@@ -182,16 +106,16 @@ func TestBackfillByNumberAndOff(t *testing.T) {
 	relay := newFakeRelay(loadFixtures(t))
 	_, cfg := tlsSetup(t, relay)
 	cfg.Backfill.Number = 4
-	h := startReceiver(t, cfg)
+	_, recv := startReceiver(t, cfg)
 	<-relay.opened
 	if req := relay.lastRequest(); req.GetNumber() != 4 || req.GetSince() != nil {
 		t.Fatalf("request %v: want number 4 and no since", req)
 	}
-	h.recv.StopStreaming()
+	recv.StopStreaming()
 
 	cfg.Backfill = BackfillConfig{Enabled: false}
 	before := time.Now()
-	h.recv.StartStreaming()
+	recv.StartStreaming()
 	<-relay.opened
 	if since := relay.lastRequest().GetSince(); since == nil || since.AsTime().Before(before.Add(-time.Second)) {
 		t.Fatalf("backfill off: since %v, want about now", since)
@@ -202,10 +126,10 @@ func TestWrongCAFailsClosed(t *testing.T) {
 	relay := newFakeRelay(loadFixtures(t))
 	_, cfg := tlsSetup(t, relay)
 	cfg.TLS.CAFile = testcerts.NewCA(t, "other-ca").CertFile
-	h := startReceiver(t, cfg)
+	h, _ := startReceiver(t, cfg)
 
-	waitLog(t, h.logs, "certificate signed by unknown authority")
-	if n := h.sink.LogRecordCount(); n != 0 {
+	h.WaitLog(t, "certificate signed by unknown authority")
+	if n := h.Sink.LogRecordCount(); n != 0 {
 		t.Fatalf("%d records through an untrusted connection", n)
 	}
 	if len(relay.requests) != 0 {
@@ -220,11 +144,11 @@ func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
 	cfg.Endpoint = srv.Addr
 	cfg.TLS.CAFile = testcerts.NewCA(t, "cilium-ca").CertFile
 	cfg.Reconnect.InitialInterval = 20 * time.Millisecond
-	h := startReceiver(t, cfg)
+	h, _ := startReceiver(t, cfg)
 
-	waitLog(t, h.logs, "flow stream ended")
+	h.WaitLog(t, "flow stream ended")
 	time.Sleep(200 * time.Millisecond)
-	if n := h.sink.LogRecordCount(); n != 0 || len(relay.requests) != 0 {
+	if n := h.Sink.LogRecordCount(); n != 0 || len(relay.requests) != 0 {
 		t.Fatalf("a TLS client talked plaintext: %d records, %d streams", n, len(relay.requests))
 	}
 }
@@ -236,20 +160,20 @@ func TestPlaintextOnlyWhenInsecure(t *testing.T) {
 	cfg.Endpoint = srv.Addr
 	cfg.TLS.Insecure = true
 	cfg.Backfill.Since = fixtureAge
-	h := startReceiver(t, cfg)
-	waitRecords(t, h.sink, len(wantFixtureRecords))
+	h, _ := startReceiver(t, cfg)
+	h.WaitRecords(t, len(wantFixtureRecords))
 }
 
 func TestReconnectsAfterServerRestart(t *testing.T) {
 	all := loadFixtures(t)
 	relay := newFakeRelay(all[:8])
 	srv, cfg := tlsSetup(t, relay)
-	h := startReceiver(t, cfg)
-	waitRecords(t, h.sink, 6) // the first 8 lines hold 6 records
+	h, _ := startReceiver(t, cfg)
+	h.WaitRecords(t, 6) // the first 8 lines hold 6 records
 
 	relay.setResponses(all)
 	srv.Restart()
-	got := waitRecords(t, h.sink, len(wantFixtureRecords))
+	got := h.WaitRecords(t, len(wantFixtureRecords))
 	if !slices.Equal(got, wantFixtureRecords) {
 		t.Fatalf("after a restart, records:\n%s\nwant each once:\n%s", strings.Join(got, "\n"), strings.Join(wantFixtureRecords, "\n"))
 	}
@@ -262,17 +186,17 @@ func TestReconnectsAfterServerRestart(t *testing.T) {
 func TestStopAndStartStreaming(t *testing.T) {
 	relay := newFakeRelay(nil)
 	_, cfg := tlsSetup(t, relay)
-	h := startReceiver(t, cfg)
+	h, recv := startReceiver(t, cfg)
 	<-relay.opened
 
-	h.recv.StopStreaming()
+	recv.StopStreaming()
 	relay.setResponses(loadFixtures(t))
 	time.Sleep(200 * time.Millisecond)
-	if n := h.sink.LogRecordCount(); n != 0 {
+	if n := h.Sink.LogRecordCount(); n != 0 {
 		t.Fatalf("%d records while stopped", n)
 	}
-	h.recv.StartStreaming()
-	waitRecords(t, h.sink, len(wantFixtureRecords))
+	recv.StartStreaming()
+	h.WaitRecords(t, len(wantFixtureRecords))
 }
 
 // truncatingCodec is the proto codec, except that it cuts in half every message
@@ -307,35 +231,11 @@ func TestBadMessagesAreCountedDrops(t *testing.T) {
 	truncated.GetFlow().Time = timestamppb.New(fixtures[1].GetFlow().GetTime().AsTime().Add(-time.Millisecond))
 	relay := newFakeRelay([]*observer.GetFlowsResponse{unknownVerdict, unknownDirection, truncated, fixtures[3]})
 	_, cfg := tlsSetup(t, relay, grpc.ForceServerCodec(truncatingCodec{}))
-	h := startReceiver(t, cfg)
+	h, _ := startReceiver(t, cfg)
 
-	waitLog(t, h.logs, "unmarshal")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c := flowsourcetest.Read(h.tel)
-		if c.Dropped["unknown_enum"] >= 2 && c.Dropped["malformed"] >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("drops %v: want 2 unknown_enum and a malformed", c.Dropped)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := h.sink.LogRecordCount(); n != 0 {
+	h.WaitLog(t, "unmarshal")
+	h.WaitDrops(t, map[string]int64{"unknown_enum": 2, "malformed": 1})
+	if n := h.Sink.LogRecordCount(); n != 0 {
 		t.Fatalf("%d records from bad messages", n)
 	}
-}
-
-func waitLog(t *testing.T, logs *zapobserver.ObservedLogs, substr string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, e := range logs.All() {
-			if strings.Contains(e.Message, substr) || strings.Contains(fmt.Sprint(e.ContextMap()), substr) {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no log entry mentions %q: %v", substr, logs.All())
 }

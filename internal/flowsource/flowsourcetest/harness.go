@@ -1,0 +1,143 @@
+package flowsourcetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/kubewarden/network-enforcer/internal/flow"
+)
+
+// Harness collects what a receiver under test emits: its records, counters and logs.
+type Harness struct {
+	Sink *consumertest.LogsSink
+	Tel  *componenttest.Telemetry
+	Logs *observer.ObservedLogs
+}
+
+// NewHarness returns receiver settings that report into a new Harness.
+func NewHarness(t *testing.T, typ component.Type) (receiver.Settings, *Harness) {
+	t.Helper()
+	h := &Harness{Sink: &consumertest.LogsSink{}, Tel: componenttest.NewTelemetry()}
+	set := receivertest.NewNopSettings(typ)
+	set.TelemetrySettings = h.Tel.NewTelemetrySettings()
+	core, logs := observer.New(zap.InfoLevel)
+	set.Logger = zap.New(core)
+	h.Logs = logs
+	t.Cleanup(func() { _ = h.Tel.Shutdown(context.Background()) })
+	return set, h
+}
+
+// Start starts r and shuts it down when the test ends.
+func Start(t *testing.T, r receiver.Logs) {
+	t.Helper()
+	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// Records returns the records received so far, each as Describe writes it.
+func (h *Harness) Records() []string {
+	var out []string
+	for _, ld := range h.Sink.AllLogs() {
+		for i := range ld.ResourceLogs().Len() {
+			sls := ld.ResourceLogs().At(i).ScopeLogs()
+			for j := range sls.Len() {
+				lrs := sls.At(j).LogRecords()
+				for k := range lrs.Len() {
+					var r flow.Record
+					r.ReadFrom(lrs.At(k))
+					out = append(out, Describe(r))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// WaitRecords waits until n records have arrived and returns them described.
+func (h *Harness) WaitRecords(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for h.Sink.LogRecordCount() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d records, want %d:\n%s", h.Sink.LogRecordCount(), n, strings.Join(h.Records(), "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return h.Records()
+}
+
+// WaitLog waits until a log entry's message or fields mention substr.
+func (h *Harness) WaitLog(t *testing.T, substr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, e := range h.Logs.All() {
+			if strings.Contains(e.Message, substr) || strings.Contains(fmt.Sprint(e.ContextMap()), substr) {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no log entry mentions %q: %v", substr, h.Logs.All())
+}
+
+// WaitDrops waits until the drop counters reach at least want.
+func (h *Harness) WaitDrops(t *testing.T, want map[string]int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := Read(h.Tel).Dropped
+		done := true
+		for reason, n := range want {
+			done = done && got[reason] >= n
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("drops %v, want at least %v", got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Describe writes a record on one line: outcome direction reporter transport,
+// source -> destination:port, the policy, and the pending outcome when set.
+func Describe(r flow.Record) string {
+	end := func(e flow.Endpoint) string {
+		if e.External != "" {
+			return string(e.External) + ":" + e.Address
+		}
+		return fmt.Sprintf("%s/%s(%s/%s)", e.Namespace, e.Pod, e.WorkloadKind, e.WorkloadName)
+	}
+	policy := ""
+	if !r.Policy.IsZero() {
+		policy = r.Policy.Kind + "/" + r.Policy.Namespace + "/" + r.Policy.Name
+	}
+	s := fmt.Sprintf("%s %s %s %s %s -> %s:%d policy=%s", r.Outcome, r.Direction, r.Reporter, r.Transport,
+		end(r.Source), end(r.Destination), r.Destination.Port, policy)
+	if r.PendingOutcome != "" {
+		s += fmt.Sprintf(" pending=%s:%s/%s/%s", r.PendingOutcome, r.PendingPolicy.Kind, r.PendingPolicy.Namespace, r.PendingPolicy.Name)
+	}
+	if r.Count > 1 {
+		s += fmt.Sprintf(" count=%d", r.Count)
+	}
+	return s
+}
