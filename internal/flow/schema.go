@@ -26,7 +26,6 @@ const (
 	AttrPendingPolicyKind      = "policy.pending.ref.kind"
 	AttrPendingPolicyNamespace = "policy.pending.ref.namespace"
 	AttrPendingPolicyName      = "policy.pending.ref.name"
-
 )
 
 // endKeys are the attribute keys of one end of a flow.
