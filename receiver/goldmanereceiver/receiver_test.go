@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kubewarden/network-enforcer/internal/fakeflows"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
 	"github.com/kubewarden/network-enforcer/internal/testcerts"
@@ -41,7 +42,7 @@ var wantFixtureRecords = []string{
 
 // mtlsSetup is a Goldmane that requires client certificates signed by its CA, and
 // a receiver config with such a certificate.
-func mtlsSetup(t *testing.T, g *fakeGoldmane, opts ...grpc.ServerOption) (*grpctest.Server, *Config) {
+func mtlsSetup(t *testing.T, g *fakeflows.Goldmane, opts ...grpc.ServerOption) (*grpctest.Server, *Config) {
 	t.Helper()
 	ca := testcerts.NewCA(t, "tigera-ca")
 	server := ca.Server(t, "goldmane", "goldmane.calico-system.svc")
@@ -71,7 +72,7 @@ func startReceiver(t *testing.T, cfg *Config) (*flowsourcetest.Harness, *goldman
 }
 
 func TestFixturesArriveAsRecords(t *testing.T) {
-	g := newFakeGoldmane(loadFixtures(t))
+	g := fakeflows.NewGoldmane(loadFixtures(t))
 	_, cfg := mtlsSetup(t, g)
 	h, _ := startReceiver(t, cfg)
 
@@ -80,14 +81,14 @@ func TestFixturesArriveAsRecords(t *testing.T) {
 		t.Fatalf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantFixtureRecords, "\n"))
 	}
 	h.WaitDrops(t, map[string]int64{"unsupported_protocol": 1})
-	req := g.lastRequest()
+	req := g.LastRequest()
 	if req.GetAggregationInterval() != 15 || req.GetStartTimeGte() != fixtureAge {
 		t.Fatalf("request %v: want aggregation_interval 15 and start_time_gte %d", req, fixtureAge)
 	}
 }
 
 func TestClientWithoutCertificateIsRefused(t *testing.T) {
-	g := newFakeGoldmane(loadFixtures(t))
+	g := fakeflows.NewGoldmane(loadFixtures(t))
 	_, cfg := mtlsSetup(t, g)
 	other := testcerts.NewCA(t, "other-ca").Client(t, "intruder")
 	cfg.TLS.CertFile, cfg.TLS.KeyFile = other.CertFile, other.KeyFile
@@ -95,25 +96,25 @@ func TestClientWithoutCertificateIsRefused(t *testing.T) {
 
 	h.WaitLog(t, "flow stream ended")
 	time.Sleep(200 * time.Millisecond)
-	if n := h.Sink.LogRecordCount(); n != 0 || g.streamCount() != 0 {
-		t.Fatalf("a client certificate from another CA was served: %d records, %d streams", n, g.streamCount())
+	if n := h.Sink.LogRecordCount(); n != 0 || len(g.Requests()) != 0 {
+		t.Fatalf("a client certificate from another CA was served: %d records, %d streams", n, len(g.Requests()))
 	}
 }
 
 func TestWrongCAFailsClosed(t *testing.T) {
-	g := newFakeGoldmane(loadFixtures(t))
+	g := fakeflows.NewGoldmane(loadFixtures(t))
 	_, cfg := mtlsSetup(t, g)
 	cfg.TLS.CAFile = testcerts.NewCA(t, "other-ca").CertFile
 	h, _ := startReceiver(t, cfg)
 
 	h.WaitLog(t, "certificate signed by unknown authority")
-	if n := h.Sink.LogRecordCount(); n != 0 || g.streamCount() != 0 {
-		t.Fatalf("%d records, %d streams through an untrusted connection", n, g.streamCount())
+	if n := h.Sink.LogRecordCount(); n != 0 || len(g.Requests()) != 0 {
+		t.Fatalf("%d records, %d streams through an untrusted connection", n, len(g.Requests()))
 	}
 }
 
 func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
-	g := newFakeGoldmane(loadFixtures(t))
+	g := fakeflows.NewGoldmane(loadFixtures(t))
 	_, cfg := mtlsSetup(t, g)
 	plain := grpctest.Start(t, nil, func(s *grpc.Server) { pb.RegisterFlowsServer(s, g) })
 	cfg.Endpoint = plain.Addr
@@ -121,23 +122,23 @@ func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
 
 	h.WaitLog(t, "flow stream ended")
 	time.Sleep(200 * time.Millisecond)
-	if n := h.Sink.LogRecordCount(); n != 0 || g.streamCount() != 0 {
-		t.Fatalf("a TLS client talked plaintext: %d records, %d streams", n, g.streamCount())
+	if n := h.Sink.LogRecordCount(); n != 0 || len(g.Requests()) != 0 {
+		t.Fatalf("a TLS client talked plaintext: %d records, %d streams", n, len(g.Requests()))
 	}
 }
 
 func TestReconnectsAfterServerRestart(t *testing.T) {
 	all := loadFixtures(t)
-	g := newFakeGoldmane(all[:5]) // buckets 0 and 1
+	g := fakeflows.NewGoldmane(all[:5]) // buckets 0 and 1
 	srv, cfg := mtlsSetup(t, g)
 	h, _ := startReceiver(t, cfg)
 	h.WaitRecords(t, 5)
 
-	g.setFlows(all)
+	g.SetFlows(all)
 	srv.Restart()
-	<-g.opened // the first stream
-	<-g.opened // the stream after the restart
-	resumed := g.lastRequest().GetStartTimeGte()
+	<-g.Opened // the first stream
+	<-g.Opened // the stream after the restart
+	resumed := g.LastRequest().GetStartTimeGte()
 	if want := all[4].GetFlow().GetStartTime(); resumed != want {
 		t.Fatalf("re-opened at start_time_gte %d, want the newest bucket received (%d)", resumed, want)
 	}
@@ -155,13 +156,13 @@ func TestReconnectsAfterServerRestart(t *testing.T) {
 }
 
 func TestStopAndStartStreaming(t *testing.T) {
-	g := newFakeGoldmane(nil)
+	g := fakeflows.NewGoldmane(nil)
 	_, cfg := mtlsSetup(t, g)
 	h, recv := startReceiver(t, cfg)
-	<-g.opened
+	<-g.Opened
 
 	recv.StopStreaming()
-	g.setFlows(loadFixtures(t))
+	g.SetFlows(loadFixtures(t))
 	time.Sleep(200 * time.Millisecond)
 	if n := h.Sink.LogRecordCount(); n != 0 {
 		t.Fatalf("%d records while stopped", n)
@@ -200,7 +201,7 @@ func TestBadMessagesAreCountedDrops(t *testing.T) {
 	noReporter.GetFlow().GetKey().Reporter = pb.Reporter_ReporterUnspecified
 	truncated := proto.Clone(fixtures[1]).(*pb.FlowResult)
 	truncated.Id = 666
-	g := newFakeGoldmane([]*pb.FlowResult{unknownAction, unknownType, noReporter, truncated})
+	g := fakeflows.NewGoldmane([]*pb.FlowResult{unknownAction, unknownType, noReporter, truncated})
 	_, cfg := mtlsSetup(t, g, grpc.ForceServerCodec(truncatingCodec{}))
 	h, _ := startReceiver(t, cfg)
 

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/kubewarden/network-enforcer/internal/fakeflows"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
 	"github.com/kubewarden/network-enforcer/internal/testcerts"
@@ -58,7 +59,7 @@ var wantFixtureDrops = map[string]int64{"reply": 1, "no_policy_verdict": 1, "uns
 
 // tlsSetup is a relay with a server certificate and required client certificates,
 // and a receiver config that trusts it.
-func tlsSetup(t *testing.T, relay *fakeRelay, opts ...grpc.ServerOption) (*grpctest.Server, *Config) {
+func tlsSetup(t *testing.T, relay *fakeflows.HubbleRelay, opts ...grpc.ServerOption) (*grpctest.Server, *Config) {
 	t.Helper()
 	ca := testcerts.NewCA(t, "cilium-ca")
 	server := ca.Server(t, "relay", "ui.hubble-relay.cilium.io")
@@ -79,7 +80,7 @@ func tlsSetup(t *testing.T, relay *fakeRelay, opts ...grpc.ServerOption) (*grpct
 }
 
 func TestFixturesArriveAsRecords(t *testing.T) {
-	relay := newFakeRelay(loadFixtures(t))
+	relay := fakeflows.NewHubbleRelay(loadFixtures(t))
 	_, cfg := tlsSetup(t, relay)
 	h, _ := startReceiver(t, cfg)
 
@@ -96,19 +97,19 @@ func TestFixturesArriveAsRecords(t *testing.T) {
 			t.Errorf("dropped %s = %d, want %d (all: %v)", reason, counts.Dropped[reason], n, counts.Dropped)
 		}
 	}
-	req := relay.lastRequest()
+	req := relay.LastRequest()
 	if !req.GetFollow() || req.GetSince() == nil {
 		t.Errorf("request %v: want follow with since (backfill)", req)
 	}
 }
 
 func TestBackfillByNumberAndOff(t *testing.T) {
-	relay := newFakeRelay(loadFixtures(t))
+	relay := fakeflows.NewHubbleRelay(loadFixtures(t))
 	_, cfg := tlsSetup(t, relay)
 	cfg.Backfill.Number = 4
 	_, recv := startReceiver(t, cfg)
-	<-relay.opened
-	if req := relay.lastRequest(); req.GetNumber() != 4 || req.GetSince() != nil {
+	<-relay.Opened
+	if req := relay.LastRequest(); req.GetNumber() != 4 || req.GetSince() != nil {
 		t.Fatalf("request %v: want number 4 and no since", req)
 	}
 	recv.StopStreaming()
@@ -116,14 +117,14 @@ func TestBackfillByNumberAndOff(t *testing.T) {
 	cfg.Backfill = BackfillConfig{Enabled: false}
 	before := time.Now()
 	recv.StartStreaming()
-	<-relay.opened
-	if since := relay.lastRequest().GetSince(); since == nil || since.AsTime().Before(before.Add(-time.Second)) {
+	<-relay.Opened
+	if since := relay.LastRequest().GetSince(); since == nil || since.AsTime().Before(before.Add(-time.Second)) {
 		t.Fatalf("backfill off: since %v, want about now", since)
 	}
 }
 
 func TestWrongCAFailsClosed(t *testing.T) {
-	relay := newFakeRelay(loadFixtures(t))
+	relay := fakeflows.NewHubbleRelay(loadFixtures(t))
 	_, cfg := tlsSetup(t, relay)
 	cfg.TLS.CAFile = testcerts.NewCA(t, "other-ca").CertFile
 	h, _ := startReceiver(t, cfg)
@@ -132,13 +133,13 @@ func TestWrongCAFailsClosed(t *testing.T) {
 	if n := h.Sink.LogRecordCount(); n != 0 {
 		t.Fatalf("%d records through an untrusted connection", n)
 	}
-	if len(relay.requests) != 0 {
+	if len(relay.Requests()) != 0 {
 		t.Fatal("the relay served a stream to a client that does not trust it")
 	}
 }
 
 func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
-	relay := newFakeRelay(loadFixtures(t))
+	relay := fakeflows.NewHubbleRelay(loadFixtures(t))
 	srv := grpctest.Start(t, nil, func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) })
 	cfg := createDefaultConfig().(*Config)
 	cfg.Endpoint = srv.Addr
@@ -148,13 +149,13 @@ func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
 
 	h.WaitLog(t, "flow stream ended")
 	time.Sleep(200 * time.Millisecond)
-	if n := h.Sink.LogRecordCount(); n != 0 || len(relay.requests) != 0 {
-		t.Fatalf("a TLS client talked plaintext: %d records, %d streams", n, len(relay.requests))
+	if n := h.Sink.LogRecordCount(); n != 0 || len(relay.Requests()) != 0 {
+		t.Fatalf("a TLS client talked plaintext: %d records, %d streams", n, len(relay.Requests()))
 	}
 }
 
 func TestPlaintextOnlyWhenInsecure(t *testing.T) {
-	relay := newFakeRelay(loadFixtures(t))
+	relay := fakeflows.NewHubbleRelay(loadFixtures(t))
 	srv := grpctest.Start(t, nil, func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) })
 	cfg := createDefaultConfig().(*Config)
 	cfg.Endpoint = srv.Addr
@@ -166,31 +167,31 @@ func TestPlaintextOnlyWhenInsecure(t *testing.T) {
 
 func TestReconnectsAfterServerRestart(t *testing.T) {
 	all := loadFixtures(t)
-	relay := newFakeRelay(all[:8])
+	relay := fakeflows.NewHubbleRelay(all[:8])
 	srv, cfg := tlsSetup(t, relay)
 	h, _ := startReceiver(t, cfg)
 	h.WaitRecords(t, 6) // the first 8 lines hold 6 records
 
-	relay.setResponses(all)
+	relay.SetResponses(all)
 	srv.Restart()
 	got := h.WaitRecords(t, len(wantFixtureRecords))
 	if !slices.Equal(got, wantFixtureRecords) {
 		t.Fatalf("after a restart, records:\n%s\nwant each once:\n%s", strings.Join(got, "\n"), strings.Join(wantFixtureRecords, "\n"))
 	}
-	resumed := relay.lastRequest().GetSince().AsTime()
+	resumed := relay.LastRequest().GetSince().AsTime()
 	if want := all[7].GetFlow().GetTime().AsTime(); !resumed.After(want) {
 		t.Fatalf("re-opened since %v, want after the last flow received (%v)", resumed, want)
 	}
 }
 
 func TestStopAndStartStreaming(t *testing.T) {
-	relay := newFakeRelay(nil)
+	relay := fakeflows.NewHubbleRelay(nil)
 	_, cfg := tlsSetup(t, relay)
 	h, recv := startReceiver(t, cfg)
-	<-relay.opened
+	<-relay.Opened
 
 	recv.StopStreaming()
-	relay.setResponses(loadFixtures(t))
+	relay.SetResponses(loadFixtures(t))
 	time.Sleep(200 * time.Millisecond)
 	if n := h.Sink.LogRecordCount(); n != 0 {
 		t.Fatalf("%d records while stopped", n)
@@ -229,7 +230,7 @@ func TestBadMessagesAreCountedDrops(t *testing.T) {
 	truncated := proto.Clone(fixtures[1]).(*observer.GetFlowsResponse)
 	truncated.NodeName = "truncate-me"
 	truncated.GetFlow().Time = timestamppb.New(fixtures[1].GetFlow().GetTime().AsTime().Add(-time.Millisecond))
-	relay := newFakeRelay([]*observer.GetFlowsResponse{unknownVerdict, unknownDirection, truncated, fixtures[3]})
+	relay := fakeflows.NewHubbleRelay([]*observer.GetFlowsResponse{unknownVerdict, unknownDirection, truncated, fixtures[3]})
 	_, cfg := tlsSetup(t, relay, grpc.ForceServerCodec(truncatingCodec{}))
 	h, _ := startReceiver(t, cfg)
 
