@@ -13,13 +13,20 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubewarden/network-enforcer/internal/testcerts"
 )
 
 // TestSampleConfigStartsAndStops runs the binary with the sample configuration,
 // waits until health_check reports it ready, and stops it with SIGTERM.
 func TestSampleConfigStartsAndStops(t *testing.T) {
 	health := freeAddr(t)
-	p := startBinary(t, repoFile(t, "testdata/collector/sample.yaml"), "NE_HEALTH_ENDPOINT="+health)
+	// No relay answers at this endpoint: the receiver keeps retrying in the
+	// background, and the collector is healthy all the same.
+	p := startBinary(t, repoFile(t, "testdata/collector/sample.yaml"),
+		"NE_HEALTH_ENDPOINT="+health,
+		"NE_HUBBLE_ENDPOINT="+freeAddr(t),
+		"NE_HUBBLE_CA_FILE="+testcerts.NewCA(t, "cilium-ca").CertFile)
 
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true,
 		func(ctx context.Context) (bool, error) {

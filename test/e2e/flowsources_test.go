@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cilium/cilium/api/v1/observer"
+	"google.golang.org/grpc"
+
+	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/grpctest"
+	"github.com/kubewarden/network-enforcer/internal/testcerts"
+	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
+)
+
+// TestBinaryStreamsFromHubbleAndGoldmane runs the built collector with both gRPC
+// flow receivers against a Hubble Relay (TLS) and a Goldmane (mutual TLS) serving
+// the fixtures, and reads the flow records that its otlp exporter sends to a real
+// OTLP receiver.
+func TestBinaryStreamsFromHubbleAndGoldmane(t *testing.T) {
+	hubbleFlows, err := fakeflows.LoadHubble(repoFile(t, fakeflows.HubbleFixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goldmaneFlows, err := fakeflows.LoadGoldmane(repoFile(t, fakeflows.GoldmaneFixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := testcerts.NewCA(t, "cluster-ca")
+	relay := grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
+		func(s *grpc.Server) { observer.RegisterObserverServer(s, fakeflows.NewHubbleRelay(hubbleFlows)) })
+	goldmane := grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "goldmane", "goldmane.calico-system.svc"), ca),
+		func(s *grpc.Server) { pb.RegisterFlowsServer(s, fakeflows.NewGoldmane(goldmaneFlows)) })
+	client := ca.Client(t, "network-enforcer")
+	sink := startOTLPSink(t)
+	health := freeAddr(t)
+
+	config := fmt.Sprintf(`
+extensions:
+  health_check:
+    endpoint: %[1]s
+receivers:
+  hubble:
+    endpoint: %[2]s
+    tls:
+      ca_file: %[4]s
+      server_name_override: ui.hubble-relay.cilium.io
+    backfill:
+      since: 43800h
+  goldmane:
+    endpoint: %[3]s
+    tls:
+      ca_file: %[4]s
+      cert_file: %[5]s
+      key_file: %[6]s
+      server_name_override: goldmane.calico-system.svc
+    start_time_gte: -157680000
+processors:
+  batch:
+    timeout: 100ms
+exporters:
+  otlp_grpc:
+    endpoint: %[7]s
+    tls:
+      insecure: true
+service:
+  extensions: [health_check]
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    logs:
+      receivers: [hubble, goldmane]
+      processors: [batch]
+      exporters: [otlp_grpc]
+`, health, relay.Addr, goldmane.Addr, ca.CertFile, client.CertFile, client.KeyFile, sink.Addr)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, path)
+
+	// The fixtures hold 14 Hubble records and 16 Goldmane records.
+	want := map[flow.Provider]int{flow.ProviderCilium: 14, flow.ProviderCalico: 16}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got := map[flow.Provider]int{}
+		var denied []string
+		for _, lr := range sink.Records() {
+			var r flow.Record
+			r.ReadFrom(lr)
+			got[r.Provider]++
+			if r.Outcome == flow.OutcomeDenied {
+				denied = append(denied, fmt.Sprintf("%s %s/%s -> %s/%s:%d by %s/%s", r.Provider,
+					r.Source.Namespace, r.Source.Pod, r.Destination.Namespace, r.Destination.Pod, r.Destination.Port,
+					r.Policy.Namespace, r.Policy.Name))
+			}
+		}
+		if got[flow.ProviderCilium] == want[flow.ProviderCilium] && got[flow.ProviderCalico] == want[flow.ProviderCalico] {
+			if len(denied) != 4 {
+				t.Fatalf("denied records %v, want 2 per provider", denied)
+			}
+			return
+		}
+		select {
+		case <-p.exited:
+			t.Fatalf("the collector exited: %v", p.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("records by provider %v, want %v", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
