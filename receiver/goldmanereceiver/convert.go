@@ -1,6 +1,7 @@
 package goldmanereceiver
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
@@ -169,5 +170,15 @@ func decidingPolicy(hits []*pb.PolicyHit, outcome flow.Outcome) (flow.PolicyRef,
 	if hit == nil {
 		return flow.PolicyRef{}, outcome
 	}
-	return flow.PolicyRef{Kind: hit.GetKind().String(), Namespace: hit.GetNamespace(), Name: hit.GetName()}, outcome
+	return flow.PolicyRef{Kind: policyKindName(hit.GetKind()), Namespace: hit.GetNamespace(), Name: hit.GetName()}, outcome
+}
+
+// policyKindName names a policy kind through the generated name table: the enum's
+// String goes through protobuf reflection, a cost on every record. An unknown value
+// keeps its number.
+func policyKindName(k pb.PolicyKind) string {
+	if name, ok := pb.PolicyKind_name[int32(k)]; ok {
+		return name
+	}
+	return strconv.Itoa(int(k))
 }
