@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/encoding"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kubewarden/network-enforcer/internal/fakeflows"
@@ -171,25 +170,6 @@ func TestStopAndStartStreaming(t *testing.T) {
 	h.WaitRecords(t, len(wantFixtureRecords))
 }
 
-// truncatingCodec is the proto codec, except that it cuts in half every FlowResult
-// with id 666: a whole gRPC frame holding an undecodable message.
-type truncatingCodec struct{}
-
-func (truncatingCodec) Name() string { return "proto" }
-
-func (truncatingCodec) Marshal(v any) ([]byte, error) {
-	b, err := proto.Marshal(v.(proto.Message))
-	if res, ok := v.(*pb.FlowResult); ok && res.GetId() == 666 {
-		return b[:len(b)/2], err
-	}
-	return b, err
-}
-
-func (truncatingCodec) Unmarshal(data []byte, v any) error {
-	return proto.Unmarshal(data, v.(proto.Message))
-}
-
-var _ encoding.Codec = truncatingCodec{}
 
 func TestBadMessagesAreCountedDrops(t *testing.T) {
 	fixtures := loadFixtures(t)
@@ -202,7 +182,10 @@ func TestBadMessagesAreCountedDrops(t *testing.T) {
 	truncated := proto.Clone(fixtures[1]).(*pb.FlowResult)
 	truncated.Id = 666
 	g := fakeflows.NewGoldmane([]*pb.FlowResult{unknownAction, unknownType, noReporter, truncated})
-	_, cfg := mtlsSetup(t, g, grpc.ForceServerCodec(truncatingCodec{}))
+	_, cfg := mtlsSetup(t, g, grpctest.TruncateMessages(func(m proto.Message) bool {
+		res, ok := m.(*pb.FlowResult)
+		return ok && res.GetId() == 666
+	}))
 	h, _ := startReceiver(t, cfg)
 
 	h.WaitLog(t, "unmarshal")

@@ -4,60 +4,23 @@ import (
 	"testing"
 
 	"github.com/cilium/cilium/api/v1/observer"
-	"go.opentelemetry.io/collector/pdata/plog"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 )
 
-// wireFixtures returns the fixture responses as the bytes that arrive on the wire.
-func wireFixtures(tb testing.TB) [][]byte {
-	tb.Helper()
-	var out [][]byte
-	for _, resp := range loadFixtures(tb) {
-		b, err := proto.Marshal(resp)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	return out
-}
+func newResponse() *observer.GetFlowsResponse { return &observer.GetFlowsResponse{} }
 
 // BenchmarkDecode is the baseline: protobuf decoding of the fixture messages alone.
 func BenchmarkDecode(b *testing.B) {
-	msgs := wireFixtures(b)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		resp := &observer.GetFlowsResponse{}
-		if err := proto.Unmarshal(msgs[i%len(msgs)], resp); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
-	b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "msgs/s")
+	flowsourcetest.BenchDecode(b, flowsourcetest.Wire(b, loadFixtures(b)), newResponse)
 }
 
-// BenchmarkConvert is the receiver's path for the same messages: decode, convert
-// to the flow schema, write the log record.
+// BenchmarkConvert is the receiver's path for the same messages.
 func BenchmarkConvert(b *testing.B) {
-	msgs := wireFixtures(b)
-	logs := plog.NewLogs()
-	sl := logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
-	lr := sl.LogRecords().AppendEmpty()
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		resp := &observer.GetFlowsResponse{}
-		if err := proto.Unmarshal(msgs[i%len(msgs)], resp); err != nil {
-			b.Fatal(err)
-		}
-		var rec flow.Record
-		if _, ok := convertFlow(resp.GetFlow(), &rec); ok {
-			rec.WriteTo(lr)
-		}
-		i++
-	}
-	b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "msgs/s")
+	flowsourcetest.BenchConvert(b, flowsourcetest.Wire(b, loadFixtures(b)), newResponse,
+		func(resp *observer.GetFlowsResponse, rec *flow.Record) bool {
+			_, ok := convertFlow(resp.GetFlow(), rec)
+			return ok
+		})
 }

@@ -9,7 +9,6 @@ import (
 	flowpb "github.com/cilium/cilium/api/v1/flow"
 	"github.com/cilium/cilium/api/v1/observer"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/encoding"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -200,26 +199,6 @@ func TestStopAndStartStreaming(t *testing.T) {
 	h.WaitRecords(t, len(wantFixtureRecords))
 }
 
-// truncatingCodec is the proto codec, except that it cuts in half every message
-// whose node name is "truncate-me": the client receives a whole gRPC frame holding
-// an undecodable message.
-type truncatingCodec struct{}
-
-func (truncatingCodec) Name() string { return "proto" }
-
-func (truncatingCodec) Marshal(v any) ([]byte, error) {
-	b, err := proto.Marshal(v.(proto.Message))
-	if resp, ok := v.(*observer.GetFlowsResponse); ok && resp.GetNodeName() == "truncate-me" {
-		return b[:len(b)/2], err
-	}
-	return b, err
-}
-
-func (truncatingCodec) Unmarshal(data []byte, v any) error {
-	return proto.Unmarshal(data, v.(proto.Message))
-}
-
-var _ encoding.Codec = truncatingCodec{}
 
 func TestBadMessagesAreCountedDrops(t *testing.T) {
 	fixtures := loadFixtures(t)
@@ -231,7 +210,10 @@ func TestBadMessagesAreCountedDrops(t *testing.T) {
 	truncated.NodeName = "truncate-me"
 	truncated.GetFlow().Time = timestamppb.New(fixtures[1].GetFlow().GetTime().AsTime().Add(-time.Millisecond))
 	relay := fakeflows.NewHubbleRelay([]*observer.GetFlowsResponse{unknownVerdict, unknownDirection, truncated, fixtures[3]})
-	_, cfg := tlsSetup(t, relay, grpc.ForceServerCodec(truncatingCodec{}))
+	_, cfg := tlsSetup(t, relay, grpctest.TruncateMessages(func(m proto.Message) bool {
+		resp, ok := m.(*observer.GetFlowsResponse)
+		return ok && resp.GetNodeName() == "truncate-me"
+	}))
 	h, _ := startReceiver(t, cfg)
 
 	h.WaitLog(t, "unmarshal")
