@@ -170,7 +170,6 @@ func TestStopAndStartStreaming(t *testing.T) {
 	h.WaitRecords(t, len(wantFixtureRecords))
 }
 
-
 func TestBadMessagesAreCountedDrops(t *testing.T) {
 	fixtures := loadFixtures(t)
 	unknownAction := proto.Clone(fixtures[0]).(*pb.FlowResult)

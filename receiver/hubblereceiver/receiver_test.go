@@ -199,7 +199,6 @@ func TestStopAndStartStreaming(t *testing.T) {
 	h.WaitRecords(t, len(wantFixtureRecords))
 }
 
-
 func TestBadMessagesAreCountedDrops(t *testing.T) {
 	fixtures := loadFixtures(t)
 	unknownVerdict := proto.Clone(fixtures[0]).(*observer.GetFlowsResponse)
