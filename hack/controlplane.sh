@@ -39,10 +39,10 @@ cd "$mod"
 start=$SECONDS
 for cmd in kube-apiserver kube-controller-manager; do
 	echo "building $cmd $k8s_version" >&2
-	CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/$cmd" "k8s.io/kubernetes/cmd/$cmd"
+	CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$tmp/$cmd" "k8s.io/kubernetes/cmd/$cmd"
 done
 echo "building etcd $etcd_version" >&2
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" ./etcd
+CGO_ENABLED=0 go build -ldflags "-s -w" -o "$tmp/etcd" ./etcd
 mv "$tmp" "$dir"
 trap - EXIT
 echo "control plane built in $((SECONDS - start))s" >&2
