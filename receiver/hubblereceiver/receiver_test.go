@@ -169,7 +169,7 @@ func TestReconnectsAfterServerRestart(t *testing.T) {
 	relay := fakeflows.NewHubbleRelay(all[:8])
 	srv, cfg := tlsSetup(t, relay)
 	h, _ := startReceiver(t, cfg)
-	h.WaitRecords(t, 6) // the first 8 lines hold 6 records
+	h.WaitRecords(t, 7) // the first 8 lines hold 7 records and a reply
 
 	relay.SetResponses(all)
 	srv.Restart()
