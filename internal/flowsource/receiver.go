@@ -84,9 +84,25 @@ func (r *GRPCReceiver) Emit(ctx context.Context, rec *flow.Record) {
 	r.Telemetry.Accepted(ctx, 1)
 }
 
-// RecvFailed counts a stream error that is an undecodable message.
-func (r *GRPCReceiver) RecvFailed(ctx context.Context, err error) {
+// recvFailed counts a stream error that is an undecodable message.
+func (r *GRPCReceiver) recvFailed(ctx context.Context, err error) {
 	if ctx.Err() == nil && IsUndecodable(err) {
 		r.Telemetry.Dropped(ctx, DropMalformed)
+	}
+}
+
+// Drain reads a stream until it ends, handing each message to handle. It returns
+// whether anything arrived (a stream that delivered resets the backoff) and why the
+// stream ended, after counting an undecodable message as a drop.
+func Drain[M any](ctx context.Context, r *GRPCReceiver, recv func() (M, error), handle func(context.Context, M)) (bool, error) {
+	received := false
+	for {
+		msg, err := recv()
+		if err != nil {
+			r.recvFailed(ctx, err)
+			return received, err
+		}
+		received = true
+		handle(ctx, msg)
 	}
 }

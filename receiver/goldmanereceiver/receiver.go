@@ -58,16 +58,9 @@ func (r *goldmaneReceiver) stream(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	received := false
-	for {
-		res, err := stream.Recv()
-		if err != nil {
-			r.RecvFailed(ctx, err)
-			return received, err
-		}
-		received = true
+	return flowsource.Drain(ctx, r.GRPCReceiver, stream.Recv, func(ctx context.Context, res *pb.FlowResult) {
 		r.handleFlow(ctx, res.GetFlow())
-	}
+	})
 }
 
 func (r *goldmaneReceiver) handleFlow(ctx context.Context, f *pb.Flow) {

@@ -66,23 +66,18 @@ func (r *hubbleReceiver) stream(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	received := false
-	for {
-		resp, err := stream.Recv()
-		if err != nil {
-			r.RecvFailed(ctx, err)
-			return received, err
-		}
-		received = true
-		switch {
-		case resp.GetFlow() != nil:
-			r.handleFlow(ctx, resp.GetFlow())
-		case resp.GetLostEvents() != nil:
-			lost := resp.GetLostEvents()
-			r.Telemetry.Lost(ctx, int64(lost.GetNumEventsLost()))
-			r.Settings.Logger.Warn("Hubble lost flows before sending them",
-				zap.Uint64("lost", lost.GetNumEventsLost()), zap.String("source", lost.GetSource().String()))
-		}
+	return flowsource.Drain(ctx, r.GRPCReceiver, stream.Recv, r.handleResponse)
+}
+
+func (r *hubbleReceiver) handleResponse(ctx context.Context, resp *observer.GetFlowsResponse) {
+	switch {
+	case resp.GetFlow() != nil:
+		r.handleFlow(ctx, resp.GetFlow())
+	case resp.GetLostEvents() != nil:
+		lost := resp.GetLostEvents()
+		r.Telemetry.Lost(ctx, int64(lost.GetNumEventsLost()))
+		r.Settings.Logger.Warn("Hubble lost flows before sending them",
+			zap.Uint64("lost", lost.GetNumEventsLost()), zap.String("source", lost.GetSource().String()))
 	}
 }
 
