@@ -26,7 +26,7 @@ GOLDMANE_PROTO := receiver/goldmanereceiver/goldmanepb/goldmane.proto
 
 # What `make generate` writes; check-generate looks at these paths only, so a work
 # tree with hand edits elsewhere can still be checked.
-GENERATED := crds chart/crds api/v1alpha1/zz_generated.deepcopy.go receiver/goldmanereceiver/goldmanepb
+GENERATED := crds chart/crds api/v1alpha1/zz_generated.deepcopy.go 'receiver/goldmanereceiver/goldmanepb/*.pb.go'
 
 BINARY      := bin/network-enforcer
 BUILD_DIR   := _build
