@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/stanza/fileconsumer"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configgrpc"
 	"go.opentelemetry.io/collector/config/confighttp"
@@ -12,14 +13,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
+// DefaultInclude is where the kubelet writes the logs of ztunnel's istio-proxy
+// container on a node.
+const DefaultInclude = "/var/log/pods/istio-system_ztunnel-*/istio-proxy/*.log"
+
 // Config is the configuration of the ztunnel receiver.
 type Config struct {
 	// Protocols are the OTLP listeners that fluent-bit (or the node agent) sends
-	// ztunnel log records to.
+	// ztunnel log records to. Each is off unless configured.
 	Protocols Protocols `mapstructure:"protocols"`
 
-	// TrustDomain is the SPIFFE trust domain of the mesh; identities are kept as
-	// <trust-domain>/ns/<namespace>/sa/<service-account>.
+	// File tails ztunnel's container log files on the node, so that this binary
+	// runs as the node agent. Off unless configured.
+	File configoptional.Optional[FileConfig] `mapstructure:"file"`
+
+	// TrustDomain is the SPIFFE trust domain of the mesh. Identities are kept as
+	// <trust-domain>/ns/<namespace>/sa/<service-account>; a source identity from
+	// another trust domain is dropped and counted, so that no policy learns a
+	// principal the operator did not expect.
 	TrustDomain string `mapstructure:"trust_domain"`
 
 	// JoinWindow is how long a policy-decision line waits for the access line of
@@ -31,11 +42,21 @@ type Config struct {
 
 // Protocols are the OTLP listeners of the receiver.
 type Protocols struct {
-	// GRPC is the OTLP/gRPC listener (default localhost:4317).
+	// GRPC is the OTLP/gRPC listener (localhost:4317 when enabled).
 	GRPC configoptional.Optional[configgrpc.ServerConfig] `mapstructure:"grpc"`
-	// HTTP is the OTLP/HTTP listener for /v1/logs (default localhost:4318), off
-	// unless configured.
+	// HTTP is the OTLP/HTTP listener for /v1/logs (localhost:4318 when enabled).
 	HTTP configoptional.Optional[confighttp.ServerConfig] `mapstructure:"http"`
+}
+
+// FileConfig is the node agent's file input: contrib's file consumer settings
+// (include, exclude, start_at, poll_interval, ...) and the storage extension that
+// keeps the read offsets across restarts.
+type FileConfig struct {
+	fileconsumer.Config `mapstructure:",squash"`
+
+	// Storage is the ID of a storage extension (file_storage) that checkpoints
+	// the offsets; without one a restart starts again from start_at.
+	Storage *component.ID `mapstructure:"storage"`
 }
 
 func createDefaultConfig() component.Config {
@@ -43,11 +64,14 @@ func createDefaultConfig() component.Config {
 	grpc.NetAddr.Endpoint = "localhost:4317"
 	http := confighttp.NewDefaultServerConfig()
 	http.NetAddr.Endpoint = "localhost:4318"
+	file := fileconsumer.NewConfig()
+	file.Include = []string{DefaultInclude}
 	return &Config{
 		Protocols: Protocols{
-			GRPC: configoptional.Some(grpc),
+			GRPC: configoptional.Default(grpc),
 			HTTP: configoptional.Default(http),
 		},
+		File:        configoptional.Default(FileConfig{Config: *file}),
 		TrustDomain: "cluster.local",
 		JoinWindow:  5 * time.Second,
 	}
@@ -56,8 +80,17 @@ func createDefaultConfig() component.Config {
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	var errs []error
-	if !c.Protocols.GRPC.HasValue() && !c.Protocols.HTTP.HasValue() {
-		errs = append(errs, errors.New("protocols must enable at least one of grpc, http"))
+	if !c.Protocols.GRPC.HasValue() && !c.Protocols.HTTP.HasValue() && !c.File.HasValue() {
+		errs = append(errs, errors.New("no input: configure at least one of protocols::grpc, protocols::http, file"))
+	}
+	if c.File.HasValue() {
+		f := c.File.Get()
+		if len(f.Include) == 0 {
+			errs = append(errs, errors.New("file::include must name at least one glob"))
+		}
+		if f.StartAt != "beginning" && f.StartAt != "end" {
+			errs = append(errs, fmt.Errorf("invalid file::start_at %q: must be one of beginning, end", f.StartAt))
+		}
 	}
 	for _, msg := range validation.IsDNS1123Subdomain(c.TrustDomain) {
 		errs = append(errs, fmt.Errorf("invalid trust_domain %q: %s", c.TrustDomain, msg))

@@ -12,27 +12,48 @@ import (
 )
 
 func TestLoadConfig(t *testing.T) {
+	grpcOnly := createDefaultConfig().(*Config)
+	grpcOnly.Protocols.GRPC = configoptional.Some(*grpcOnly.Protocols.GRPC.GetOrInsertDefault())
+
 	custom := createDefaultConfig().(*Config)
-	custom.Protocols.GRPC.Get().NetAddr.Endpoint = "0.0.0.0:14317"
+	grpc := *custom.Protocols.GRPC.GetOrInsertDefault()
+	grpc.NetAddr.Endpoint = "0.0.0.0:14317"
+	custom.Protocols.GRPC = configoptional.Some(grpc)
 	http := *custom.Protocols.HTTP.GetOrInsertDefault()
 	http.NetAddr.Endpoint = "0.0.0.0:14318"
 	custom.Protocols.HTTP = configoptional.Some(http)
 	custom.TrustDomain = "mesh.example.com"
 	custom.JoinWindow = 2 * time.Second
 
+	agent := createDefaultConfig().(*Config)
+	file := *agent.File.GetOrInsertDefault()
+	file.StartAt = "beginning"
+	storage := component.MustNewIDWithName("file_storage", "ztunnel")
+	file.Storage = &storage
+	agent.File = configoptional.Some(file)
+
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
-		{ID: component.NewID(Type), Want: createDefaultConfig()},
+		{ID: component.NewID(Type), Want: grpcOnly},
 		{ID: component.NewIDWithName(Type, "custom"), Want: custom},
+		{ID: component.NewIDWithName(Type, "agent"), Want: agent},
+		{ID: component.NewIDWithName(Type, "none"), WantErr: []string{
+			"no input: configure at least one of protocols::grpc, protocols::http, file",
+		}},
 		{ID: component.NewIDWithName(Type, "bad"), WantErr: []string{
+			"file::include must name at least one glob",
+			`invalid file::start_at "middle": must be one of beginning, end`,
 			`invalid trust_domain "Not A Domain"`,
 			"invalid join_window 0s: must be positive",
 		}},
 	})
 }
 
-func TestDefaultListensOnGRPCOnly(t *testing.T) {
+func TestDefaultConfigHasNoInput(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
-	if !cfg.Protocols.GRPC.HasValue() || cfg.Protocols.HTTP.HasValue() {
-		t.Fatalf("default protocols: grpc %v, http %v", cfg.Protocols.GRPC.HasValue(), cfg.Protocols.HTTP.HasValue())
+	if cfg.Protocols.GRPC.HasValue() || cfg.Protocols.HTTP.HasValue() || cfg.File.HasValue() {
+		t.Fatal("an input is on by default; each must be configured")
+	}
+	if got := cfg.File.GetOrInsertDefault().Include; len(got) != 1 || got[0] != DefaultInclude {
+		t.Fatalf("default include %v", got)
 	}
 }

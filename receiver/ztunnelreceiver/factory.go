@@ -1,6 +1,7 @@
 // Package ztunnelreceiver is the ztunnel receiver: it reads Istio ambient's ztunnel
-// access and policy log lines, sent over OTLP by fluent-bit or by this binary as a
-// node agent, and emits each connection as a log record of the shared flow schema.
+// access and policy log lines, sent over OTLP by fluent-bit or tailed from the
+// node's files when this binary runs as the node agent, and emits each connection
+// as a log record of the shared flow schema.
 package ztunnelreceiver
 
 import (
@@ -22,6 +23,27 @@ func NewFactory() receiver.Factory {
 	return receiver.NewFactory(Type, createDefaultConfig, receiver.WithLogs(createLogs, Stability))
 }
 
-func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	return newZtunnelReceiver(set, cfg.(*Config), next), nil
+// createLogs builds the receiver and its inputs: the collector's OTLP receiver
+// for the listeners, contrib's file consumer for the files.
+func createLogs(ctx context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
+	c := cfg.(*Config)
+	r, err := newZtunnelReceiver(set, c, next)
+	if err != nil {
+		return nil, err
+	}
+	if c.Protocols.GRPC.HasValue() || c.Protocols.HTTP.HasValue() {
+		in, err := newOTLPInput(ctx, set, c, r)
+		if err != nil {
+			return nil, err
+		}
+		r.inputs = append(r.inputs, in)
+	}
+	if c.File.HasValue() {
+		in, err := newFileInput(set, c.File.Get(), r)
+		if err != nil {
+			return nil, err
+		}
+		r.inputs = append(r.inputs, in)
+	}
+	return r, nil
 }

@@ -1,22 +1,172 @@
 package ztunnelreceiver
 
 import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
 
-// ztunnelReceiver holds the receiver's state. The OTLP listener and file tailing
-// arrive with the ztunnel work; until then it starts and stops without listening.
-type ztunnelReceiver struct {
-	component.StartFunc
-	component.ShutdownFunc
+// MetricUnjoinedDecisions counts policy decisions that found no access line
+// within the join window and went out with destination port 0.
+const MetricUnjoinedDecisions = "network_enforcer_receiver_unjoined_decisions"
 
-	cfg  *Config
-	set  receiver.Settings
-	next consumer.Logs
+// ztunnelReceiver turns ztunnel lines from its inputs (the OTLP listeners, the
+// file tailer) into flow records: each input hands it lines, one converter and one
+// joiner serve them all.
+type ztunnelReceiver struct {
+	set       receiver.Settings
+	cfg       *Config
+	next      consumer.Logs
+	telemetry *flowsource.Telemetry
+	unjoined  metric.Int64Counter
+
+	conv     converter
+	joiner   *joiner
+	partials partialLines
+	warned   sync.Map // trust domains already reported in the log
+
+	// inputs are the OTLP receiver and the file input, built by the factory.
+	inputs []component.Component
+
+	stop chan struct{}
+	done chan struct{}
 }
 
-func newZtunnelReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) *ztunnelReceiver {
-	return &ztunnelReceiver{cfg: cfg, set: set, next: next}
+func newZtunnelReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*ztunnelReceiver, error) {
+	tel, err := flowsource.NewTelemetry(set.TelemetrySettings, set.ID)
+	if err != nil {
+		return nil, err
+	}
+	unjoined, err := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/receiver").Int64Counter(
+		MetricUnjoinedDecisions, metric.WithUnit("{decision}"),
+		metric.WithDescription("Policy decisions that no access line joined within the join window; their destination port is 0."))
+	if err != nil {
+		return nil, err
+	}
+	r := &ztunnelReceiver{
+		set: set, cfg: cfg, next: next, telemetry: tel, unjoined: unjoined,
+		joiner: newJoiner(cfg.JoinWindow),
+	}
+	r.conv = converter{trustDomain: cfg.TrustDomain, foreignDomain: r.warnForeignDomain}
+	return r, nil
+}
+
+// Start starts the join clock and the inputs.
+func (r *ztunnelReceiver) Start(ctx context.Context, host component.Host) error {
+	r.stop, r.done = make(chan struct{}), make(chan struct{})
+	go r.expireLoop()
+	for i, in := range r.inputs {
+		if err := in.Start(ctx, host); err != nil {
+			for _, started := range r.inputs[:i] {
+				_ = started.Shutdown(ctx)
+			}
+			r.stopClock()
+			return err
+		}
+	}
+	return nil
+}
+
+// Shutdown stops the inputs, then hands on what the joiner still holds, so that
+// no decision or denial is lost at a restart.
+func (r *ztunnelReceiver) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, in := range r.inputs {
+		errs = append(errs, in.Shutdown(ctx))
+	}
+	if r.stop != nil {
+		r.stopClock()
+		var out joined
+		r.joiner.flush(&out)
+		errs = append(errs, r.emit(ctx, &out))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *ztunnelReceiver) stopClock() {
+	close(r.stop)
+	<-r.done
+}
+
+// expireLoop hands on, a few times per join window, the lines that waited long
+// enough.
+func (r *ztunnelReceiver) expireLoop() {
+	defer close(r.done)
+	tick := time.NewTicker(max(r.cfg.JoinWindow/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case now := <-tick.C:
+			var out joined
+			r.joiner.expire(now, &out)
+			if err := r.emit(context.Background(), &out); err != nil {
+				r.set.Logger.Warn("Could not hand on joined ztunnel flows", zap.Error(err))
+			}
+		}
+	}
+}
+
+// take converts one decoded line and gives it to the joiner.
+func (r *ztunnelReceiver) take(l *line, now time.Time, out *joined) {
+	var ev event
+	reason, ok := r.conv.convert(l, now, &ev)
+	if !ok {
+		out.drops = append(out.drops, reason)
+		return
+	}
+	r.joiner.add(&ev, now, out)
+}
+
+// emit counts what out holds and hands its records to the pipeline in one batch.
+func (r *ztunnelReceiver) emit(ctx context.Context, out *joined) error {
+	for _, reason := range out.drops {
+		r.telemetry.Dropped(ctx, reason)
+	}
+	if out.unjoined > 0 {
+		r.unjoined.Add(ctx, int64(out.unjoined), metric.WithAttributes(attribute.String("receiver", r.set.ID.String())))
+	}
+	if len(out.records) == 0 {
+		return nil
+	}
+	logs := plog.NewLogs()
+	sl := logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	sl.LogRecords().EnsureCapacity(len(out.records))
+	for i := range out.records {
+		out.records[i].AppendTo(sl)
+	}
+	r.telemetry.Accepted(ctx, len(out.records))
+	return r.next.ConsumeLogs(ctx, logs)
+}
+
+func (r *ztunnelReceiver) warnForeignDomain(domain string) {
+	if _, seen := r.warned.LoadOrStore(domain, true); !seen {
+		r.set.Logger.Warn("Dropping flows from a source identity outside the configured trust domain; set trust_domain if this is your mesh",
+			zap.String("trust_domain", r.cfg.TrustDomain), zap.String("identity_trust_domain", domain))
+	}
+}
+
+// flowRecord reports whether lr is already a flow record, as this binary's node
+// agent forwards them, and reads it.
+func flowRecord(lr plog.LogRecord, out *joined) bool {
+	if lr.EventName() != flow.EventName {
+		return false
+	}
+	var rec flow.Record
+	rec.ReadFrom(lr)
+	out.records = append(out.records, rec)
+	return true
 }

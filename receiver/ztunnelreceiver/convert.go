@@ -1,0 +1,246 @@
+package ztunnelreceiver
+
+import (
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
+)
+
+// The ztunnel receiver's own drop reasons, beside the shared ones.
+const (
+	// DropOutbound is the outbound line of a connection: ztunnel logs every
+	// connection on both sides, and the inbound side is the one whose policies
+	// decide it.
+	DropOutbound flowsource.DropReason = "outbound"
+	// DropNoSourceIdentity is an allowed connection from a source outside the
+	// mesh: there is no principal to learn.
+	DropNoSourceIdentity flowsource.DropReason = "no_source_identity"
+	// DropForeignTrustDomain is a source identity outside the configured trust
+	// domain.
+	DropForeignTrustDomain flowsource.DropReason = "foreign_trust_domain"
+	// DropUnknownMessage is a line that is neither an access line nor a
+	// policy decision (start-up, xDS and other ztunnel logs).
+	DropUnknownMessage flowsource.DropReason = "unknown_message"
+	// DropAllowDecision is a policy decision that allowed the connection: its
+	// access line already carries the flow.
+	DropAllowDecision flowsource.DropReason = "allow_decision"
+	// DropConnectionOpened is the debug line at a connection's start: the
+	// "connection complete" line of the same connection carries the flow.
+	DropConnectionOpened flowsource.DropReason = "connection_opened"
+	// DropDuplicateDenial is a deny decision for a connection whose denial was
+	// already emitted, joined with another decision line.
+	DropDuplicateDenial flowsource.DropReason = "duplicate_denial"
+)
+
+// The ztunnel messages the receiver knows.
+const (
+	msgConnectionComplete   = "connection complete"
+	msgConnectionFailed     = "connection failed"
+	msgConnectionOpened     = "connection opened"
+	msgDenyMatch            = "deny policy match"
+	msgNoAllowMatched       = "no allow policies matched"
+	msgDryRunDenyMatch      = "dry-run: deny policy match"
+	msgDryRunNoAllowMatch   = "dry-run: no allow policies match"
+	msgAllowMatch           = "allow policy match"
+	msgNoAllowPolicies      = "no allow policies, allow"
+	msgDryRunAllowMatch     = "dry-run: allow policy match"
+	policyRejection         = "policy rejection"
+	policyChange            = "connection closed due to policy change"
+	explicitlyDeniedBy      = "explicitly denied by: "
+	spiffePrefix            = "spiffe://"
+	authorizationPolicyKind = "AuthorizationPolicy"
+)
+
+// lineKind says what a line is to the joiner.
+type lineKind int
+
+const (
+	kindAccess lineKind = iota + 1
+	kindDecision
+)
+
+// event is one converted line: the flow record it stands for and what the joiner
+// needs to pair a policy decision with its connection's access line.
+type event struct {
+	kind lineKind
+	rec  flow.Record
+	// peer is the connection's source address: src.addr of an access line,
+	// inbound.peer of a decision line.
+	peer string
+	// at is when the connection started: an access line's time less its duration
+	// (ztunnel logs it when the connection ends), a decision line's time.
+	at time.Time
+	// protect is a decision of an enforced policy, as opposed to a dry-run one.
+	protect bool
+}
+
+// converter turns ztunnel lines into events.
+type converter struct {
+	trustDomain string
+	// foreignDomain is called with a source identity's trust domain when it is not
+	// trustDomain, so that the receiver can say so in its log.
+	foreignDomain func(domain string)
+}
+
+// convert turns l into an event, or says why it drops it. now is the time to use
+// when the line has none.
+func (c *converter) convert(l *line, now time.Time, ev *event) (flowsource.DropReason, bool) {
+	switch l.Message {
+	case msgConnectionComplete, msgConnectionFailed:
+		return c.access(l, now, ev)
+	case msgDryRunDenyMatch, msgDryRunNoAllowMatch:
+		return c.decision(l, now, false, ev)
+	case msgDenyMatch, msgNoAllowMatched:
+		return c.decision(l, now, true, ev)
+	case msgAllowMatch, msgNoAllowPolicies, msgDryRunAllowMatch:
+		return DropAllowDecision, false
+	case msgConnectionOpened:
+		return DropConnectionOpened, false
+	}
+	return DropUnknownMessage, false
+}
+
+// access converts an access line: inbound only, the real port from the HBONE
+// address, the outcome from the error text.
+func (c *converter) access(l *line, now time.Time, ev *event) (flowsource.DropReason, bool) {
+	switch l.Direction {
+	case "inbound":
+	case "outbound":
+		return DropOutbound, false
+	default:
+		return flowsource.DropMalformed, false
+	}
+	src, err := netip.ParseAddrPort(l.SrcAddr)
+	if err != nil {
+		return flowsource.DropMalformed, false
+	}
+	dstAddr := l.DstHboneAddr
+	if dstAddr == "" { // plaintext passthrough: dst.addr is the real target
+		dstAddr = l.DstAddr
+	}
+	dst, err := netip.ParseAddrPort(dstAddr)
+	if err != nil {
+		return flowsource.DropMalformed, false
+	}
+	outcome, policy := accessOutcome(l.Error)
+	srcIdentity, reason, ok := c.sourceIdentity(l.SrcIdentity, outcome)
+	if !ok {
+		return reason, false
+	}
+	dstIdentity, _ := strings.CutPrefix(l.DstIdentity, spiffePrefix)
+
+	t := lineTime(l.Time, now)
+	start := t
+	if d, err := time.ParseDuration(l.Duration); err == nil && d > 0 {
+		start = t.Add(-d)
+	}
+	*ev = event{
+		kind: kindAccess,
+		peer: l.SrcAddr,
+		at:   start,
+		rec: flow.Record{
+			Time: t, Provider: flow.ProviderIstio, Outcome: outcome, Policy: policy,
+			Reporter: flow.ReporterDestination, Direction: flow.DirectionIngress, Transport: flow.TransportTCP,
+			Source: flow.Endpoint{
+				Address: src.Addr().String(), Port: uint32(src.Port()),
+				Namespace: l.SrcNamespace, Pod: l.SrcWorkload, Identity: srcIdentity,
+			},
+			Destination: flow.Endpoint{
+				Address: dst.Addr().String(), Port: uint32(dst.Port()),
+				Namespace: l.DstNamespace, Pod: l.DstWorkload, Identity: dstIdentity,
+			},
+			Count: 1,
+		},
+	}
+	return "", true
+}
+
+// sourceIdentity returns the source principal without "spiffe://". A source
+// without one is outside the mesh: nothing to learn from an allowed connection,
+// but a denied one is still reported.
+func (c *converter) sourceIdentity(id string, outcome flow.Outcome) (string, flowsource.DropReason, bool) {
+	if id == "" {
+		if outcome == flow.OutcomeAllowed {
+			return "", DropNoSourceIdentity, false
+		}
+		return "", "", true
+	}
+	principal, ok := strings.CutPrefix(id, spiffePrefix)
+	domain, path, _ := strings.Cut(principal, "/")
+	if !ok || !validPrincipalPath(path) {
+		return "", flowsource.DropMalformed, false
+	}
+	if domain != c.trustDomain {
+		if c.foreignDomain != nil {
+			c.foreignDomain(domain)
+		}
+		return "", DropForeignTrustDomain, false
+	}
+	return principal, "", true
+}
+
+// validPrincipalPath reports whether p is "ns/<namespace>/sa/<service-account>".
+func validPrincipalPath(p string) bool {
+	parts := strings.Split(p, "/")
+	return len(parts) == 4 && parts[0] == "ns" && parts[1] != "" && parts[2] == "sa" && parts[3] != ""
+}
+
+// accessOutcome reads an access line's error: a policy rejection is a denial,
+// with the denying policy when ztunnel names one; any other error (a reset, a
+// refused connection) happened after policy allowed the connection.
+func accessOutcome(errText string) (flow.Outcome, flow.PolicyRef) {
+	if !strings.Contains(errText, policyRejection) && !strings.Contains(errText, policyChange) {
+		return flow.OutcomeAllowed, flow.PolicyRef{}
+	}
+	if _, ref, ok := strings.Cut(errText, explicitlyDeniedBy); ok {
+		return flow.OutcomeDenied, policyRef(strings.TrimSpace(ref))
+	}
+	return flow.OutcomeDenied, flow.PolicyRef{}
+}
+
+// decision converts a policy-decision line. It has the source address and the
+// policy but no destination: the joiner adds that from the access line.
+func (c *converter) decision(l *line, now time.Time, protect bool, ev *event) (flowsource.DropReason, bool) {
+	peer, err := netip.ParseAddrPort(l.Inbound.Peer)
+	if err != nil {
+		return flowsource.DropMalformed, false
+	}
+	outcome := flow.OutcomeDryRunDenied
+	if protect {
+		outcome = flow.OutcomeDenied
+	}
+	t := lineTime(l.Time, now)
+	*ev = event{
+		kind:    kindDecision,
+		peer:    l.Inbound.Peer,
+		at:      t,
+		protect: protect,
+		rec: flow.Record{
+			Time: t, Provider: flow.ProviderIstio, Outcome: outcome, Policy: policyRef(l.Policy),
+			Reporter: flow.ReporterDestination, Direction: flow.DirectionIngress, Transport: flow.TransportTCP,
+			Source: flow.Endpoint{Address: peer.Addr().String(), Port: uint32(peer.Port())},
+			Count:  1,
+		},
+	}
+	return "", true
+}
+
+// policyRef reads ztunnel's "<namespace>/<name>"; anything else names no policy.
+func policyRef(s string) flow.PolicyRef {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return flow.PolicyRef{}
+	}
+	return flow.PolicyRef{Kind: authorizationPolicyKind, Namespace: ns, Name: name}
+}
+
+// lineTime is the line's own time, or now when it has none that parses.
+func lineTime(s string, now time.Time) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t
+	}
+	return now
+}

@@ -1,0 +1,28 @@
+package ztunnelreceiver
+
+import (
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
+)
+
+func lines(s []string) string { return strings.Join(s, "\n") }
+
+func splitLines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
+
+// unjoinedCount reads the unjoined-decisions counter.
+func unjoinedCount(t *testing.T, h *flowsourcetest.Harness) int64 {
+	t.Helper()
+	m, err := h.Tel.GetMetric(MetricUnjoinedDecisions)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		n += dp.Value
+	}
+	return n
+}
