@@ -2,6 +2,7 @@ package ztunnelreceiver
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -31,6 +32,9 @@ func newOTLPInput(ctx context.Context, set receiver.Settings, cfg *Config, r *zt
 	} else {
 		oc.Protocols.HTTP = configoptional.None[otlpreceiver.HTTPConfig]()
 	}
+	// The OTLP receiver checks that it runs under its own type; its telemetry then
+	// names it otlp/<this receiver's ID>.
+	set.ID = component.NewIDWithName(f.Type(), strings.ReplaceAll(set.ID.String(), "/", "_"))
 	return f.CreateLogs(ctx, set, oc, consumerFunc(r.consumeOTLP))
 }
 

@@ -1,0 +1,226 @@
+package ztunnelreceiver
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
+	"github.com/kubewarden/network-enforcer/internal/testcerts"
+)
+
+// otlpEnv is a receiver listening on OTLP/gRPC and OTLP/HTTP with TLS that
+// requires a client certificate, and a client's TLS settings.
+type otlpEnv struct {
+	h                  *flowsourcetest.Harness
+	grpcAddr, httpAddr string
+	client             *tls.Config
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func startOTLP(t *testing.T) *otlpEnv {
+	t.Helper()
+	ca := testcerts.NewCA(t, "otlp")
+	server := ca.Server(t, "ztunnel-receiver")
+	client := ca.Client(t, "fluent-bit")
+	tlsCfg := configtls.NewDefaultServerConfig()
+	tlsCfg.CertFile, tlsCfg.KeyFile, tlsCfg.ClientCAFile = server.CertFile, server.KeyFile, ca.CertFile
+
+	e := &otlpEnv{grpcAddr: freeAddr(t), httpAddr: freeAddr(t), client: &tls.Config{
+		RootCAs: ca.Pool(), Certificates: []tls.Certificate{client.TLS}, MinVersion: tls.VersionTLS12,
+	}}
+	cfg := createDefaultConfig().(*Config)
+	cfg.JoinWindow = testWindow
+	g := cfg.Protocols.GRPC.GetOrInsertDefault()
+	g.NetAddr.Endpoint, g.TLS = e.grpcAddr, configoptional.Some(tlsCfg)
+	h := cfg.Protocols.HTTP.GetOrInsertDefault()
+	h.NetAddr.Endpoint, h.TLS = e.httpAddr, configoptional.Some(tlsCfg)
+
+	set, harness := flowsourcetest.NewHarness(t, Type)
+	r, err := NewFactory().CreateLogs(context.Background(), set, cfg, harness.Sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flowsourcetest.Start(t, r)
+	e.h = harness
+	return e
+}
+
+// sendGRPC exports ld as fluent-bit's OTLP/gRPC output does.
+func (e *otlpEnv) sendGRPC(t *testing.T, ld plog.Logs) error {
+	t.Helper()
+	conn, err := grpc.NewClient(e.grpcAddr, grpc.WithTransportCredentials(credentials.NewTLS(e.client)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = plogotlp.NewGRPCClient(conn).Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
+	return err
+}
+
+// sendHTTP posts ld as protobuf to /v1/logs, as fluent-bit's OTLP/HTTP output does.
+func (e *otlpEnv) sendHTTP(t *testing.T, ld plog.Logs) error {
+	t.Helper()
+	body, err := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: e.client}, Timeout: 10 * time.Second}
+	resp, err := c.Post("https://"+e.httpAddr+"/v1/logs", "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %s", resp.Status)
+	}
+	return nil
+}
+
+// The body shapes that fluent-bit's opentelemetry output sends, each made from
+// the fixture's lines; a line that is not JSON is sent as it is in every shape.
+var bodyShapes = map[string]func(t *testing.T, lines []string) plog.Logs{
+	"whole line": func(_ *testing.T, lines []string) plog.Logs {
+		return logsOf(lines, func(l string, lr plog.LogRecord) { lr.Body().SetStr(l) })
+	},
+	"whole line with CRI prefix and partial lines": func(_ *testing.T, lines []string) plog.Logs {
+		cri := splitLines(fakeflows.CRI(lines, time.Now(), 200))
+		return logsOf(cri, func(l string, lr plog.LogRecord) {
+			lr.Body().SetStr(l)
+			lr.Attributes().PutStr("log.file.path", "/var/log/pods/istio-system_ztunnel-a_1/istio-proxy/0.log")
+		})
+	},
+	"message body, fields as attributes": func(t *testing.T, lines []string) plog.Logs {
+		return logsOf(lines, func(l string, lr plog.LogRecord) {
+			fields, ok := jsonFields(t, l)
+			if !ok {
+				lr.Body().SetStr(l)
+				return
+			}
+			lr.Body().SetStr(fields["message"].(string))
+			delete(fields, "message")
+			if err := lr.Attributes().FromRaw(fields); err != nil {
+				t.Fatal(err)
+			}
+		})
+	},
+	"kvlist body": func(t *testing.T, lines []string) plog.Logs {
+		return logsOf(lines, func(l string, lr plog.LogRecord) {
+			fields, ok := jsonFields(t, l)
+			if !ok {
+				lr.Body().SetStr(l)
+				return
+			}
+			if err := lr.Body().SetEmptyMap().FromRaw(fields); err != nil {
+				t.Fatal(err)
+			}
+		})
+	},
+}
+
+func logsOf(lines []string, fill func(string, plog.LogRecord)) plog.Logs {
+	ld := plog.NewLogs()
+	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	for _, l := range lines {
+		lr := lrs.AppendEmpty()
+		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+		fill(l, lr)
+	}
+	return ld
+}
+
+func jsonFields(t *testing.T, l string) (map[string]any, bool) {
+	var m map[string]any
+	if json.Unmarshal([]byte(l), &m) != nil {
+		return nil, false
+	}
+	return m, true
+}
+
+func TestOTLPBodyShapesOverGRPCAndHTTPWithClientCertificates(t *testing.T) {
+	fixture := loadFixture(t)
+	for shape, build := range bodyShapes {
+		for _, transport := range []string{"grpc", "http"} {
+			t.Run(transport+"/"+shape, func(t *testing.T) {
+				e := startOTLP(t)
+				ld := build(t, fixture)
+				send := e.sendGRPC
+				if transport == "http" {
+					send = e.sendHTTP
+				}
+				if err := send(t, ld); err != nil {
+					t.Fatal(err)
+				}
+				checkFixtureOutput(t, e.h)
+			})
+		}
+	}
+}
+
+func TestOTLPRefusesClientsWithoutCertificate(t *testing.T) {
+	e := startOTLP(t)
+	e.client = &tls.Config{RootCAs: e.client.RootCAs, MinVersion: tls.VersionTLS12}
+	ld := bodyShapes["whole line"](t, loadFixture(t))
+	if err := e.sendGRPC(t, ld); err == nil {
+		t.Error("gRPC export without a client certificate succeeded")
+	}
+	if err := e.sendHTTP(t, ld); err == nil {
+		t.Error("HTTP export without a client certificate succeeded")
+	}
+	if n := e.h.Sink.LogRecordCount(); n != 0 {
+		t.Fatalf("%d records from an unauthenticated client", n)
+	}
+}
+
+// TestOTLPPassesNodeAgentRecordsThrough: records that this binary's node agent
+// already made arrive unchanged.
+func TestOTLPPassesNodeAgentRecordsThrough(t *testing.T) {
+	e := startOTLP(t)
+	rec := flow.Record{
+		Time: time.Now().UTC(), Provider: flow.ProviderIstio, Outcome: flow.OutcomeAllowed,
+		Reporter: flow.ReporterDestination, Direction: flow.DirectionIngress, Transport: flow.TransportTCP,
+		Source:      flow.Endpoint{Address: "10.0.0.1", Port: 4000, Namespace: "a", Pod: "a-1", Identity: "cluster.local/ns/a/sa/a"},
+		Destination: flow.Endpoint{Address: "10.0.0.2", Port: 80, Namespace: "b", Pod: "b-1"},
+		Count:       1,
+	}
+	ld := plog.NewLogs()
+	rec.AppendTo(ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty())
+	if err := e.sendGRPC(t, ld); err != nil {
+		t.Fatal(err)
+	}
+	got := e.h.WaitRecords(t, 1)
+	if want := flowsourcetest.Describe(rec); len(got) != 1 || got[0] != want {
+		t.Fatalf("got %v, want %s", got, want)
+	}
+	if !strings.Contains(fmt.Sprint(e.h.Sink.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Attributes().AsRaw()), "cluster.local/ns/a/sa/a") {
+		t.Fatal("identity lost")
+	}
+}
