@@ -93,7 +93,7 @@ func numberedLine(n int) string {
 		"message": "connection complete", "direction": "inbound", "duration": "1ms",
 		"src.addr": fmt.Sprintf("10.0.0.1:%d", 10000+n), "src.workload": "web-1", "src.namespace": "store",
 		"src.identity": "spiffe://cluster.local/ns/store/sa/web",
-		"dst.addr": "10.0.0.2:15008", "dst.hbone_addr": "10.0.0.2:8080", "dst.workload": "orders-1", "dst.namespace": "store",
+		"dst.addr":     "10.0.0.2:15008", "dst.hbone_addr": "10.0.0.2:8080", "dst.workload": "orders-1", "dst.namespace": "store",
 	}
 	if n%7 == 0 {
 		m["dst.service"] = fmt.Sprintf("%02048d", n)
@@ -194,7 +194,10 @@ func TestFileTailsCRIWithPartialLinesRotationAndRestart(t *testing.T) {
 
 	// The kubelet's rotation: the file is renamed and a new one started.
 	appendFile(t, current, criLines(150, 200))
-	if os.Getenv("NOROT") != "" { current = current+".20260302-101500"; os.Rename(filepath.Join(dir, "0.log"), current) }
+	if os.Getenv("NOROT") != "" {
+		current = current + ".20260302-101500"
+		os.Rename(filepath.Join(dir, "0.log"), current)
+	}
 	if err := os.Rename(current, current+".20260302-101500"); os.Getenv("NOROT") == "" && err != nil {
 		t.Fatal(err)
 	}
