@@ -145,11 +145,11 @@ func (c *converter) access(l *line, now time.Time, ev *event) (flowsource.DropRe
 			Time: t, Provider: flow.ProviderIstio, Outcome: outcome, Policy: policy,
 			Reporter: flow.ReporterDestination, Direction: flow.DirectionIngress, Transport: flow.TransportTCP,
 			Source: flow.Endpoint{
-				Address: src.Addr().String(), Port: uint32(src.Port()),
+				Address: host(l.SrcAddr), Port: uint32(src.Port()),
 				Namespace: l.SrcNamespace, Pod: l.SrcWorkload, Identity: srcIdentity,
 			},
 			Destination: flow.Endpoint{
-				Address: dst.Addr().String(), Port: uint32(dst.Port()),
+				Address: host(dstAddr), Port: uint32(dst.Port()),
 				Namespace: l.DstNamespace, Pod: l.DstWorkload, Identity: dstIdentity,
 			},
 			Count: 1,
@@ -184,8 +184,19 @@ func (c *converter) sourceIdentity(id string, outcome flow.Outcome) (string, flo
 
 // validPrincipalPath reports whether p is "ns/<namespace>/sa/<service-account>".
 func validPrincipalPath(p string) bool {
-	parts := strings.Split(p, "/")
-	return len(parts) == 4 && parts[0] == "ns" && parts[1] != "" && parts[2] == "sa" && parts[3] != ""
+	rest, ok := strings.CutPrefix(p, "ns/")
+	if !ok {
+		return false
+	}
+	ns, sa, ok := strings.Cut(rest, "/sa/")
+	return ok && ns != "" && sa != "" && !strings.Contains(ns, "/") && !strings.Contains(sa, "/")
+}
+
+// host is the address part of an "ip:port" that netip.ParseAddrPort accepted,
+// taken from the text itself so that it costs no allocation.
+func host(addrPort string) string {
+	h := addrPort[:strings.LastIndexByte(addrPort, ':')]
+	return strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 }
 
 // accessOutcome reads an access line's error: a policy rejection is a denial,
@@ -221,7 +232,7 @@ func (c *converter) decision(l *line, now time.Time, protect bool, ev *event) (f
 		rec: flow.Record{
 			Time: t, Provider: flow.ProviderIstio, Outcome: outcome, Policy: policyRef(l.Policy),
 			Reporter: flow.ReporterDestination, Direction: flow.DirectionIngress, Transport: flow.TransportTCP,
-			Source: flow.Endpoint{Address: peer.Addr().String(), Port: uint32(peer.Port())},
+			Source: flow.Endpoint{Address: host(l.Inbound.Peer), Port: uint32(peer.Port())},
 			Count:  1,
 		},
 	}

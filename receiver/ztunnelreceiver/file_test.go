@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,17 +106,17 @@ func numberedLine(n int) string {
 // criLines writes lines from..to-1 in CRI format, long ones as 1 KiB partial
 // parts followed by the final part.
 func criLines(from, to int) string {
-	var s string
+	var s strings.Builder
 	for n := from; n < to; n++ {
 		l := numberedLine(n)
 		ts := time.Now().UTC().Format(time.RFC3339Nano)
 		for len(l) > 1024 {
-			s += ts + " stdout P " + l[:1024] + "\n"
+			s.WriteString(ts + " stdout P " + l[:1024] + "\n")
 			l = l[1024:]
 		}
-		s += ts + " stdout F " + l + "\n"
+		s.WriteString(ts + " stdout F " + l + "\n")
 	}
-	return s
+	return s.String()
 }
 
 func appendFile(t *testing.T, path, s string) {

@@ -19,21 +19,37 @@ import (
 // decision waits for its access line and, when none comes, goes out without a
 // destination port and is counted. A denied access line waits too, so that its
 // deny decision adds to it rather than reporting the same denial twice.
+//
+// ztunnel logs policy decisions only when told to (AUTHZ_POLICY_INFO_LOGGING),
+// and then for every connection, allowed ones included. So an allowed access line
+// is kept only while decision lines are seen: without them there is nothing to
+// join, and keeping every connection for the window would be most of the cost of
+// a line.
 type joiner struct {
 	window time.Duration
+	// decisionsSeen is when the last decision line (of any kind) arrived.
+	decisionsSeen time.Time
 
 	mu        sync.Mutex
-	accesses  map[string][]*heldAccess
+	accesses  map[string]*heldAccess
 	decisions map[string][]*heldDecision
+	// queue holds the access lines in arrival order, which is the order they
+	// expire in, so that expiring costs only what expires.
+	queue []*heldAccess
 }
 
+// heldAccess is an access line kept for the window; the lines of one peer
+// address form a list, newest first.
 type heldAccess struct {
 	ev      event
 	expires time.Time
+	older   *heldAccess
 	// held is a denial not yet emitted: it waits for its deny decision.
 	held bool
 	// denied is a denial already emitted with a deny decision.
 	denied bool
+	// gone is set when the line has expired.
+	gone bool
 }
 
 type heldDecision struct {
@@ -50,7 +66,19 @@ type joined struct {
 }
 
 func newJoiner(window time.Duration) *joiner {
-	return &joiner{window: window, accesses: map[string][]*heldAccess{}, decisions: map[string][]*heldDecision{}}
+	return &joiner{window: window, accesses: map[string]*heldAccess{}, decisions: map[string][]*heldDecision{}}
+}
+
+// decisionsHorizon is how long after the last decision line allowed access
+// lines are still kept for joining.
+const decisionsHorizon = time.Minute
+
+// sawDecision notes a decision line that the joiner does not otherwise take (an
+// allow decision): decision logging is on.
+func (j *joiner) sawDecision(now time.Time) {
+	j.mu.Lock()
+	j.decisionsSeen = now
+	j.mu.Unlock()
 }
 
 // add takes one converted line at wall-clock time now.
@@ -66,30 +94,36 @@ func (j *joiner) add(ev *event, now time.Time, out *joined) {
 
 func (j *joiner) addAccess(ev *event, now time.Time, out *joined) {
 	a := &heldAccess{ev: *ev, expires: now.Add(j.window)}
-	isDenial := ev.rec.Outcome == flow.OutcomeDenied
-	waiting := j.decisions[ev.peer]
-	kept := waiting[:0]
-	for _, d := range waiting {
-		if !j.within(d.ev.at, ev.at) {
-			kept = append(kept, d)
-			continue
+	if waiting, ok := j.decisions[ev.peer]; ok {
+		kept := waiting[:0]
+		for _, d := range waiting {
+			if !j.within(d.ev.at, ev.at) {
+				kept = append(kept, d)
+				continue
+			}
+			j.pair(a, &d.ev, out)
 		}
-		j.pair(a, &d.ev, out)
+		j.setDecisions(ev.peer, kept)
 	}
-	j.setDecisions(ev.peer, kept)
 	switch {
-	case !isDenial:
+	case ev.rec.Outcome != flow.OutcomeDenied:
 		out.records = append(out.records, ev.rec)
+		if now.Sub(j.decisionsSeen) > decisionsHorizon {
+			return
+		}
 	case !a.denied:
 		a.held = true
 	}
-	j.accesses[ev.peer] = append(j.accesses[ev.peer], a)
+	a.older = j.accesses[ev.peer]
+	j.accesses[ev.peer] = a
+	j.queue = append(j.queue, a)
 }
 
 func (j *joiner) addDecision(ev *event, now time.Time, out *joined) {
+	j.decisionsSeen = now
 	var best *heldAccess
 	var bestGap time.Duration
-	for _, a := range j.accesses[ev.peer] {
+	for a := j.accesses[ev.peer]; a != nil && !a.gone; a = a.older {
 		gap := absDuration(a.ev.at.Sub(ev.at))
 		if gap <= j.window && (best == nil || gap < bestGap) {
 			best, bestGap = a, gap
@@ -138,23 +172,19 @@ func (j *joiner) expire(now time.Time, out *joined) {
 		}
 		j.setDecisions(peer, kept)
 	}
-	for peer, as := range j.accesses {
-		kept := as[:0]
-		for _, a := range as {
-			if a.expires.After(now) {
-				kept = append(kept, a)
-				continue
-			}
-			if a.held {
-				out.records = append(out.records, a.ev.rec)
-			}
+	n := 0
+	for ; n < len(j.queue) && !j.queue[n].expires.After(now); n++ {
+		a := j.queue[n]
+		a.gone, a.older = true, nil // everything older has expired before it
+		if a.held {
+			out.records = append(out.records, a.ev.rec)
 		}
-		if len(kept) == 0 {
-			delete(j.accesses, peer)
-		} else {
-			j.accesses[peer] = kept
+		if j.accesses[a.ev.peer] == a { // the newest of its peer: the list is all gone
+			delete(j.accesses, a.ev.peer)
 		}
+		j.queue[n] = nil
 	}
+	j.queue = j.queue[n:]
 }
 
 // flush hands on everything still waiting, at shutdown.

@@ -39,7 +39,11 @@ func joinRun(t *testing.T, ls ...*line) ([]string, []string, int) {
 	for _, l := range ls {
 		var ev event
 		if reason, ok := c.convert(l, wall, &ev); !ok {
-			t.Fatalf("line dropped (%s): %+v", reason, l)
+			if reason != DropAllowDecision {
+				t.Fatalf("line dropped (%s): %+v", reason, l)
+			}
+			j.sawDecision(wall)
+			continue
 		}
 		j.add(&ev, wall, &out)
 		wall = wall.Add(100 * time.Millisecond)
@@ -82,12 +86,22 @@ func TestJoin(t *testing.T) {
 			want: []string{allowed, dryRun},
 		},
 		{
-			name: "decision after its access line",
+			name: "decision after its access line, decision logging on",
 			lines: []*line{
+				decisionLine(msgAllowMatch, "10.0.0.7:1", "store/allow", t0),
 				accessLine(peerA, 8080, t0.Add(conn), conn, ""),
 				decisionLine(msgDryRunDenyMatch, peerA, "store/p", t0),
 			},
 			want: []string{allowed, dryRun},
+		},
+		{
+			name: "decision after its access line, the first decision seen: unjoined",
+			lines: []*line{
+				accessLine(peerA, 8080, t0.Add(conn), conn, ""),
+				decisionLine(msgDryRunDenyMatch, peerA, "store/p", t0),
+			},
+			want:     []string{allowed, "dry_run_denied ingress destination tcp /(/) -> /(/):0 policy=AuthorizationPolicy/store/p"},
+			unjoined: 1,
 		},
 		{
 			name:     "no access line: port 0, counted",
@@ -106,6 +120,7 @@ func TestJoin(t *testing.T) {
 		{
 			name: "two connections from one peer address at different times",
 			lines: []*line{
+				decisionLine(msgNoAllowPolicies, "10.0.0.7:1", "", t0),
 				decisionLine(msgDryRunNoAllowMatch, peerA, "store/p", t0),
 				decisionLine(msgDryRunNoAllowMatch, peerA, "store/p", t0.Add(time.Minute)),
 				accessLine(peerA, 9090, t0.Add(time.Minute+conn), conn, ""),
@@ -170,10 +185,36 @@ func TestJoinHoldsNothingPastTheWindow(t *testing.T) {
 		j.add(&ev, wall, &out)
 	}
 	j.expire(wall.Add(time.Second), &out)
-	if len(j.accesses) != 0 || len(j.decisions) != 0 {
-		t.Fatalf("held %d access lines, %d decisions", len(j.accesses), len(j.decisions))
+	if len(j.accesses) != 0 || len(j.decisions) != 0 || len(j.queue) != 0 {
+		t.Fatalf("held %d peers, %d access lines, %d decisions", len(j.accesses), len(j.queue), len(j.decisions))
 	}
 	if len(out.records) != 100 {
 		t.Fatalf("%d records", len(out.records))
+	}
+}
+
+// TestJoinKeepsABusyPeerShort: a peer address in constant use holds only its
+// lines within the window, not its history.
+func TestJoinKeepsABusyPeerShort(t *testing.T) {
+	c := converter{trustDomain: "cluster.local"}
+	j := newJoiner(time.Second)
+	wall := time.Unix(1000, 0)
+	j.sawDecision(wall)
+	var out joined
+	for i := range 100 {
+		var ev event
+		if _, ok := c.convert(accessLine(peerA, 8080, t0.Add(time.Duration(i)*100*time.Millisecond), 0, ""), wall, &ev); !ok {
+			t.Fatal("dropped")
+		}
+		j.add(&ev, wall, &out)
+		j.expire(wall, &out)
+		wall = wall.Add(100 * time.Millisecond)
+	}
+	n := 0
+	for a := j.accesses[peerA]; a != nil; a = a.older {
+		n++
+	}
+	if n > 12 || len(j.queue) > 11 {
+		t.Fatalf("a busy peer holds %d lines (%d queued)", n, len(j.queue))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 
+	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
 
@@ -50,7 +51,7 @@ func (consumerFunc) Capabilities() consumer.Capabilities { return consumer.Capab
 // message with the other fields as attributes, or a kvlist of the whole record.
 // Flow records that the node agent forwards pass through.
 func (r *ztunnelReceiver) consumeOTLP(ctx context.Context, ld plog.Logs) error {
-	var out joined
+	out := joined{records: make([]flow.Record, 0, ld.LogRecordCount())}
 	now := time.Now()
 	rls := ld.ResourceLogs()
 	for i := range rls.Len() {

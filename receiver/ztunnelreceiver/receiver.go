@@ -125,6 +125,9 @@ func (r *ztunnelReceiver) take(l *line, now time.Time, out *joined) {
 	var ev event
 	reason, ok := r.conv.convert(l, now, &ev)
 	if !ok {
+		if reason == DropAllowDecision {
+			r.joiner.sawDecision(now)
+		}
 		out.drops = append(out.drops, reason)
 		return
 	}
