@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -78,11 +76,7 @@ service:
       processors: [batch]
       exporters: [otlp_grpc]
 `, health, relay.Addr, goldmane.Addr, ca.CertFile, client.CertFile, client.KeyFile, sink.Addr)
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := startBinary(t, path)
+	p := startBinary(t, writeConfig(t, "config.yaml", config))
 
 	// The fixtures hold 14 Hubble records and 16 Goldmane records.
 	want := map[flow.Provider]int{flow.ProviderCilium: 14, flow.ProviderCalico: 16}
