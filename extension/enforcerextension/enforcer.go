@@ -1,20 +1,113 @@
 package enforcerextension
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// enforcer is the extension. Leader election and the shared cache arrive with the
-// learning work; until then it holds its configuration and does nothing at start.
+// cacheSyncTimeout bounds the wait for the shared cache at start: a collector
+// that cannot list the cluster cannot resolve a flow, and should say so.
+const cacheSyncTimeout = 2 * time.Minute
+
+// enforcer is the extension: the shared cache, the API client and leadership.
 type enforcer struct {
-	component.StartFunc
-	component.ShutdownFunc
+	*resolver
+	*leadership
 
 	cfg *Config
 	set extension.Settings
+
+	// restConfig is the test seam: it builds the API server configuration.
+	restConfig func(AuthType) (*rest.Config, error)
+
+	client client.Client
+	cache  cache.Cache
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-func newEnforcer(set extension.Settings, cfg *Config) *enforcer {
-	return &enforcer{cfg: cfg, set: set}
+var _ Enforcer = (*enforcer)(nil)
+
+func newEnforcer(set extension.Settings, cfg *Config, rc func(AuthType) (*rest.Config, error)) *enforcer {
+	return &enforcer{
+		cfg: cfg, set: set, restConfig: rc,
+		leadership: &leadership{logger: set.Logger, cfg: cfg.LeaderElection},
+	}
 }
+
+// Start connects to the API server, fills the shared cache and then competes for
+// the lease.
+func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
+	rc, err := e.restConfig(e.cfg.AuthType)
+	if err != nil {
+		return fmt.Errorf("kubernetes client (auth_type %s): %w", e.cfg.AuthType, err)
+	}
+	rc = rest.CopyConfig(rc)
+	rc.UserAgent = "network-enforcer"
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	if e.client, err = client.New(rc, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	if e.cache, err = newCache(rc, scheme); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	e.cancel, e.done = cancel, make(chan struct{})
+	if err := addIndexes(runCtx, e.cache); err != nil {
+		cancel()
+		return err
+	}
+	for _, obj := range cachedTypes() {
+		if _, err := e.cache.GetInformer(runCtx, obj); err != nil {
+			cancel()
+			return fmt.Errorf("watching %T: %w", obj, err)
+		}
+	}
+	go func() {
+		defer close(e.done)
+		if err := e.cache.Start(runCtx); err != nil {
+			e.set.Logger.Error("The shared cache stopped", zapError(err))
+		}
+	}()
+	syncCtx, syncCancel := context.WithTimeout(ctx, cacheSyncTimeout)
+	defer syncCancel()
+	if !e.cache.WaitForCacheSync(syncCtx) {
+		cancel()
+		<-e.done
+		return errors.New("the shared cache did not sync: is the API server reachable, and may the service account list and watch pods, workloads, namespaces, proposals and policies?")
+	}
+	e.resolver = &resolver{reader: e.cache}
+	return e.leadership.run(runCtx, cs)
+}
+
+// Shutdown gives the lease up, so that a standby takes over at once, and stops
+// the cache.
+func (e *enforcer) Shutdown(context.Context) error {
+	if e.cancel != nil {
+		e.cancel()
+		<-e.done
+	}
+	return nil
+}
+
+// Reader reads from the shared cache.
+func (e *enforcer) Reader() client.Reader { return e.cache }
+
+// Client writes to the API server.
+func (e *enforcer) Client() client.Client { return e.client }

@@ -22,5 +22,5 @@ func NewFactory() extension.Factory {
 }
 
 func createExtension(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-	return newEnforcer(set, cfg.(*Config)), nil
+	return newEnforcer(set, cfg.(*Config), restConfig), nil
 }

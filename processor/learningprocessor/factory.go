@@ -22,7 +22,11 @@ func NewFactory() processor.Factory {
 }
 
 func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
-	p := newLearningProcessor(set, cfg.(*Config))
+	p, err := newLearningProcessor(set, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
 	return processorhelper.NewLogs(ctx, set, cfg, next, p.processLogs,
+		processorhelper.WithStart(p.start),
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}))
 }

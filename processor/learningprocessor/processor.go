@@ -2,22 +2,169 @@ package learningprocessor
 
 import (
 	"context"
+	"net/netip"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processorhelper"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/learning"
 )
 
-// learningProcessor holds the processor's state. Its behaviour arrives with its own
-// issue; until then it passes flows through unchanged.
+// learningProcessor turns flow records into learned edges and violation
+// candidates. It keeps no state: the enforcer's cache answers every question.
 type learningProcessor struct {
-	cfg *Config
-	set processor.Settings
+	cfg       *Config
+	enforcer  enforcerextension.Enforcer
+	telemetry *telemetry
 }
 
-func newLearningProcessor(set processor.Settings, cfg *Config) *learningProcessor {
-	return &learningProcessor{cfg: cfg, set: set}
+func newLearningProcessor(set processor.Settings, cfg *Config) (*learningProcessor, error) {
+	tel, err := newTelemetry(set)
+	if err != nil {
+		return nil, err
+	}
+	return &learningProcessor{cfg: cfg, telemetry: tel}, nil
 }
 
-func (p *learningProcessor) processLogs(_ context.Context, ld plog.Logs) (plog.Logs, error) {
-	return ld, nil
+func (p *learningProcessor) start(_ context.Context, host component.Host) error {
+	e, err := enforcerextension.Find(host, p.cfg.Enforcer)
+	if err != nil {
+		return err
+	}
+	p.enforcer = e
+	return nil
+}
+
+// side is one end of a flow seen as the target of a policy: the end, the
+// direction of the flow from it, and the end at the other side.
+type side struct {
+	target, peer *flow.Endpoint
+	direction    v1alpha1.Direction
+}
+
+// sides are the ends whose policies a flow concerns. ztunnel enforces inbound
+// only, and names the source by its principal: Istio learns the destination's
+// ingress. Calico and Cilium enforce both ways: the source's egress and the
+// destination's ingress. A connection that both ends report gives the same
+// edges twice, which the writer's aggregation keeps once.
+func sides(rec *flow.Record) []side {
+	ingress := side{target: &rec.Destination, peer: &rec.Source, direction: v1alpha1.DirectionIngress}
+	if rec.Provider == flow.ProviderIstio {
+		return []side{ingress}
+	}
+	return []side{{target: &rec.Source, peer: &rec.Destination, direction: v1alpha1.DirectionEgress}, ingress}
+}
+
+func backendOf(p flow.Provider) v1alpha1.Backend {
+	if p == flow.ProviderIstio {
+		return v1alpha1.BackendIstio
+	}
+	return v1alpha1.BackendKubernetes
+}
+
+func (p *learningProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	out := plog.NewLogs()
+	sl := out.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	var c counts
+	rls := ld.ResourceLogs()
+	for i := range rls.Len() {
+		sls := rls.At(i).ScopeLogs()
+		for j := range sls.Len() {
+			lrs := sls.At(j).LogRecords()
+			for k := range lrs.Len() {
+				lr := lrs.At(k)
+				if lr.EventName() != flow.EventName {
+					lr.CopyTo(sl.LogRecords().AppendEmpty()) // not ours to judge
+					continue
+				}
+				var rec flow.Record
+				rec.ReadFrom(lr)
+				p.learn(&rec, lr, sl, &c)
+			}
+		}
+	}
+	p.telemetry.record(ctx, &c)
+	if sl.LogRecords().Len() == 0 {
+		return out, processorhelper.ErrSkipProcessingData
+	}
+	return out, nil
+}
+
+// learn emits, for each side of the flow, a learned edge, or a violation
+// candidate when a policy governs that side, or counts why it does neither.
+func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.ScopeLogs, c *counts) {
+	for _, s := range sides(rec) {
+		target, reason := p.resolve(s.target)
+		if reason != "" {
+			c.drop("target_" + reason)
+			continue
+		}
+		if p.enforcer.HasPolicy(target.WorkloadRef, s.direction) {
+			learning.AppendCandidate(sl, lr, target.WorkloadRef, s.direction)
+			c.candidates++
+			continue
+		}
+		if rec.Outcome != flow.OutcomeAllowed {
+			c.drop(reasonNotAllowed) // another policy decided it; nothing to learn
+			continue
+		}
+		if rec.Destination.Port == 0 {
+			c.drop(reasonNoPort)
+			continue
+		}
+		edge := learning.Edge{
+			Backend: backendOf(rec.Provider), Workload: target.WorkloadRef, Direction: s.direction,
+			Protocol: string(rec.Transport), Port: rec.Destination.Port,
+		}
+		if edge.Backend == v1alpha1.BackendIstio {
+			if s.peer.Identity == "" {
+				c.drop(reasonNoIdentity)
+				continue
+			}
+			edge.Principal = s.peer.Identity
+		} else {
+			peer, reason := p.resolve(s.peer)
+			if reason != "" {
+				c.drop("peer_" + reason)
+				continue
+			}
+			edge.Peer = peer.WorkloadRef
+		}
+		edge.AppendTo(sl)
+		c.edges++
+	}
+}
+
+// resolve finds an end's workload: by pod name when the data plane names the
+// pod, else (or when that pod is unknown) by address.
+func (p *learningProcessor) resolve(e *flow.Endpoint) (enforcerextension.Workload, string) {
+	switch e.External {
+	case "":
+	case flow.ExternalHost:
+		return enforcerextension.Workload{}, reasonHost
+	default:
+		return enforcerextension.Workload{}, reasonExternal
+	}
+	reason := enforcerextension.UnresolvedNoPod
+	if e.Pod != "" && e.Namespace != "" {
+		var w enforcerextension.Workload
+		if w, reason = p.enforcer.ResolvePod(e.Namespace, e.Pod); reason == "" {
+			return w, ""
+		}
+	}
+	if reason == enforcerextension.UnresolvedNoPod {
+		if _, err := netip.ParseAddr(e.Address); err == nil {
+			w, r := p.enforcer.ResolveIP(e.Address)
+			if r == "" {
+				return w, ""
+			}
+			reason = r
+		}
+	}
+	return enforcerextension.Workload{}, string(reason)
 }

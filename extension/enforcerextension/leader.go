@@ -1,0 +1,115 @@
+package enforcerextension
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// serviceAccountNamespaceFile holds the namespace of the pod, in a pod.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// leadership runs leader election on a Lease and calls the registered functions
+// while this replica leads. Losing the lease ends their context at once; the
+// replica then competes again rather than exiting, so it stays a warm standby.
+type leadership struct {
+	logger *zap.Logger
+	cfg    LeaderElectionConfig
+
+	mu      sync.Mutex
+	runs    []func(context.Context)
+	leading context.Context // set while leading
+}
+
+// OnLeading registers run; when this replica leads already, run starts now.
+func (l *leadership) OnLeading(run func(context.Context)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.runs = append(l.runs, run)
+	if l.leading != nil {
+		go run(l.leading)
+	}
+}
+
+// IsLeader reports whether this replica leads now.
+func (l *leadership) IsLeader() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leading != nil && l.leading.Err() == nil
+}
+
+// run competes for the lease until ctx ends.
+func (l *leadership) run(ctx context.Context, cs kubernetes.Interface) error {
+	identity, _ := os.Hostname()
+	identity += "_" + string(uuid.NewUUID())
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: l.cfg.LeaseName, Namespace: leaseNamespace(l.cfg.LeaseNamespace)},
+		Client:     cs.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   l.cfg.LeaseDuration,
+		RenewDeadline:   l.cfg.RenewDeadline,
+		RetryPeriod:     l.cfg.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            l.cfg.LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: l.started,
+			OnStoppedLeading: l.stopped,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	go func() {
+		for ctx.Err() == nil {
+			elector.Run(ctx) // returns when leadership is lost
+		}
+	}()
+	return nil
+}
+
+func (l *leadership) started(ctx context.Context) {
+	l.logger.Info("Leading: streaming flows and writing", zap.String("lease", l.cfg.LeaseName))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.leading = ctx
+	for _, run := range l.runs {
+		go run(ctx)
+	}
+}
+
+func (l *leadership) stopped() {
+	l.mu.Lock()
+	wasLeading := l.leading != nil
+	l.leading = nil
+	l.mu.Unlock()
+	if wasLeading {
+		l.logger.Warn("Lost the lease: stopped writing, competing again", zap.String("lease", l.cfg.LeaseName))
+	}
+}
+
+// leaseNamespace is the configured namespace, else the pod's own, else default.
+func leaseNamespace(configured string) string {
+	if configured != "" {
+		return configured
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(serviceAccountNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return "default"
+}

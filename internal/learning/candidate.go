@@ -1,0 +1,35 @@
+package learning
+
+import (
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+)
+
+// CandidateEventName is the event name of a violation candidate: a flow of a
+// workload and direction that a WorkloadNetworkPolicy governs. It keeps every
+// attribute of the flow record and adds the target, for the violation processor
+// to judge.
+const CandidateEventName = "network_enforcer.violation_candidate"
+
+// Attribute keys that a candidate adds to the flow's.
+const (
+	AttrTargetNamespace = "network_enforcer.target.namespace"
+	AttrTargetKind      = "network_enforcer.target.kind"
+	AttrTargetName      = "network_enforcer.target.name"
+	AttrTargetDirection = "network_enforcer.target.direction"
+)
+
+// AppendCandidate appends flow, a flow record, to sl as a violation candidate of
+// target in direction d.
+func AppendCandidate(sl plog.ScopeLogs, flow plog.LogRecord, target enforcerextension.WorkloadRef, d v1alpha1.Direction) {
+	lr := sl.LogRecords().AppendEmpty()
+	flow.CopyTo(lr)
+	lr.SetEventName(CandidateEventName)
+	a := lr.Attributes()
+	a.PutStr(AttrTargetNamespace, target.Namespace)
+	a.PutStr(AttrTargetKind, string(target.Kind))
+	a.PutStr(AttrTargetName, target.Name)
+	a.PutStr(AttrTargetDirection, string(d))
+}

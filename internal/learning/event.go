@@ -1,0 +1,101 @@
+// Package learning is the hand-off between the learning processor and the
+// Kubernetes writer: a learned edge, carried as a log record. The processor has
+// resolved both ends; the writer turns edges into proposals.
+package learning
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+)
+
+// EventName is the event name of a learned edge.
+const EventName = "network_enforcer.learning"
+
+// Attribute keys of a learned edge.
+const (
+	AttrBackend           = "network_enforcer.backend"
+	AttrDirection         = "network_enforcer.direction"
+	AttrWorkloadNamespace = "network_enforcer.workload.namespace"
+	AttrWorkloadKind      = "network_enforcer.workload.kind"
+	AttrWorkloadName      = "network_enforcer.workload.name"
+	AttrPeerNamespace     = "network_enforcer.peer.namespace"
+	AttrPeerKind          = "network_enforcer.peer.kind"
+	AttrPeerName          = "network_enforcer.peer.name"
+	AttrPeerPrincipal     = "network_enforcer.peer.principal"
+	AttrProtocol          = "network.transport"
+	AttrPort              = "destination.port"
+)
+
+// Edge is one learned connection of a workload in one direction: the peer (a
+// workload for the kubernetes backend, a principal for istio), the protocol and
+// the destination port.
+type Edge struct {
+	Backend   v1alpha1.Backend
+	Workload  enforcerextension.WorkloadRef
+	Direction v1alpha1.Direction
+	// Peer is the workload at the other end (kubernetes backend).
+	Peer enforcerextension.WorkloadRef
+	// Principal is the other end's identity, <trust-domain>/ns/<ns>/sa/<sa>
+	// (istio backend).
+	Principal string
+	// Protocol is tcp, udp or sctp.
+	Protocol string
+	Port     uint32
+}
+
+// AppendTo appends the edge as a log record to sl.
+func (e *Edge) AppendTo(sl plog.ScopeLogs) {
+	lr := sl.LogRecords().AppendEmpty()
+	lr.SetEventName(EventName)
+	a := lr.Attributes()
+	a.EnsureCapacity(11)
+	a.PutStr(AttrBackend, string(e.Backend))
+	a.PutStr(AttrDirection, string(e.Direction))
+	a.PutStr(AttrWorkloadNamespace, e.Workload.Namespace)
+	a.PutStr(AttrWorkloadKind, string(e.Workload.Kind))
+	a.PutStr(AttrWorkloadName, e.Workload.Name)
+	if e.Principal != "" {
+		a.PutStr(AttrPeerPrincipal, e.Principal)
+	} else {
+		a.PutStr(AttrPeerNamespace, e.Peer.Namespace)
+		a.PutStr(AttrPeerKind, string(e.Peer.Kind))
+		a.PutStr(AttrPeerName, e.Peer.Name)
+	}
+	a.PutStr(AttrProtocol, e.Protocol)
+	a.PutInt(AttrPort, int64(e.Port))
+}
+
+// ReadFrom fills e from a log record that AppendTo wrote; false when lr is not a
+// learned edge.
+func (e *Edge) ReadFrom(lr plog.LogRecord) bool {
+	if lr.EventName() != EventName {
+		return false
+	}
+	a := lr.Attributes()
+	*e = Edge{
+		Backend:   v1alpha1.Backend(str(a, AttrBackend)),
+		Direction: v1alpha1.Direction(str(a, AttrDirection)),
+		Workload: enforcerextension.WorkloadRef{
+			Namespace: str(a, AttrWorkloadNamespace), Kind: v1alpha1.WorkloadKind(str(a, AttrWorkloadKind)), Name: str(a, AttrWorkloadName),
+		},
+		Peer: enforcerextension.WorkloadRef{
+			Namespace: str(a, AttrPeerNamespace), Kind: v1alpha1.WorkloadKind(str(a, AttrPeerKind)), Name: str(a, AttrPeerName),
+		},
+		Principal: str(a, AttrPeerPrincipal),
+		Protocol:  str(a, AttrProtocol),
+	}
+	if v, ok := a.Get(AttrPort); ok {
+		e.Port = uint32(v.Int())
+	}
+	return true
+}
+
+func str(a pcommon.Map, k string) string {
+	if v, ok := a.Get(k); ok {
+		return v.Str()
+	}
+	return ""
+}

@@ -1,0 +1,75 @@
+package learningprocessor
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Metric names of the learning processor.
+const (
+	MetricEdges      = "network_enforcer_learning_edges"
+	MetricCandidates = "network_enforcer_learning_violation_candidates"
+	MetricDropped    = "network_enforcer_learning_dropped"
+)
+
+// Reasons, besides the enforcer's unresolved reasons (prefixed target_ or
+// peer_), that a flow side teaches nothing.
+const (
+	reasonExternal   = "external"
+	reasonHost       = "host"
+	reasonNotAllowed = "not_allowed"
+	reasonNoPort     = "no_port"
+	reasonNoIdentity = "peer_no_identity"
+)
+
+type telemetry struct {
+	edges, candidates, dropped metric.Int64Counter
+	base                       attribute.KeyValue
+}
+
+func newTelemetry(set processor.Settings) (*telemetry, error) {
+	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/processor/learningprocessor")
+	t := &telemetry{base: attribute.String("processor", set.ID.String())}
+	var err error
+	if t.edges, err = m.Int64Counter(MetricEdges, metric.WithUnit("{edge}"),
+		metric.WithDescription("Learned edges handed to the writer.")); err != nil {
+		return nil, err
+	}
+	if t.candidates, err = m.Int64Counter(MetricCandidates, metric.WithUnit("{flow}"),
+		metric.WithDescription("Flow sides that a WorkloadNetworkPolicy governs, handed on as violation candidates.")); err != nil {
+		return nil, err
+	}
+	if t.dropped, err = m.Int64Counter(MetricDropped, metric.WithUnit("{flow}"),
+		metric.WithDescription("Flow sides that teach nothing, by reason.")); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// counts are one batch's counts, recorded at once.
+type counts struct {
+	edges, candidates int64
+	dropped           map[string]int64
+}
+
+func (c *counts) drop(reason string) {
+	if c.dropped == nil {
+		c.dropped = map[string]int64{}
+	}
+	c.dropped[reason]++
+}
+
+func (t *telemetry) record(ctx context.Context, c *counts) {
+	if c.edges > 0 {
+		t.edges.Add(ctx, c.edges, metric.WithAttributes(t.base))
+	}
+	if c.candidates > 0 {
+		t.candidates.Add(ctx, c.candidates, metric.WithAttributes(t.base))
+	}
+	for reason, n := range c.dropped {
+		t.dropped.Add(ctx, n, metric.WithAttributes(t.base, attribute.String("reason", reason)))
+	}
+}
