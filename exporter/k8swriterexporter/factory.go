@@ -23,5 +23,5 @@ func NewFactory() exporter.Factory {
 }
 
 func createLogs(_ context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
-	return newWriter(set, cfg.(*Config)), nil
+	return newWriter(set, cfg.(*Config))
 }

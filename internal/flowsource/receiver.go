@@ -3,6 +3,7 @@ package flowsource
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configgrpc"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/reconnect"
 )
@@ -28,7 +30,17 @@ type GRPCReceiver struct {
 	streamer *Streamer
 	conn     *grpc.ClientConn
 	dialed   func(*grpc.ClientConn)
+
+	// leader names the enforcer extension whose leadership gates streaming; nil
+	// streams from start to shutdown.
+	leader *component.ID
+	mu     sync.Mutex
+	closed bool
 }
+
+// StreamWhileLeading makes the receiver stream only while the enforcer extension
+// id leads, so that a standby replica reads no flows; a nil id streams always.
+func (r *GRPCReceiver) StreamWhileLeading(id *component.ID) { r.leader = id }
 
 // NewGRPCReceiver prepares a receiver. dialed receives the connection at Start, to
 // build the service client from; open runs one stream on it.
@@ -54,12 +66,35 @@ func (r *GRPCReceiver) Start(ctx context.Context, host component.Host) error {
 	}
 	r.conn = conn
 	r.dialed(conn)
-	r.StartStreaming()
+	if r.leader == nil {
+		r.StartStreaming()
+		return nil
+	}
+	enf, err := enforcerextension.Find(host, *r.leader)
+	if err != nil {
+		return err
+	}
+	// Each term of leadership opens the stream, whose first request asks for the
+	// data plane's recent history (the backfill), and its end closes it.
+	enf.OnLeading(func(ctx context.Context) {
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return
+		}
+		r.StartStreaming()
+		r.mu.Unlock()
+		<-ctx.Done()
+		r.StopStreaming()
+	})
 	return nil
 }
 
 // Shutdown stops streaming and closes the connection.
 func (r *GRPCReceiver) Shutdown(context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
 	r.StopStreaming()
 	if r.conn != nil {
 		return r.conn.Close()

@@ -38,6 +38,7 @@ func newGoldmaneReceiver(set receiver.Settings, cfg *Config, next consumer.Logs)
 	if err != nil {
 		return nil, err
 	}
+	base.StreamWhileLeading(cfg.Enforcer)
 	r.GRPCReceiver = base
 	return r, nil
 }

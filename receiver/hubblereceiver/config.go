@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configgrpc"
 
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/reconnect"
 )
 
@@ -22,6 +23,11 @@ type Config struct {
 
 	// Reconnect is the backoff between attempts to re-open a broken stream.
 	Reconnect reconnect.Config `mapstructure:"reconnect"`
+
+	// Enforcer, when set, names the enforcer extension whose leadership gates the
+	// stream: only the leader replica reads flows, and each new term starts with
+	// the backfill. Unset, the receiver streams from start to shutdown.
+	Enforcer *component.ID `mapstructure:"enforcer"`
 
 	_ struct{}
 }
@@ -51,6 +57,11 @@ func createDefaultConfig() component.Config {
 // a half-written TLS setup fails here rather than silently going plaintext.
 func (c *Config) Validate() error {
 	var errs []error
+	if c.Enforcer != nil {
+		if err := enforcerextension.ValidateReference(*c.Enforcer); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.Endpoint == "" {
 		errs = append(errs, errors.New("endpoint must be set to the Hubble Relay address, for example hubble-relay.kube-system.svc:443"))
 	}

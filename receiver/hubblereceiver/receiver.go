@@ -36,6 +36,7 @@ func newHubbleReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (
 	if err != nil {
 		return nil, err
 	}
+	base.StreamWhileLeading(cfg.Enforcer)
 	r.GRPCReceiver = base
 	return r, nil
 }

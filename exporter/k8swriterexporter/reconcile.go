@@ -1,0 +1,128 @@
+package k8swriterexporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+)
+
+// ManagedByLabel marks the proposals the writer made; one without it was made by
+// someone else and is never changed.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "network-enforcer"
+)
+
+// errWorkloadGone: the workload no longer exists; its proposal goes with it.
+var errWorkloadGone = errors.New("workload gone")
+
+// reconcile brings one proposal up to what was learned: it creates it, or adds
+// the new peers and ports to it. The spec it writes is the union of what the
+// proposal holds and what was learned, so nothing learned before (by an earlier
+// run or another leader) is lost; when the union is what the proposal holds,
+// nothing is written.
+func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned) error {
+	if w.enforcer.HasPolicy(key.workload, key.direction) {
+		return nil // a policy governs it: learning for it is over
+	}
+	podSelector, uid, ok := w.enforcer.Selector(ctx, key.workload)
+	if !ok {
+		return errWorkloadGone
+	}
+	learnedRules := rules{}
+	for peer, ports := range l.peers {
+		r := &rule{principal: peer.principal, ports: ports}
+		if peer.principal == "" {
+			sel, _, ok := w.enforcer.Selector(ctx, peer.workload)
+			if !ok {
+				continue // the peer is gone: nothing to allow
+			}
+			r.namespace, r.selector = peer.workload.Namespace, sel
+		}
+		learnedRules.add(r)
+	}
+	if len(learnedRules) == 0 {
+		return nil
+	}
+	name := ProposalName(key.workload, key.direction)
+	target := v1alpha1.TargetRef{Kind: key.workload.Kind, Name: key.workload.Name}
+	nn := types.NamespacedName{Namespace: key.workload.Namespace, Name: name}
+
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var existing v1alpha1.WorkloadNetworkPolicyProposal
+		err := w.enforcer.Client().Get(ctx, nn, &existing)
+		if apierrors.IsNotFound(err) {
+			p := &v1alpha1.WorkloadNetworkPolicyProposal{
+				ObjectMeta: metav1.ObjectMeta{
+					Name: name, Namespace: nn.Namespace,
+					Labels:          map[string]string{ManagedByLabel: ManagedBy},
+					OwnerReferences: []metav1.OwnerReference{ownerRef(key.workload.Kind, key.workload.Name, uid)},
+				},
+				Spec: render(l.backend, target, key.direction, podSelector, learnedRules),
+			}
+			return w.write(ctx, func() error { return w.enforcer.Client().Create(ctx, p) }, "create")
+		}
+		if err != nil {
+			return err
+		}
+		if existing.Labels[ManagedByLabel] != ManagedBy || !ownedBy(&existing, uid) {
+			w.set.Logger.Debug("Leaving a proposal that the writer did not make alone",
+				zap.String("namespace", nn.Namespace), zap.String("name", name))
+			return nil
+		}
+		merged := rulesOf(&existing.Spec)
+		for _, r := range learnedRules {
+			merged.add(r)
+		}
+		spec := render(existing.Spec.Backend, target, key.direction, podSelector, merged)
+		if apiequality.Semantic.DeepEqual(spec, existing.Spec) {
+			return nil
+		}
+		existing.Spec = spec
+		return w.write(ctx, func() error { return w.enforcer.Client().Update(ctx, &existing) }, "update")
+	})
+}
+
+// write waits for the rate limiter, then writes and counts.
+func (w *writer) write(ctx context.Context, do func() error, op string) error {
+	if err := w.limiter.Wait(ctx); err != nil {
+		return err
+	}
+	if !w.enforcer.IsLeader() {
+		return fmt.Errorf("not the leader any more")
+	}
+	err := do()
+	w.telemetry.wrote(ctx, op, err)
+	return err
+}
+
+// ownerRef points a proposal at its workload, so that the garbage collector
+// deletes it with the workload. It blocks nothing: blocking the owner's deletion
+// would need the right to update the workload's finalizers.
+func ownerRef(kind v1alpha1.WorkloadKind, name string, uid types.UID) metav1.OwnerReference {
+	apiVersion := "apps/v1"
+	if kind == v1alpha1.WorkloadKindJob || kind == v1alpha1.WorkloadKindCronJob {
+		apiVersion = "batch/v1"
+	}
+	return metav1.OwnerReference{APIVersion: apiVersion, Kind: string(kind), Name: name, UID: uid, Controller: ptr.To(false)}
+}
+
+func ownedBy(p client.Object, uid types.UID) bool {
+	for _, o := range p.GetOwnerReferences() {
+		if o.UID == uid {
+			return true
+		}
+	}
+	return false
+}

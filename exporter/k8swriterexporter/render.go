@@ -1,0 +1,168 @@
+package k8swriterexporter
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+)
+
+// namespaceLabel is the label the API server sets on every namespace to its name.
+const namespaceLabel = "kubernetes.io/metadata.name"
+
+// rule is one peer of a proposal with its ports: a namespace and pod selector
+// (kubernetes backend) or a principal (istio backend).
+type rule struct {
+	namespace string
+	selector  *metav1.LabelSelector
+	principal string
+	ports     map[portRef]struct{}
+}
+
+func (r *rule) key() string {
+	if r.principal != "" {
+		return r.principal
+	}
+	return r.namespace + "|" + metav1.FormatLabelSelector(r.selector)
+}
+
+// rules is a proposal's content as a set, so that what a proposal holds and what
+// was learned merge by union and compare regardless of order.
+type rules map[string]*rule
+
+func (rs rules) add(r *rule) {
+	have, ok := rs[r.key()]
+	if !ok {
+		rs[r.key()] = r
+		return
+	}
+	for p := range r.ports {
+		have.ports[p] = struct{}{}
+	}
+}
+
+// rulesOf reads the rules of a proposal's spec.
+func rulesOf(spec *v1alpha1.PolicySpec) rules {
+	rs := rules{}
+	if spec.Istio != nil {
+		for _, ir := range spec.Istio.Rules {
+			ports := map[portRef]struct{}{}
+			for _, to := range ir.To {
+				for _, p := range to.Operation.Ports {
+					if n, err := strconv.ParseUint(p, 10, 16); err == nil {
+						ports[portRef{protocol: "tcp", port: uint32(n)}] = struct{}{}
+					}
+				}
+			}
+			for _, from := range ir.From {
+				for _, principal := range from.Source.Principals {
+					rs.add(&rule{principal: principal, ports: clonePorts(ports)})
+				}
+			}
+		}
+	}
+	if k := spec.Kubernetes; k != nil {
+		add := func(peers []networkingv1.NetworkPolicyPeer, nps []networkingv1.NetworkPolicyPort) {
+			ports := map[portRef]struct{}{}
+			for _, p := range nps {
+				if p.Port == nil || p.Port.Type != intstr.Int {
+					continue
+				}
+				proto := "tcp"
+				if p.Protocol != nil {
+					proto = strings.ToLower(string(*p.Protocol))
+				}
+				ports[portRef{protocol: proto, port: uint32(p.Port.IntVal)}] = struct{}{}
+			}
+			for _, peer := range peers {
+				if peer.NamespaceSelector == nil || peer.PodSelector == nil {
+					continue
+				}
+				rs.add(&rule{namespace: peer.NamespaceSelector.MatchLabels[namespaceLabel],
+					selector: peer.PodSelector.DeepCopy(), ports: clonePorts(ports)})
+			}
+		}
+		for _, r := range k.Ingress {
+			add(r.From, r.Ports)
+		}
+		for _, r := range k.Egress {
+			add(r.To, r.Ports)
+		}
+	}
+	return rs
+}
+
+func clonePorts(p map[portRef]struct{}) map[portRef]struct{} {
+	c := make(map[portRef]struct{}, len(p))
+	for k := range p {
+		c[k] = struct{}{}
+	}
+	return c
+}
+
+// render writes a proposal spec in its one canonical form: rules sorted by peer,
+// ports sorted and without duplicates, so that equal content is equal YAML.
+func render(backend v1alpha1.Backend, target v1alpha1.TargetRef, d v1alpha1.Direction,
+	podSelector *metav1.LabelSelector, rs rules,
+) v1alpha1.PolicySpec {
+	spec := v1alpha1.PolicySpec{Backend: backend, TargetRef: target, Direction: d}
+	sorted := make([]*rule, 0, len(rs))
+	for _, r := range rs {
+		sorted = append(sorted, r)
+	}
+	slices.SortFunc(sorted, func(a, b *rule) int { return cmp.Compare(a.key(), b.key()) })
+	if backend == v1alpha1.BackendIstio {
+		spec.Istio = &v1alpha1.IstioPolicySpec{Selector: v1alpha1.IstioSelector{MatchLabels: podSelector.MatchLabels}}
+		for _, r := range sorted {
+			var ports []string
+			for _, p := range sortedPorts(r.ports) {
+				ports = append(ports, strconv.FormatUint(uint64(p.port), 10))
+			}
+			spec.Istio.Rules = append(spec.Istio.Rules, v1alpha1.IstioRule{
+				From: []v1alpha1.IstioFrom{{Source: v1alpha1.IstioSource{Principals: []string{r.principal}}}},
+				To:   []v1alpha1.IstioTo{{Operation: v1alpha1.IstioOperation{Ports: ports}}},
+			})
+		}
+		return spec
+	}
+	k := &networkingv1.NetworkPolicySpec{
+		PodSelector: *podSelector, PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyType(d)},
+	}
+	for _, r := range sorted {
+		peers := []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{namespaceLabel: r.namespace}},
+			PodSelector:       r.selector,
+		}}
+		var ports []networkingv1.NetworkPolicyPort
+		for _, p := range sortedPorts(r.ports) {
+			proto := corev1.Protocol(strings.ToUpper(p.protocol))
+			port := intstr.FromInt32(int32(p.port))
+			ports = append(ports, networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port})
+		}
+		if d == v1alpha1.DirectionIngress {
+			k.Ingress = append(k.Ingress, networkingv1.NetworkPolicyIngressRule{From: peers, Ports: ports})
+		} else {
+			k.Egress = append(k.Egress, networkingv1.NetworkPolicyEgressRule{To: peers, Ports: ports})
+		}
+	}
+	spec.Kubernetes = k
+	return spec
+}
+
+func sortedPorts(ports map[portRef]struct{}) []portRef {
+	out := make([]portRef, 0, len(ports))
+	for p := range ports {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b portRef) int {
+		return cmp.Or(cmp.Compare(a.protocol, b.protocol), cmp.Compare(a.port, b.port))
+	})
+	return out
+}

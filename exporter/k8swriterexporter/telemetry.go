@@ -1,0 +1,35 @@
+package k8swriterexporter
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// MetricWrites counts the writer's API writes by operation and result.
+const MetricWrites = "network_enforcer_writer_api_writes"
+
+type telemetry struct {
+	writes metric.Int64Counter
+	base   attribute.KeyValue
+}
+
+func newTelemetry(set exporter.Settings) (*telemetry, error) {
+	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/exporter/k8swriterexporter")
+	w, err := m.Int64Counter(MetricWrites, metric.WithUnit("{write}"),
+		metric.WithDescription("Writes to the Kubernetes API, by operation (create, update) and result (ok, error)."))
+	if err != nil {
+		return nil, err
+	}
+	return &telemetry{writes: w, base: attribute.String("exporter", set.ID.String())}, nil
+}
+
+func (t *telemetry) wrote(ctx context.Context, op string, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	t.writes.Add(ctx, 1, metric.WithAttributes(t.base, attribute.String("operation", op), attribute.String("result", result)))
+}
