@@ -1,0 +1,72 @@
+package enforcerextension
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubewarden/network-enforcer/internal/fakecluster"
+	"github.com/kubewarden/network-enforcer/internal/testenv"
+)
+
+// env is the control plane the package's tests share, with the fixtures' cluster
+// created in it.
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.New(testenv.Options{})
+	if err == nil {
+		err = fakecluster.Create(context.Background(), env.Client)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if env != nil {
+			_ = env.Stop()
+		}
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// startEnforcer starts an enforcer on the test control plane with a lease of its
+// own name, short enough for tests.
+func startEnforcer(t *testing.T, lease string) *enforcer {
+	t.Helper()
+	cfg := createDefaultConfig().(*Config)
+	cfg.LeaderElection = LeaderElectionConfig{
+		LeaseName: lease, LeaseNamespace: "default",
+		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
+	}
+	set := extension.Settings{ID: component.NewID(Type), TelemetrySettings: componenttest.NewNopTelemetrySettings(),
+		BuildInfo: component.NewDefaultBuildInfo()}
+	e := newEnforcer(set, cfg, func(AuthType) (*rest.Config, error) { return env.Config, nil })
+	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	return e
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

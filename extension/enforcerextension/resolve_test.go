@@ -1,0 +1,88 @@
+package enforcerextension
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/fakecluster"
+)
+
+// TestResolveEveryFixturePod: every pod of the fixtures' cluster resolves, by IP,
+// by name and by its Goldmane aggregate, to the workload the table says, or to
+// the reason it cannot.
+func TestResolveEveryFixturePod(t *testing.T) {
+	e := startEnforcer(t, "resolve")
+	kinds := map[string]bool{}
+	for _, p := range fakecluster.Pods() {
+		want := Workload{WorkloadRef: WorkloadRef{Namespace: p.Namespace, Kind: v1alpha1.WorkloadKind(p.WorkloadKind), Name: p.WorkloadName},
+			ServiceAccount: p.ServiceAccount}
+		var wantReason UnresolvedReason
+		switch {
+		case p.HostNetwork:
+			want, wantReason = Workload{}, UnresolvedHostNetwork
+		case p.WorkloadKind == "":
+			want, wantReason = Workload{}, UnresolvedBarePod
+		}
+		kinds[p.WorkloadKind] = true
+		check := func(how string, got Workload, reason UnresolvedReason) {
+			t.Helper()
+			if got != want || reason != wantReason {
+				t.Errorf("%s/%s by %s: %+v %q, want %+v %q", p.Namespace, p.Name, how, got, reason, want, wantReason)
+			}
+		}
+		if p.IP != "" {
+			got, reason := e.ResolveIP(p.IP)
+			check("IP "+p.IP, got, reason)
+		}
+		got, reason := e.ResolvePod(p.Namespace, p.Name)
+		check("name", got, reason)
+		if p.GenerateName != "" {
+			got, reason := e.ResolvePod(p.Namespace, p.GenerateName+"*")
+			check("aggregate "+p.GenerateName+"*", got, reason)
+		}
+	}
+	for _, k := range []string{"Deployment", "StatefulSet", "DaemonSet", "CronJob", "Job"} {
+		if !kinds[k] {
+			t.Errorf("the fixtures' cluster has no %s: the test covers less than it says", k)
+		}
+	}
+	if _, reason := e.ResolveIP("192.0.2.99"); reason != UnresolvedNoPod {
+		t.Errorf("an unknown address: %q", reason)
+	}
+}
+
+// TestSelectorOfEveryWorkload: every workload has a selector that selects its
+// pods, and a Job's or CronJob's leaves out the labels of one run.
+func TestSelectorOfEveryWorkload(t *testing.T) {
+	e := startEnforcer(t, "selector")
+	for _, w := range fakecluster.Workloads() {
+		ref := WorkloadRef{Namespace: w.Namespace, Kind: v1alpha1.WorkloadKind(w.Kind), Name: w.Name}
+		sel, uid, ok := e.Selector(context.Background(), ref)
+		if !ok || uid == "" {
+			t.Errorf("%s: no selector", ref)
+			continue
+		}
+		ls, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range fakecluster.Pods() {
+			if p.Namespace == w.Namespace && p.WorkloadKind == w.Kind && p.WorkloadName == w.Name {
+				var pod = podLabels(t, p.Namespace, p.Name)
+				if !ls.Matches(pod) {
+					t.Errorf("%s: selector %s does not select pod %s %v", ref, ls, p.Name, pod)
+				}
+			}
+		}
+		if strings.Contains(ls.String(), "job-name") || strings.Contains(ls.String(), "controller-uid") {
+			t.Errorf("%s: selector %s names one run", ref, ls)
+		}
+	}
+	if _, _, ok := e.Selector(context.Background(), WorkloadRef{Namespace: "default", Kind: "Deployment", Name: "nope"}); ok {
+		t.Error("a selector for a workload that does not exist")
+	}
+}
