@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -9,10 +8,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// Kubeconfig writes a kubeconfig file that reaches the control plane as a
-// cluster administrator, for components and binaries that read $KUBECONFIG.
-func (e *Env) Kubeconfig(t testing.TB) string {
-	t.Helper()
+// WriteKubeconfig writes a kubeconfig file (mode 0600) that reaches the control
+// plane as a cluster administrator, for components and binaries that read
+// $KUBECONFIG.
+func (e *Env) WriteKubeconfig(path string) error {
 	c := e.Config
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
@@ -21,11 +20,14 @@ func (e *Env) Kubeconfig(t testing.TB) string {
 	}
 	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
 	cfg.CurrentContext = "test"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// Kubeconfig writes a kubeconfig file for the test and returns its path.
+func (e *Env) Kubeconfig(t testing.TB) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := e.WriteKubeconfig(path); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -1,0 +1,168 @@
+package integration
+
+import (
+	"context"
+	"flag"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
+	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from what the test sees")
+
+// proposalsGolden holds the proposals that the Hubble and Goldmane fixtures
+// teach, with the cluster that fakecluster creates.
+const proposalsGolden = "testdata/proposals.golden.yaml"
+
+// provenProposal is what the golden file keeps of a proposal: what a user sees.
+type provenProposal struct {
+	Namespace string              `json:"namespace"`
+	Name      string              `json:"name"`
+	Labels    map[string]string   `json:"labels,omitempty"`
+	Owners    []string            `json:"owners"`
+	Spec      v1alpha1.PolicySpec `json:"spec"`
+}
+
+// proposals lists the cluster's proposals, sorted, with their resourceVersions.
+func proposals(t *testing.T) ([]provenProposal, map[string]string) {
+	t.Helper()
+	var list v1alpha1.WorkloadNetworkPolicyProposalList
+	must(t, env.Client.List(context.Background(), &list))
+	var out []provenProposal
+	versions := map[string]string{}
+	for _, p := range list.Items {
+		pp := provenProposal{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels, Spec: p.Spec}
+		for _, o := range p.OwnerReferences {
+			pp.Owners = append(pp.Owners, o.Kind+"/"+o.Name)
+		}
+		out = append(out, pp)
+		versions[p.Namespace+"/"+p.Name] = p.ResourceVersion
+	}
+	slices.SortFunc(out, func(a, b provenProposal) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return out, versions
+}
+
+// TestFixturesBecomeProposals replays the Hubble and Goldmane fixtures through
+// the learning path and checks the proposals it writes against the golden file;
+// then replays them again, with a fresh writer as after a restart, and checks
+// that nothing is written at all.
+func TestFixturesBecomeProposals(t *testing.T) {
+	p := startPipeline(t, sources{hubble: true, goldmane: true})
+	edges := p.settled(t, learningprocessor.MetricEdges, 2*time.Second)
+	time.Sleep(2 * time.Second) // a write round or two after the last edge
+	writes := p.settled(t, k8swriterexporter.MetricWrites, 2*time.Second)
+	got, versions := proposals(t)
+	b, err := yaml.Marshal(got)
+	must(t, err)
+	if *update {
+		must(t, os.WriteFile(proposalsGolden, b, 0o644))
+	}
+	want, err := os.ReadFile(proposalsGolden)
+	must(t, err)
+	if string(b) != string(want) {
+		t.Fatalf("proposals differ from %s (rerun with -update to see them):\n%s", proposalsGolden, b)
+	}
+	if writes != int64(len(got)) {
+		t.Errorf("%d writes for %d proposals: each should be written once", writes, len(got))
+	}
+	t.Logf("%d learned edges, %d proposals, %d writes", edges, len(got), writes)
+	p.stop(t)
+
+	replay := startPipeline(t, sources{hubble: true, goldmane: true})
+	if n := replay.settled(t, learningprocessor.MetricEdges, 2*time.Second); n != edges {
+		t.Fatalf("the replay learned %d edges, the first run %d", n, edges)
+	}
+	time.Sleep(3 * time.Second)
+	if n := replay.counter(k8swriterexporter.MetricWrites, nil); n != 0 {
+		t.Errorf("the replay wrote %d times", n)
+	}
+	_, after := proposals(t)
+	for k, v := range versions {
+		if after[k] != v {
+			t.Errorf("%s changed on replay: resourceVersion %s -> %s", k, v, after[k])
+		}
+	}
+}
+
+// TestPolicyStopsLearning: once a WorkloadNetworkPolicy governs a workload and
+// direction, its flows go on as violation candidates and no proposal comes back
+// for it, while the other proposals stay as they are.
+func TestPolicyStopsLearning(t *testing.T) {
+	ctx := context.Background()
+	_, before := proposals(t)
+	frontendEgress := &v1alpha1.WorkloadNetworkPolicyProposal{}
+	must(t, env.Client.Get(ctx, key("shop", "deployment-frontend-egress"), frontendEgress))
+	policy := &v1alpha1.WorkloadNetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "frontend-egress"},
+		Spec:       v1alpha1.WorkloadNetworkPolicySpec{PolicySpec: frontendEgress.Spec, Mode: v1alpha1.PolicyModeMonitor},
+	}
+	must(t, env.Client.Create(ctx, policy))
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, policy) })
+	must(t, env.Client.Delete(ctx, frontendEgress))
+
+	p := startPipeline(t, sources{hubble: true, goldmane: true})
+	p.settled(t, learningprocessor.MetricEdges, 2*time.Second)
+	time.Sleep(3 * time.Second)
+	if n := p.counter(learningprocessor.MetricCandidates, nil); n == 0 {
+		t.Error("no violation candidates for a workload that a policy governs")
+	}
+	if n := p.counter(k8swriterexporter.MetricWrites, nil); n != 0 {
+		t.Errorf("%d writes", n)
+	}
+	_, after := proposals(t)
+	delete(before, "shop/deployment-frontend-egress")
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s: resourceVersion %s -> %s", k, v, after[k])
+		}
+	}
+	if _, ok := after["shop/deployment-frontend-egress"]; ok {
+		t.Error("a proposal came back for a workload and direction that a policy governs")
+	}
+}
+
+// TestProposalsGoWithTheirWorkload: deleting a workload deletes its proposals,
+// through the owner reference and the garbage collector.
+func TestProposalsGoWithTheirWorkload(t *testing.T) {
+	ctx := context.Background()
+	var d appsv1.Deployment
+	must(t, env.Client.Get(ctx, key("shop", "cart"), &d))
+	_, before := proposals(t)
+	for _, name := range []string{"shop/deployment-cart-ingress", "shop/deployment-cart-egress"} {
+		if _, ok := before[name]; !ok {
+			t.Fatalf("%s missing before the workload is deleted", name)
+		}
+	}
+	must(t, env.Client.Delete(ctx, &d, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, now := proposals(t)
+		_, in := now["shop/deployment-cart-ingress"]
+		_, eg := now["shop/deployment-cart-egress"]
+		if !in && !eg {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the proposals of a deleted Deployment are still there")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func key(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
