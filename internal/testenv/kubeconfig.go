@@ -1,7 +1,9 @@
 package testenv
 
 import (
+	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -12,9 +14,24 @@ import (
 // plane as a cluster administrator, for components and binaries that read
 // $KUBECONFIG.
 func (e *Env) WriteKubeconfig(path string) error {
+	return e.WriteKubeconfigVia(path, "")
+}
+
+// WriteKubeconfigVia writes a kubeconfig that reaches the API server through
+// proxyAddr (host:port), such as a Proxy's; empty means directly.
+func (e *Env) WriteKubeconfigVia(path, proxyAddr string) error {
 	c := e.Config
+	server := c.Host
+	if proxyAddr != "" {
+		u, err := e.apiServerURL()
+		if err != nil {
+			return err
+		}
+		u.Host = proxyAddr
+		server = u.String()
+	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: c.CAData}
 	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken,
 	}
@@ -31,4 +48,21 @@ func (e *Env) Kubeconfig(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// APIServerAddr is the API server's host:port, for a Proxy to forward to.
+func (e *Env) APIServerAddr() (string, error) {
+	u, err := e.apiServerURL()
+	if err != nil {
+		return "", err
+	}
+	return u.Host, nil
+}
+
+func (e *Env) apiServerURL() (*url.URL, error) {
+	host := e.Config.Host
+	if !strings.Contains(host, "://") {
+		host = "https://" + host
+	}
+	return url.Parse(host)
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/kubewarden/network-enforcer/receiver/goldmanereceiver"
 	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
 	"github.com/kubewarden/network-enforcer/receiver/hubblereceiver"
+	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver"
 )
 
 // host is a collector host with the enforcer extension.
@@ -39,6 +41,9 @@ func (h host) GetExtensions() map[component.ID]component.Component { return h.ex
 // pipeline is the learning path, in process: the enforcer extension, flow
 // receivers gated by its leadership, the learning processor and the writer.
 type pipeline struct {
+	// ztunnelAddr is the OTLP/gRPC address of the ztunnel receiver, when it runs.
+	ztunnelAddr string
+
 	tel        *componenttest.Telemetry
 	enforcer   enforcerextension.Enforcer
 	components []component.Component // in start order
@@ -46,7 +51,7 @@ type pipeline struct {
 
 // sources are the data planes a pipeline reads.
 type sources struct {
-	hubble, goldmane bool
+	hubble, goldmane, ztunnel bool
 }
 
 var enforcerID = component.NewID(enforcerextension.Type)
@@ -87,6 +92,10 @@ func startPipeline(t *testing.T, src sources) *pipeline {
 	}
 	if src.goldmane {
 		p.components = append(p.components, goldmaneReceiver(t, ca, tset, proc))
+	}
+	if src.ztunnel {
+		r, addr := ztunnelReceiver(t, tset, proc)
+		p.components, p.ztunnelAddr = append(p.components, r), addr
 	}
 	for _, c := range p.components {
 		must(t, c.Start(ctx, h))
@@ -140,6 +149,24 @@ func goldmaneReceiver(t *testing.T, ca *testcerts.CA, tset component.TelemetrySe
 		BuildInfo: component.NewDefaultBuildInfo()}, cfg, next)
 	must(t, err)
 	return r
+}
+
+// ztunnelReceiver listens for OTLP on a free loopback port, in plaintext: the
+// test's client is on the same host.
+func ztunnelReceiver(t *testing.T, tset component.TelemetrySettings, next consumer.Logs) (receiver.Logs, string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	addr := l.Addr().String()
+	must(t, l.Close())
+	f := ztunnelreceiver.NewFactory()
+	cfg := f.CreateDefaultConfig().(*ztunnelreceiver.Config)
+	g := cfg.Protocols.GRPC.GetOrInsertDefault()
+	g.NetAddr.Endpoint = addr
+	cfg.JoinWindow = 200 * time.Millisecond
+	r, err := f.CreateLogs(context.Background(), receiver.Settings{ID: component.NewID(f.Type()), TelemetrySettings: tset,
+		BuildInfo: component.NewDefaultBuildInfo()}, cfg, next)
+	must(t, err)
+	return r, addr
 }
 
 // counter sums a counter of the pipeline's telemetry, with the attributes given.
