@@ -58,15 +58,20 @@ type plan struct {
 
 // workload is one workload of the plan, and what its creation learnt.
 type workload struct {
-	index                             int
-	namespace, kind, name, app, team  string
-	env, component, version, ptHash   string
-	revisionHash                      string
-	pods                              int
-	jobSuffix                         int
-	controller                        metav1.OwnerReference // what owns the pods, once created
-	podLabels                         map[string]string     // the pod template labels that controller stored
-	selectorLabels, commonLabelsCache map[string]string
+	index                           int
+	namespace, kind, name           string
+	app, team, env, component       string
+	version                         string
+	ptHash                          string // the pod-template-hash of a Deployment's ReplicaSet
+	revisionHash                    string // the controller-revision-hash of a StatefulSet's pods
+	jobSuffix                       int    // the scheduled time in a CronJob's Job name
+	pods                            int
+	labelsCache, selectorLabelCache map[string]string
+
+	// controller is the owner reference of the pods, and podLabels the labels of
+	// its pod template as the API server stored it, once the controller exists.
+	controller metav1.OwnerReference
+	podLabels  map[string]string
 }
 
 func newPlan(pods, workloads, namespaces int) *plan {
@@ -130,8 +135,8 @@ func (p *plan) podCount() int {
 // the recommended app.kubernetes.io set and the team's own, thirteen in all; the
 // controllers add two to four more to each pod.
 func (w *workload) commonLabels() map[string]string {
-	if w.commonLabelsCache == nil {
-		w.commonLabelsCache = map[string]string{
+	if w.labelsCache == nil {
+		w.labelsCache = map[string]string{
 			"app.kubernetes.io/name":       w.name,
 			"app.kubernetes.io/instance":   w.name + "-" + w.env,
 			"app.kubernetes.io/version":    w.version,
@@ -147,18 +152,18 @@ func (w *workload) commonLabels() map[string]string {
 			"cost-center":                  fmt.Sprintf("cc-%04d", 1000+w.index%250),
 		}
 	}
-	return maps.Clone(w.commonLabelsCache)
+	return maps.Clone(w.labelsCache)
 }
 
 func (w *workload) selector() *metav1.LabelSelector {
-	if w.selectorLabels == nil {
+	if w.selectorLabelCache == nil {
 		l := w.commonLabels()
-		w.selectorLabels = map[string]string{
+		w.selectorLabelCache = map[string]string{
 			"app.kubernetes.io/name":     l["app.kubernetes.io/name"],
 			"app.kubernetes.io/instance": l["app.kubernetes.io/instance"],
 		}
 	}
-	return &metav1.LabelSelector{MatchLabels: maps.Clone(w.selectorLabels)}
+	return &metav1.LabelSelector{MatchLabels: maps.Clone(w.selectorLabelCache)}
 }
 
 func tier(kind string) string {

@@ -1,0 +1,224 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/cilium/api/v1/observer"
+	"google.golang.org/grpc"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/fakecluster"
+	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/grpctest"
+	"github.com/kubewarden/network-enforcer/internal/testcerts"
+	"github.com/kubewarden/network-enforcer/internal/testenv"
+)
+
+// leaseDuration is the test's lease: a killed leader is replaced within it.
+const leaseDuration = 4 * time.Second
+
+// replica is one collector process of the pair, with its metrics endpoint.
+type replica struct {
+	*process
+	name, metrics string
+}
+
+// TestTwoReplicasOneWriter runs two processes of the built binary with leader
+// election against a real API server and a Hubble Relay: only the leader streams
+// and writes. The leader is then killed; the other takes over within one lease
+// duration, and the proposals are neither duplicated nor lost (one, deleted
+// before the kill, is written again by the new leader, and nothing else is).
+func TestTwoReplicasOneWriter(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	if err := fakecluster.Create(ctx, env.Client); err != nil {
+		t.Fatal(err)
+	}
+	flows, err := fakeflows.LoadHubble(repoFile(t, fakeflows.HubbleFixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := testcerts.NewCA(t, "cluster-ca")
+	relay := grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
+		func(s *grpc.Server) { observer.RegisterObserverServer(s, fakeflows.NewHubbleRelay(flows)) })
+	kubeconfig := env.Kubeconfig(t)
+
+	start := func(name string) *replica {
+		metrics := freeAddr(t)
+		host, port, _ := strings.Cut(metrics, ":")
+		config := writeConfig(t, name+".yaml", fmt.Sprintf(`
+extensions:
+  enforcer:
+    auth_type: kubeConfig
+    leader_election:
+      lease_name: network-enforcer
+      lease_namespace: default
+      lease_duration: %[1]s
+      renew_deadline: 3s
+      retry_period: 500ms
+receivers:
+  hubble:
+    endpoint: %[2]s
+    tls:
+      ca_file: %[3]s
+      server_name_override: ui.hubble-relay.cilium.io
+    backfill:
+      since: 876000h
+    enforcer: enforcer
+processors:
+  learning:
+exporters:
+  k8swriter:
+service:
+  extensions: [enforcer]
+  telemetry:
+    metrics:
+      level: normal
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: %[4]s
+                port: %[5]s
+  pipelines:
+    logs:
+      receivers: [hubble]
+      processors: [learning]
+      exporters: [k8swriter]
+`, leaseDuration, relay.Addr, ca.CertFile, host, port))
+		return &replica{process: startBinary(t, config, "KUBECONFIG="+kubeconfig), name: name, metrics: metrics}
+	}
+	a, b := start("a"), start("b")
+
+	var leader, standby *replica
+	waitFor(t, "one replica to write", time.Minute, func() bool {
+		wa, wb := a.counter(t, "network_enforcer_writer_api_writes"), b.counter(t, "network_enforcer_writer_api_writes")
+		switch {
+		case wa > 0 && wb == 0:
+			leader, standby = a, b
+		case wb > 0 && wa == 0:
+			leader, standby = b, a
+		case wa > 0 && wb > 0:
+			t.Fatalf("both replicas wrote: a %d, b %d", wa, wb)
+		}
+		return leader != nil
+	})
+	before := settledProposals(t, env)
+	if n := standby.counter(t, "network_enforcer_learning_edges"); n != 0 {
+		t.Fatalf("the standby learned %d edges: it streamed", n)
+	}
+	if n := standby.counter(t, "network_enforcer_writer_api_writes"); n != 0 {
+		t.Fatalf("the standby wrote %d times", n)
+	}
+
+	deleted := "shop/deployment-cart-ingress"
+	if _, ok := before[deleted]; !ok {
+		t.Fatalf("no %s among %v", deleted, before)
+	}
+	ns, name, _ := strings.Cut(deleted, "/")
+	p := &v1alpha1.WorkloadNetworkPolicyProposal{}
+	p.Namespace, p.Name = ns, name
+	if err := env.Client.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+
+	killed := time.Now()
+	if err := leader.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the standby to lead", 2*leaseDuration, func() bool {
+		return strings.Contains(standby.output.String(), "Leading: streaming flows and writing")
+	})
+	takeover := time.Since(killed)
+	if takeover > leaseDuration+time.Second {
+		t.Errorf("takeover after %s, lease duration %s", takeover, leaseDuration)
+	}
+	waitFor(t, "the deleted proposal to come back", time.Minute, func() bool {
+		return standby.counter(t, "network_enforcer_writer_api_writes") >= 1
+	})
+	after := settledProposals(t, env)
+	if len(after) != len(before) {
+		t.Fatalf("%d proposals after the takeover, %d before", len(after), len(before))
+	}
+	for k, v := range before {
+		if _, ok := after[k]; !ok {
+			t.Errorf("%s lost", k)
+		} else if k != deleted && after[k] != v {
+			t.Errorf("%s rewritten by the new leader", k)
+		}
+	}
+	if n := standby.counter(t, "network_enforcer_writer_api_writes"); n != 1 {
+		t.Errorf("the new leader wrote %d times, want 1 (the deleted proposal)", n)
+	}
+	t.Logf("%d proposals; takeover %s after the leader was killed", len(after), takeover.Round(time.Millisecond))
+}
+
+// counter sums the samples of a counter on the replica's Prometheus endpoint.
+func (r *replica) counter(t *testing.T, name string) int64 {
+	t.Helper()
+	resp, err := http.Get("http://" + r.metrics + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var n int64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err == nil {
+			n += int64(v)
+		}
+	}
+	return n
+}
+
+// settledProposals waits until the proposals stop changing and returns their
+// resourceVersions by namespace/name.
+func settledProposals(t *testing.T, env *testenv.Env) map[string]string {
+	t.Helper()
+	var last string
+	var out map[string]string
+	stable := time.Now()
+	deadline := time.Now().Add(time.Minute)
+	for time.Since(stable) < 3*time.Second {
+		if time.Now().After(deadline) {
+			t.Fatal("the proposals never settled")
+		}
+		var list v1alpha1.WorkloadNetworkPolicyProposalList
+		if err := env.Client.List(context.Background(), &list); err != nil {
+			t.Fatal(err)
+		}
+		out = map[string]string{}
+		for _, p := range list.Items {
+			out[p.Namespace+"/"+p.Name] = p.ResourceVersion
+		}
+		if s := fmt.Sprint(out); s != last {
+			last, stable = s, time.Now()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
