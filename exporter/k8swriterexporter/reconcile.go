@@ -76,8 +76,10 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned) err
 		if err != nil {
 			return err
 		}
-		if existing.Labels[ManagedByLabel] != ManagedBy || !ownedBy(&existing, uid) {
-			w.set.Logger.Debug("Leaving a proposal that the writer did not make alone",
+		if existing.Labels[ManagedByLabel] != ManagedBy || !ownedBy(&existing, uid) || existing.Spec.Backend != l.backend {
+			// Made by someone else, for an earlier workload of that name, or for
+			// another data plane: not the writer's to change.
+			w.set.Logger.Debug("Leaving a proposal that is not the writer's to change",
 				zap.String("namespace", nn.Namespace), zap.String("name", name))
 			return nil
 		}

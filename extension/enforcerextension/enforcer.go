@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
+	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -47,6 +48,7 @@ func newEnforcer(set extension.Settings, cfg *Config, rc func(AuthType) (*rest.C
 // Start connects to the API server, fills the shared cache and then competes for
 // the lease.
 func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
+	routeKubernetesLogs(e.set.Logger)
 	rc, err := e.restConfig(e.cfg.AuthType)
 	if err != nil {
 		return fmt.Errorf("kubernetes client (auth_type %s): %w", e.cfg.AuthType, err)
@@ -82,7 +84,7 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 	go func() {
 		defer close(e.done)
 		if err := e.cache.Start(runCtx); err != nil {
-			e.set.Logger.Error("The shared cache stopped", zapError(err))
+			e.set.Logger.Error("The shared cache stopped", zap.Error(err))
 		}
 	}()
 	syncCtx, syncCancel := context.WithTimeout(ctx, cacheSyncTimeout)

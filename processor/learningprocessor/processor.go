@@ -71,6 +71,7 @@ func (p *learningProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog
 	out := plog.NewLogs()
 	sl := out.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
 	var c counts
+	m := newMemo(p)
 	rls := ld.ResourceLogs()
 	for i := range rls.Len() {
 		sls := rls.At(i).ScopeLogs()
@@ -84,7 +85,7 @@ func (p *learningProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog
 				}
 				var rec flow.Record
 				rec.ReadFrom(lr)
-				p.learn(&rec, lr, sl, &c)
+				p.learn(&rec, lr, sl, &c, m)
 			}
 		}
 	}
@@ -97,14 +98,14 @@ func (p *learningProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog
 
 // learn emits, for each side of the flow, a learned edge, or a violation
 // candidate when a policy governs that side, or counts why it does neither.
-func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.ScopeLogs, c *counts) {
+func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.ScopeLogs, c *counts, m *memo) {
 	for _, s := range sides(rec) {
-		target, reason := p.resolve(s.target)
+		target, reason := m.resolve(s.target)
 		if reason != "" {
 			c.drop("target_" + reason)
 			continue
 		}
-		if p.enforcer.HasPolicy(target.WorkloadRef, s.direction) {
+		if m.hasPolicy(target.WorkloadRef, s.direction) {
 			learning.AppendCandidate(sl, lr, target.WorkloadRef, s.direction)
 			c.candidates++
 			continue
@@ -128,7 +129,7 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 			}
 			edge.Principal = s.peer.Identity
 		} else {
-			peer, reason := p.resolve(s.peer)
+			peer, reason := m.resolve(s.peer)
 			if reason != "" {
 				c.drop("peer_" + reason)
 				continue

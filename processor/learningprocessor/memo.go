@@ -1,0 +1,56 @@
+package learningprocessor
+
+import (
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+)
+
+// memo remembers, for one batch, the answers of the enforcer's cache: a batch's
+// flows come from few pods, and asking the cache again for each flow would be
+// most of the cost of learning. It lives for one batch only, so a pod that is
+// replaced is seen as soon as the next batch.
+type memo struct {
+	p        *learningProcessor
+	ends     map[endKey]resolved
+	policies map[policyKey]bool
+}
+
+type endKey struct {
+	external                flow.External
+	namespace, pod, address string
+}
+
+type resolved struct {
+	workload enforcerextension.Workload
+	reason   string
+}
+
+type policyKey struct {
+	workload  enforcerextension.WorkloadRef
+	direction v1alpha1.Direction
+}
+
+func newMemo(p *learningProcessor) *memo {
+	return &memo{p: p, ends: map[endKey]resolved{}, policies: map[policyKey]bool{}}
+}
+
+func (m *memo) resolve(e *flow.Endpoint) (enforcerextension.Workload, string) {
+	k := endKey{external: e.External, namespace: e.Namespace, pod: e.Pod, address: e.Address}
+	if r, ok := m.ends[k]; ok {
+		return r.workload, r.reason
+	}
+	w, reason := m.p.resolve(e)
+	m.ends[k] = resolved{workload: w, reason: reason}
+	return w, reason
+}
+
+func (m *memo) hasPolicy(w enforcerextension.WorkloadRef, d v1alpha1.Direction) bool {
+	k := policyKey{workload: w, direction: d}
+	if has, ok := m.policies[k]; ok {
+		return has
+	}
+	has := m.p.enforcer.HasPolicy(w, d)
+	m.policies[k] = has
+	return has
+}

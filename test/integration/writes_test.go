@@ -1,0 +1,96 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
+)
+
+// Figures of the write test: a million flows over a thousand distinct edges.
+const (
+	manyFlows = 1_000_000
+	portsEach = 100
+	batchSize = 1000
+)
+
+// edgePairs are source and destination pods of the fixtures' cluster that no
+// other test learns about.
+var edgePairs = [][2]flow.Endpoint{
+	{{Address: "10.0.1.31"}, {Address: "10.244.1.15"}},  // default/probe -> analytics/reports
+	{{Address: "10.0.9.20"}, {Address: "10.244.1.15"}},  // batch/migrate-db -> analytics/reports
+	{{Address: "10.244.5.40"}, {Address: "10.244.6.2"}}, // store/batch -> web/frontend
+	{{Address: "10.244.1.15"}, {Address: "10.0.1.31"}},  // analytics/reports -> default/probe
+	{{Address: "10.244.6.2"}, {Address: "10.0.9.20"}},   // web/frontend -> batch/migrate-db
+}
+
+// TestWritesFollowEdgesNotFlows sends a million Cilium flows over 1,000 distinct
+// edges (5 pairs of workloads, 100 ports, both sides) through the learning path:
+// each proposal is written at most twice; the same flows again, through a
+// fresh pipeline as after a restart, write nothing.
+func TestWritesFollowEdgesNotFlows(t *testing.T) {
+	first := startPipeline(t, sources{})
+	start := time.Now()
+	sendFlows(t, first)
+	elapsed := time.Since(start)
+	time.Sleep(2 * time.Second)
+	writes := first.settled(t, k8swriterexporter.MetricWrites, 2*time.Second)
+	edges := first.counter(learningprocessor.MetricEdges, nil)
+	if edges != 2*manyFlows {
+		t.Fatalf("%d edges handed on for %d flows", edges, manyFlows)
+	}
+	proposalsMade := len(proposalsOf(t, "default", "batch", "store", "analytics", "web"))
+	if writes == 0 || writes > int64(2*proposalsMade) {
+		t.Errorf("%d writes for %d proposals", writes, proposalsMade)
+	}
+	first.stop(t)
+
+	replay := startPipeline(t, sources{})
+	sendFlows(t, replay)
+	time.Sleep(3 * time.Second)
+	if n := replay.counter(k8swriterexporter.MetricWrites, nil); n != 0 {
+		t.Errorf("the replay wrote %d times", n)
+	}
+	t.Logf("%d flows, 1000 distinct edges: %d proposals, %d API writes (%.2f per proposal), replay 0 writes; learning path %.0f flows/s",
+		manyFlows, proposalsMade, writes, float64(writes)/float64(proposalsMade), float64(manyFlows)/elapsed.Seconds())
+}
+
+// sendFlows hands the million flows to the pipeline's processor in batches.
+func sendFlows(t *testing.T, p *pipeline) {
+	t.Helper()
+	proc := p.components[2].(consumer.Logs)
+	rec := flow.Record{Time: time.Now(), Provider: flow.ProviderCilium, Outcome: flow.OutcomeAllowed,
+		Reporter: flow.ReporterSource, Direction: flow.DirectionEgress, Transport: flow.TransportTCP, Count: 1}
+	for sent := 0; sent < manyFlows; {
+		ld := plog.NewLogs()
+		sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+		for range batchSize {
+			pair := edgePairs[sent%len(edgePairs)]
+			rec.Source, rec.Destination = pair[0], pair[1]
+			rec.Destination.Port = uint32(8000 + (sent/len(edgePairs))%portsEach)
+			rec.AppendTo(sl)
+			sent++
+		}
+		must(t, proc.ConsumeLogs(context.Background(), ld))
+	}
+}
+
+// proposalsOf lists the proposals in the namespaces given.
+func proposalsOf(t *testing.T, namespaces ...string) []string {
+	_, versions := proposals(t)
+	var out []string
+	for k := range versions {
+		for _, ns := range namespaces {
+			if len(k) > len(ns) && k[:len(ns)+1] == ns+"/" {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
