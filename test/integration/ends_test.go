@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
@@ -39,10 +38,9 @@ func TestEndsThatTeachNothing(t *testing.T) {
 	for i := range records {
 		records[i].AppendTo(sl)
 	}
-	proc := p.components[2].(consumer.Logs)
-	must(t, proc.ConsumeLogs(context.Background(), ld))
+	must(t, p.Processor.ConsumeLogs(context.Background(), ld))
 
-	if n := p.counter(learningprocessor.MetricEdges, nil); n != 0 {
+	if n := p.Counter(learningprocessor.MetricEdges, nil); n != 0 {
 		t.Fatalf("%d edges learned", n)
 	}
 	for reason, want := range map[string]int64{
@@ -50,7 +48,7 @@ func TestEndsThatTeachNothing(t *testing.T) {
 		"peer_host_network": 1, "target_host_network": 1, "peer_bare_pod": 1, "target_bare_pod": 1,
 		"peer_no_identity": 1,
 	} {
-		if got := p.counter(learningprocessor.MetricDropped, map[string]string{"reason": reason}); got != want {
+		if got := p.Counter(learningprocessor.MetricDropped, map[string]string{"reason": reason}); got != want {
 			t.Errorf("dropped for %s: %d, want %d", reason, got, want)
 		}
 	}

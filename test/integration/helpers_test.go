@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
-
 	"github.com/kubewarden/network-enforcer/internal/testenv"
 )
 
@@ -17,5 +15,3 @@ func repoFile(t *testing.T, rel string) string {
 	}
 	return filepath.Join(root, rel)
 }
-
-func attributeKey(k string) attribute.Key { return attribute.Key(k) }

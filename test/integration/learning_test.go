@@ -62,9 +62,9 @@ func proposals(t *testing.T) ([]provenProposal, map[string]string) {
 // that nothing is written at all.
 func TestFixturesBecomeProposals(t *testing.T) {
 	p := startPipeline(t, sources{hubble: true, goldmane: true})
-	edges := p.settled(t, learningprocessor.MetricEdges, 2*time.Second)
+	edges := p.Settled(t, learningprocessor.MetricEdges, 2*time.Second)
 	time.Sleep(2 * time.Second) // a write round or two after the last edge
-	writes := p.settled(t, k8swriterexporter.MetricWrites, 2*time.Second)
+	writes := p.Settled(t, k8swriterexporter.MetricWrites, 2*time.Second)
 	got, versions := proposals(t)
 	b, err := yaml.Marshal(got)
 	must(t, err)
@@ -80,14 +80,14 @@ func TestFixturesBecomeProposals(t *testing.T) {
 		t.Errorf("%d writes for %d proposals: each should be written once", writes, len(got))
 	}
 	t.Logf("%d learned edges, %d proposals, %d writes", edges, len(got), writes)
-	p.stop(t)
+	p.Stop(t)
 
 	replay := startPipeline(t, sources{hubble: true, goldmane: true})
-	if n := replay.settled(t, learningprocessor.MetricEdges, 2*time.Second); n != edges {
+	if n := replay.Settled(t, learningprocessor.MetricEdges, 2*time.Second); n != edges {
 		t.Fatalf("the replay learned %d edges, the first run %d", n, edges)
 	}
 	time.Sleep(3 * time.Second)
-	if n := replay.counter(k8swriterexporter.MetricWrites, nil); n != 0 {
+	if n := replay.Counter(k8swriterexporter.MetricWrites, nil); n != 0 {
 		t.Errorf("the replay wrote %d times", n)
 	}
 	_, after := proposals(t)
@@ -115,12 +115,12 @@ func TestPolicyStopsLearning(t *testing.T) {
 	must(t, env.Client.Delete(ctx, frontendEgress))
 
 	p := startPipeline(t, sources{hubble: true, goldmane: true})
-	p.settled(t, learningprocessor.MetricEdges, 2*time.Second)
+	p.Settled(t, learningprocessor.MetricEdges, 2*time.Second)
 	time.Sleep(3 * time.Second)
-	if n := p.counter(learningprocessor.MetricCandidates, nil); n == 0 {
+	if n := p.Counter(learningprocessor.MetricCandidates, nil); n == 0 {
 		t.Error("no violation candidates for a workload that a policy governs")
 	}
-	if n := p.counter(k8swriterexporter.MetricWrites, nil); n != 0 {
+	if n := p.Counter(k8swriterexporter.MetricWrites, nil); n != 0 {
 		t.Errorf("%d writes", n)
 	}
 	_, after := proposals(t)

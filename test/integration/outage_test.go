@@ -34,7 +34,7 @@ func TestAPIServerOutage(t *testing.T) {
 	t.Setenv("KUBECONFIG", kubeconfig)
 
 	p := startPipeline(t, sources{ztunnel: true})
-	waitUntil(t, "leadership", 30*time.Second, p.enforcer.IsLeader)
+	waitUntil(t, "leadership", 30*time.Second, p.Enforcer.IsLeader)
 	lines, err := fakeflows.LoadZtunnel(repoFile(t, fakeflows.ZtunnelFixture))
 	must(t, err)
 

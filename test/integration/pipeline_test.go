@@ -8,45 +8,26 @@ import (
 
 	"github.com/cilium/cilium/api/v1/observer"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/exporter"
-	"go.opentelemetry.io/collector/extension"
-	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/receiver"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
-	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/fakeflows"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
+	"github.com/kubewarden/network-enforcer/internal/pipelinetest"
 	"github.com/kubewarden/network-enforcer/internal/testcerts"
-	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
 	"github.com/kubewarden/network-enforcer/receiver/goldmanereceiver"
 	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
 	"github.com/kubewarden/network-enforcer/receiver/hubblereceiver"
 	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver"
 )
 
-// host is a collector host with the enforcer extension.
-type host struct {
-	component.Host
-	exts map[component.ID]component.Component
-}
-
-func (h host) GetExtensions() map[component.ID]component.Component { return h.exts }
-
-// pipeline is the learning path, in process: the enforcer extension, flow
-// receivers gated by its leadership, the learning processor and the writer.
+// pipeline is the learning path with flow receivers gated by the enforcer's
+// leadership, in process.
 type pipeline struct {
+	*pipelinetest.Learning
 	// ztunnelAddr is the OTLP/gRPC address of the ztunnel receiver, when it runs.
 	ztunnelAddr string
-
-	tel        *componenttest.Telemetry
-	enforcer   enforcerextension.Enforcer
-	components []component.Component // in start order
 }
 
 // sources are the data planes a pipeline reads.
@@ -54,64 +35,26 @@ type sources struct {
 	hubble, goldmane, ztunnel bool
 }
 
-var enforcerID = component.NewID(enforcerextension.Type)
+var enforcerID = pipelinetest.EnforcerID
 
 // startPipeline starts a pipeline whose receivers replay the fixtures from fake
 // data plane servers over TLS (mutual TLS for Goldmane).
 func startPipeline(t *testing.T, src sources) *pipeline {
 	t.Helper()
-	ctx := context.Background()
-	p := &pipeline{tel: componenttest.NewTelemetry()}
-	t.Cleanup(func() { _ = p.tel.Shutdown(ctx) })
-	tset := p.tel.NewTelemetrySettings()
-	tset.Logger = zap.NewNop()
-	build := component.NewDefaultBuildInfo()
-
-	ecfg := enforcerextension.NewFactory().CreateDefaultConfig().(*enforcerextension.Config)
-	ecfg.AuthType = enforcerextension.AuthTypeKubeConfig
-	ecfg.LeaderElection.LeaseNamespace = "default"
-	ecfg.LeaderElection.LeaseName = "integration"
-	ecfg.LeaderElection.LeaseDuration, ecfg.LeaderElection.RenewDeadline, ecfg.LeaderElection.RetryPeriod =
-		3*time.Second, 2*time.Second, 200*time.Millisecond
-	ext, err := enforcerextension.NewFactory().Create(ctx, extension.Settings{ID: enforcerID, TelemetrySettings: tset, BuildInfo: build}, ecfg)
-	must(t, err)
-	h := host{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{enforcerID: ext}}
-	p.enforcer = ext.(enforcerextension.Enforcer)
-
-	wf := k8swriterexporter.NewFactory()
-	writer, err := wf.CreateLogs(ctx, exporter.Settings{ID: component.NewID(wf.Type()), TelemetrySettings: tset, BuildInfo: build}, wf.CreateDefaultConfig())
-	must(t, err)
-	pf := learningprocessor.NewFactory()
-	proc, err := pf.CreateLogs(ctx, processor.Settings{ID: component.NewID(pf.Type()), TelemetrySettings: tset, BuildInfo: build}, pf.CreateDefaultConfig(), writer)
-	must(t, err)
-	p.components = []component.Component{ext, writer, proc}
-
+	p := &pipeline{Learning: pipelinetest.StartLearning(t)}
 	ca := testcerts.NewCA(t, "cluster-ca")
 	if src.hubble {
-		p.components = append(p.components, hubbleReceiver(t, ca, tset, proc))
+		p.Add(t, hubbleReceiver(t, ca, p.Settings, p.Processor))
 	}
 	if src.goldmane {
-		p.components = append(p.components, goldmaneReceiver(t, ca, tset, proc))
+		p.Add(t, goldmaneReceiver(t, ca, p.Settings, p.Processor))
 	}
 	if src.ztunnel {
-		r, addr := ztunnelReceiver(t, tset, proc)
-		p.components, p.ztunnelAddr = append(p.components, r), addr
+		r, addr := ztunnelReceiver(t, p.Settings, p.Processor)
+		p.ztunnelAddr = addr
+		p.Add(t, r)
 	}
-	for _, c := range p.components {
-		must(t, c.Start(ctx, h))
-	}
-	t.Cleanup(func() { p.stop(t) })
 	return p
-}
-
-// stop shuts the components down in reverse order; a second call does nothing.
-func (p *pipeline) stop(t *testing.T) {
-	for i := len(p.components) - 1; i >= 0; i-- {
-		if err := p.components[i].Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}
-	p.components = nil
 }
 
 func hubbleReceiver(t *testing.T, ca *testcerts.CA, tset component.TelemetrySettings, next consumer.Logs) receiver.Logs {
@@ -167,43 +110,6 @@ func ztunnelReceiver(t *testing.T, tset component.TelemetrySettings, next consum
 		BuildInfo: component.NewDefaultBuildInfo()}, cfg, next)
 	must(t, err)
 	return r, addr
-}
-
-// counter sums a counter of the pipeline's telemetry, with the attributes given.
-func (p *pipeline) counter(name string, attrs map[string]string) int64 {
-	m, err := p.tel.GetMetric(name)
-	if err != nil {
-		return 0
-	}
-	var n int64
-	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-		ok := true
-		for k, v := range attrs {
-			got, _ := dp.Attributes.Value(attributeKey(k))
-			ok = ok && got.AsString() == v
-		}
-		if ok {
-			n += dp.Value
-		}
-	}
-	return n
-}
-
-// settled waits until the counter has not changed for quiet, and returns it.
-func (p *pipeline) settled(t *testing.T, name string, quiet time.Duration) int64 {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	last, since := p.counter(name, nil), time.Now()
-	for time.Since(since) < quiet {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never settled", name)
-		}
-		time.Sleep(50 * time.Millisecond)
-		if n := p.counter(name, nil); n != last {
-			last, since = n, time.Now()
-		}
-	}
-	return last
 }
 
 func must(t *testing.T, err error) {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
@@ -40,8 +39,8 @@ func TestWritesFollowEdgesNotFlows(t *testing.T) {
 	sendFlows(t, first)
 	elapsed := time.Since(start)
 	time.Sleep(2 * time.Second)
-	writes := first.settled(t, k8swriterexporter.MetricWrites, 2*time.Second)
-	edges := first.counter(learningprocessor.MetricEdges, nil)
+	writes := first.Settled(t, k8swriterexporter.MetricWrites, 2*time.Second)
+	edges := first.Counter(learningprocessor.MetricEdges, nil)
 	if edges != 2*manyFlows {
 		t.Fatalf("%d edges handed on for %d flows", edges, manyFlows)
 	}
@@ -49,12 +48,12 @@ func TestWritesFollowEdgesNotFlows(t *testing.T) {
 	if writes == 0 || writes > int64(2*proposalsMade) {
 		t.Errorf("%d writes for %d proposals", writes, proposalsMade)
 	}
-	first.stop(t)
+	first.Stop(t)
 
 	replay := startPipeline(t, sources{})
 	sendFlows(t, replay)
 	time.Sleep(3 * time.Second)
-	if n := replay.counter(k8swriterexporter.MetricWrites, nil); n != 0 {
+	if n := replay.Counter(k8swriterexporter.MetricWrites, nil); n != 0 {
 		t.Errorf("the replay wrote %d times", n)
 	}
 	t.Logf("%d flows, 1000 distinct edges: %d proposals, %d API writes (%.2f per proposal), replay 0 writes; learning path %.0f flows/s",
@@ -64,7 +63,6 @@ func TestWritesFollowEdgesNotFlows(t *testing.T) {
 // sendFlows hands the million flows to the pipeline's processor in batches.
 func sendFlows(t *testing.T, p *pipeline) {
 	t.Helper()
-	proc := p.components[2].(consumer.Logs)
 	rec := flow.Record{Time: time.Now(), Provider: flow.ProviderCilium, Outcome: flow.OutcomeAllowed,
 		Reporter: flow.ReporterSource, Direction: flow.DirectionEgress, Transport: flow.TransportTCP, Count: 1}
 	for sent := 0; sent < manyFlows; {
@@ -77,7 +75,7 @@ func sendFlows(t *testing.T, p *pipeline) {
 			rec.AppendTo(sl)
 			sent++
 		}
-		must(t, proc.ConsumeLogs(context.Background(), ld))
+		must(t, p.Processor.ConsumeLogs(context.Background(), ld))
 	}
 }
 

@@ -1,0 +1,146 @@
+// Package pipelinetest starts Network Enforcer's learning path in process for
+// tests and benchmarks: the enforcer extension on the API server that
+// $KUBECONFIG names, the learning processor and the Kubernetes writer, with
+// telemetry that the test reads.
+package pipelinetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
+
+	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
+)
+
+// EnforcerID is the ID of the enforcer extension that Learning starts.
+var EnforcerID = component.NewID(enforcerextension.Type)
+
+// Learning is a running learning path. Flow records go to Processor.
+type Learning struct {
+	Tel       *componenttest.Telemetry
+	Settings  component.TelemetrySettings
+	Enforcer  enforcerextension.Enforcer
+	Host      component.Host
+	Processor consumer.Logs
+
+	components []component.Component // in start order
+}
+
+type host struct {
+	component.Host
+	exts map[component.ID]component.Component
+}
+
+func (h host) GetExtensions() map[component.ID]component.Component { return h.exts }
+
+// StartLearning starts the extension (leader election on a short lease in the
+// default namespace), the writer and the processor; they stop when the test ends.
+func StartLearning(tb testing.TB) *Learning {
+	tb.Helper()
+	ctx := context.Background()
+	l := &Learning{Tel: componenttest.NewTelemetry()}
+	tb.Cleanup(func() { _ = l.Tel.Shutdown(ctx) })
+	l.Settings = l.Tel.NewTelemetrySettings()
+	l.Settings.Logger = zap.NewNop()
+	build := component.NewDefaultBuildInfo()
+
+	ef := enforcerextension.NewFactory()
+	ecfg := ef.CreateDefaultConfig().(*enforcerextension.Config)
+	ecfg.AuthType = enforcerextension.AuthTypeKubeConfig
+	le := &ecfg.LeaderElection
+	le.LeaseNamespace, le.LeaseName = "default", "network-enforcer-test"
+	le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = 3*time.Second, 2*time.Second, 200*time.Millisecond
+	ext, err := ef.Create(ctx, extension.Settings{ID: EnforcerID, TelemetrySettings: l.Settings, BuildInfo: build}, ecfg)
+	must(tb, err)
+	l.Host = host{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{EnforcerID: ext}}
+	l.Enforcer = ext.(enforcerextension.Enforcer)
+
+	wf := k8swriterexporter.NewFactory()
+	writer, err := wf.CreateLogs(ctx, exporter.Settings{ID: component.NewID(wf.Type()), TelemetrySettings: l.Settings, BuildInfo: build},
+		wf.CreateDefaultConfig())
+	must(tb, err)
+	pf := learningprocessor.NewFactory()
+	proc, err := pf.CreateLogs(ctx, processor.Settings{ID: component.NewID(pf.Type()), TelemetrySettings: l.Settings, BuildInfo: build},
+		pf.CreateDefaultConfig(), writer)
+	must(tb, err)
+	l.Processor = proc
+	for _, c := range []component.Component{ext, writer, proc} {
+		l.Add(tb, c)
+	}
+	tb.Cleanup(func() { l.Stop(tb) })
+	return l
+}
+
+// Add starts c, a component that feeds the path, and stops it with the path.
+func (l *Learning) Add(tb testing.TB, c component.Component) {
+	tb.Helper()
+	must(tb, c.Start(context.Background(), l.Host))
+	l.components = append(l.components, c)
+}
+
+// Stop shuts everything down in reverse order; a second call does nothing.
+func (l *Learning) Stop(tb testing.TB) {
+	for i := len(l.components) - 1; i >= 0; i-- {
+		if err := l.components[i].Shutdown(context.Background()); err != nil {
+			tb.Error(err)
+		}
+	}
+	l.components = nil
+}
+
+// Counter sums a counter of the path's telemetry, over the points that have the
+// attributes given.
+func (l *Learning) Counter(name string, attrs map[string]string) int64 {
+	m, err := l.Tel.GetMetric(name)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		ok := true
+		for k, v := range attrs {
+			got, _ := dp.Attributes.Value(attribute.Key(k))
+			ok = ok && got.AsString() == v
+		}
+		if ok {
+			n += dp.Value
+		}
+	}
+	return n
+}
+
+// Settled waits until the counter has not changed for quiet, and returns it.
+func (l *Learning) Settled(tb testing.TB, name string, quiet time.Duration) int64 {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	last, since := l.Counter(name, nil), time.Now()
+	for time.Since(since) < quiet {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s never settled", name)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if n := l.Counter(name, nil); n != last {
+			last, since = n, time.Now()
+		}
+	}
+	return last
+}
+
+func must(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
