@@ -3,6 +3,7 @@ package enforcerextension
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"go.opentelemetry.io/collector/component"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,6 +51,19 @@ type WorkloadRef struct {
 
 // String writes the reference as <namespace>/<Kind>/<name>.
 func (w WorkloadRef) String() string { return w.Namespace + "/" + string(w.Kind) + "/" + w.Name }
+
+// ParseWorkloadRef reads what String writes; anything else is the zero ref.
+func ParseWorkloadRef(s string) WorkloadRef {
+	ns, rest, ok := strings.Cut(s, "/")
+	if !ok {
+		return WorkloadRef{}
+	}
+	kind, name, ok := strings.Cut(rest, "/")
+	if !ok {
+		return WorkloadRef{}
+	}
+	return WorkloadRef{Namespace: ns, Kind: v1alpha1.WorkloadKind(kind), Name: name}
+}
 
 // Workload is one end of a flow resolved to its workload.
 type Workload struct {

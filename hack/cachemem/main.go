@@ -37,7 +37,7 @@ type options struct {
 	limitMiB                             float64
 	settle, sample                       time.Duration
 	godebug                              string
-	verbose                              bool
+	verbose, hold                        bool
 }
 
 func main() {
@@ -52,6 +52,7 @@ func main() {
 	flag.DurationVar(&o.sample, "sample", 10*time.Second, "how long to sample RSS (once a second); the maximum counts")
 	flag.StringVar(&o.godebug, "godebug", "", "GODEBUG for both collector runs, such as gctrace=1 to see the heap at each GC (use with -v)")
 	flag.BoolVar(&o.verbose, "v", false, "copy the collectors' output to stderr")
+	flag.BoolVar(&o.hold, "hold", false, "after measuring, keep the control plane up, with a kubeconfig for it, until interrupted")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "cachemem: unexpected arguments %q\n", flag.Args())
@@ -126,6 +127,12 @@ func run(ctx context.Context, o options) (err error) {
 
 	printTable(o, p, base, enf)
 	logf("total run time %s", time.Since(start).Round(time.Second))
+	if o.hold {
+		// Filling a large cluster takes minutes; keeping it lets one run the
+		// collector again by hand, with other settings or a profiler.
+		logf("holding the control plane until interrupted; KUBECONFIG=%s", kubeconfig)
+		<-ctx.Done()
+	}
 	return nil
 }
 

@@ -99,25 +99,95 @@ func (r *Record) WriteTo(lr plog.LogRecord) {
 	writeEndpoint(a, &destinationKeys, &r.Destination)
 }
 
-// ReadFrom fills r from a log record written by WriteTo.
+// ReadFrom fills r from a log record written by WriteTo. It reads the attributes
+// in one pass: looking each key up would scan the map once per field.
 func (r *Record) ReadFrom(lr plog.LogRecord) {
-	a := lr.Attributes()
-	*r = Record{
-		Time:           lr.Timestamp().AsTime(),
-		Provider:       Provider(getStr(a, AttrProvider)),
-		Outcome:        Outcome(getStr(a, AttrOutcome)),
-		PendingOutcome: Outcome(getStr(a, AttrPendingOutcome)),
-		Reporter:       Reporter(getStr(a, AttrReporter)),
-		Direction:      Direction(getStr(a, AttrDirection)),
-		Transport:      Transport(getStr(a, AttrTransport)),
-		Policy:         readPolicy(a, AttrPolicyKind, AttrPolicyNamespace, AttrPolicyName),
-		PendingPolicy:  readPolicy(a, AttrPendingPolicyKind, AttrPendingPolicyNamespace, AttrPendingPolicyName),
-		Source:         readEndpoint(a, &sourceKeys),
-		Destination:    readEndpoint(a, &destinationKeys),
+	*r = Record{Time: lr.Timestamp().AsTime()}
+	lr.Attributes().Range(func(k string, v pcommon.Value) bool {
+		if f := r.stringField(k); f != nil {
+			*f = v.AsString()
+			return true
+		}
+		switch k {
+		case AttrCount:
+			r.Count = v.Int()
+		case sourceKeys.port:
+			r.Source.Port = uint32(v.Int())
+		case destinationKeys.port:
+			r.Destination.Port = uint32(v.Int())
+		case sourceKeys.labels:
+			r.Source.Labels = readLabels(v)
+		case destinationKeys.labels:
+			r.Destination.Labels = readLabels(v)
+		}
+		return true
+	})
+}
+
+// stringField returns the string field of r that the attribute key holds.
+func (r *Record) stringField(k string) *string {
+	switch k {
+	case AttrProvider:
+		return (*string)(&r.Provider)
+	case AttrOutcome:
+		return (*string)(&r.Outcome)
+	case AttrPendingOutcome:
+		return (*string)(&r.PendingOutcome)
+	case AttrReporter:
+		return (*string)(&r.Reporter)
+	case AttrDirection:
+		return (*string)(&r.Direction)
+	case AttrTransport:
+		return (*string)(&r.Transport)
+	case AttrPolicyKind:
+		return &r.Policy.Kind
+	case AttrPolicyNamespace:
+		return &r.Policy.Namespace
+	case AttrPolicyName:
+		return &r.Policy.Name
+	case AttrPendingPolicyKind:
+		return &r.PendingPolicy.Kind
+	case AttrPendingPolicyNamespace:
+		return &r.PendingPolicy.Namespace
+	case AttrPendingPolicyName:
+		return &r.PendingPolicy.Name
 	}
-	if v, ok := a.Get(AttrCount); ok {
-		r.Count = v.Int()
+	if f := r.Source.stringField(&sourceKeys, k); f != nil {
+		return f
 	}
+	return r.Destination.stringField(&destinationKeys, k)
+}
+
+func (e *Endpoint) stringField(keys *endKeys, k string) *string {
+	switch k {
+	case keys.address:
+		return &e.Address
+	case keys.namespace:
+		return &e.Namespace
+	case keys.pod:
+		return &e.Pod
+	case keys.workloadKind:
+		return &e.WorkloadKind
+	case keys.workloadName:
+		return &e.WorkloadName
+	case keys.identity:
+		return &e.Identity
+	case keys.external:
+		return (*string)(&e.External)
+	}
+	return nil
+}
+
+func readLabels(v pcommon.Value) []string {
+	if v.Type() != pcommon.ValueTypeSlice {
+		return nil
+	}
+	s := v.Slice()
+	out := make([]string, 0, s.Len())
+	for i := range s.Len() {
+		out = append(out, s.At(i).AsString())
+	}
+	return out
 }
 
 // attributeCount is the number of attributes WriteTo writes, so that the map is
@@ -173,36 +243,10 @@ func writeEndpoint(a pcommon.Map, k *endKeys, e *Endpoint) {
 	putStr(a, k.external, string(e.External))
 }
 
-func readEndpoint(a pcommon.Map, k *endKeys) Endpoint {
-	e := Endpoint{
-		Address:      getStr(a, k.address),
-		Namespace:    getStr(a, k.namespace),
-		Pod:          getStr(a, k.pod),
-		WorkloadKind: getStr(a, k.workloadKind),
-		WorkloadName: getStr(a, k.workloadName),
-		Identity:     getStr(a, k.identity),
-		External:     External(getStr(a, k.external)),
-	}
-	if v, ok := a.Get(k.port); ok {
-		e.Port = uint32(v.Int())
-	}
-	if v, ok := a.Get(k.labels); ok && v.Type() == pcommon.ValueTypeSlice {
-		s := v.Slice()
-		for i := range s.Len() {
-			e.Labels = append(e.Labels, s.At(i).AsString())
-		}
-	}
-	return e
-}
-
 func writePolicy(a pcommon.Map, kind, ns, name string, p PolicyRef) {
 	putStr(a, kind, p.Kind)
 	putStr(a, ns, p.Namespace)
 	putStr(a, name, p.Name)
-}
-
-func readPolicy(a pcommon.Map, kind, ns, name string) PolicyRef {
-	return PolicyRef{Kind: getStr(a, kind), Namespace: getStr(a, ns), Name: getStr(a, name)}
 }
 
 // putStr sets a string attribute, leaving empty values out: absent means unknown.
@@ -210,11 +254,4 @@ func putStr(a pcommon.Map, key, v string) {
 	if v != "" {
 		a.PutStr(key, v)
 	}
-}
-
-func getStr(a pcommon.Map, key string) string {
-	if v, ok := a.Get(key); ok {
-		return v.AsString()
-	}
-	return ""
 }

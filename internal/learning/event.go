@@ -14,19 +14,17 @@ import (
 // EventName is the event name of a learned edge.
 const EventName = "network_enforcer.learning"
 
-// Attribute keys of a learned edge.
+// Attribute keys of a learned edge. A workload is one attribute,
+// "<namespace>/<Kind>/<name>" (WorkloadRef.String): an edge is written and read
+// for every flow, and each attribute is an allocation.
 const (
-	AttrBackend           = "network_enforcer.backend"
-	AttrDirection         = "network_enforcer.direction"
-	AttrWorkloadNamespace = "network_enforcer.workload.namespace"
-	AttrWorkloadKind      = "network_enforcer.workload.kind"
-	AttrWorkloadName      = "network_enforcer.workload.name"
-	AttrPeerNamespace     = "network_enforcer.peer.namespace"
-	AttrPeerKind          = "network_enforcer.peer.kind"
-	AttrPeerName          = "network_enforcer.peer.name"
-	AttrPeerPrincipal     = "network_enforcer.peer.principal"
-	AttrProtocol          = "network.transport"
-	AttrPort              = "destination.port"
+	AttrBackend       = "network_enforcer.backend"
+	AttrDirection     = "network_enforcer.direction"
+	AttrWorkload      = "network_enforcer.workload"
+	AttrPeerWorkload  = "network_enforcer.peer.workload"
+	AttrPeerPrincipal = "network_enforcer.peer.principal"
+	AttrProtocol      = "network.transport"
+	AttrPort          = "destination.port"
 )
 
 // Edge is one learned connection of a workload in one direction: the peer (a
@@ -51,18 +49,14 @@ func (e *Edge) AppendTo(sl plog.ScopeLogs) {
 	lr := sl.LogRecords().AppendEmpty()
 	lr.SetEventName(EventName)
 	a := lr.Attributes()
-	a.EnsureCapacity(11)
+	a.EnsureCapacity(6)
 	a.PutStr(AttrBackend, string(e.Backend))
 	a.PutStr(AttrDirection, string(e.Direction))
-	a.PutStr(AttrWorkloadNamespace, e.Workload.Namespace)
-	a.PutStr(AttrWorkloadKind, string(e.Workload.Kind))
-	a.PutStr(AttrWorkloadName, e.Workload.Name)
+	a.PutStr(AttrWorkload, e.Workload.String())
 	if e.Principal != "" {
 		a.PutStr(AttrPeerPrincipal, e.Principal)
 	} else {
-		a.PutStr(AttrPeerNamespace, e.Peer.Namespace)
-		a.PutStr(AttrPeerKind, string(e.Peer.Kind))
-		a.PutStr(AttrPeerName, e.Peer.Name)
+		a.PutStr(AttrPeerWorkload, e.Peer.String())
 	}
 	a.PutStr(AttrProtocol, e.Protocol)
 	a.PutInt(AttrPort, int64(e.Port))
@@ -78,12 +72,8 @@ func (e *Edge) ReadFrom(lr plog.LogRecord) bool {
 	*e = Edge{
 		Backend:   v1alpha1.Backend(str(a, AttrBackend)),
 		Direction: v1alpha1.Direction(str(a, AttrDirection)),
-		Workload: enforcerextension.WorkloadRef{
-			Namespace: str(a, AttrWorkloadNamespace), Kind: v1alpha1.WorkloadKind(str(a, AttrWorkloadKind)), Name: str(a, AttrWorkloadName),
-		},
-		Peer: enforcerextension.WorkloadRef{
-			Namespace: str(a, AttrPeerNamespace), Kind: v1alpha1.WorkloadKind(str(a, AttrPeerKind)), Name: str(a, AttrPeerName),
-		},
+		Workload:  enforcerextension.ParseWorkloadRef(str(a, AttrWorkload)),
+		Peer:      enforcerextension.ParseWorkloadRef(str(a, AttrPeerWorkload)),
 		Principal: str(a, AttrPeerPrincipal),
 		Protocol:  str(a, AttrProtocol),
 	}

@@ -1,38 +1,78 @@
 package ztunnelreceiver
 
 import (
-	"github.com/goccy/go-json"
+	"unsafe"
+
+	"github.com/valyala/fastjson"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
 // line holds the fields of one ztunnel log line that the receiver reads. ztunnel
-// writes flat JSON whose keys contain literal dots; unknown keys are ignored, so
-// that a newer ztunnel with more fields still parses.
+// writes flat JSON whose keys contain literal dots ("src.addr"); unknown keys are
+// ignored, so that a newer ztunnel with more fields still parses.
 type line struct {
-	Time         string `json:"time"`
-	Message      string `json:"message"`
-	Direction    string `json:"direction"`
-	Duration     string `json:"duration"`
-	Error        string `json:"error"`
-	Policy       string `json:"policy"`
-	SrcAddr      string `json:"src.addr"`
-	SrcWorkload  string `json:"src.workload"`
-	SrcNamespace string `json:"src.namespace"`
-	SrcIdentity  string `json:"src.identity"`
-	DstAddr      string `json:"dst.addr"`
-	DstHboneAddr string `json:"dst.hbone_addr"`
-	DstWorkload  string `json:"dst.workload"`
-	DstNamespace string `json:"dst.namespace"`
-	DstIdentity  string `json:"dst.identity"`
-	Inbound      struct {
-		Peer string `json:"peer"`
-	} `json:"inbound"`
+	Time, Message, Direction, Duration, Error, Policy string
+	SrcAddr, SrcWorkload, SrcNamespace, SrcIdentity   string
+	DstAddr, DstHboneAddr, DstWorkload, DstNamespace  string
+	DstIdentity                                       string
+	Inbound                                           struct{ Peer string }
 }
+
+// parsers are reused: a fastjson parser keeps its buffers between lines.
+var parsers fastjson.ParserPool
+
+// maxFields bounds the fields a line gives: the fields of line, once each.
+const maxFields = 20
 
 // decodeJSON fills l from one ztunnel JSON line; fields the line does not have
 // keep their value, so that attributes read before stay when the body lacks them.
+// A field of another type than expected (a number for a string) is ignored, as
+// the format is documented as unstable. The values are copied into one string,
+// whose parts the fields then are: one allocation a line, not one a field.
 func (l *line) decodeJSON(b []byte) error {
-	return json.Unmarshal(b, l)
+	p := parsers.Get()
+	defer parsers.Put(p)
+	v, err := p.ParseBytes(b)
+	if err != nil {
+		return err
+	}
+	o, err := v.Object()
+	if err != nil {
+		return err
+	}
+	var found [maxFields]struct {
+		dst *string
+		val []byte
+	}
+	n, total := 0, 0
+	take := func(dst *string, v *fastjson.Value) {
+		if dst == nil || v.Type() != fastjson.TypeString || n == maxFields {
+			return
+		}
+		val := v.GetStringBytes()
+		found[n].dst, found[n].val = dst, val
+		n, total = n+1, total+len(val)
+	}
+	o.Visit(func(key []byte, v *fastjson.Value) {
+		if string(key) == "inbound" {
+			if peer := v.Get("peer"); peer != nil {
+				take(&l.Inbound.Peer, peer)
+			}
+			return
+		}
+		take(l.field(string(key)), v)
+	})
+	buf := make([]byte, 0, total)
+	for _, f := range found[:n] {
+		buf = append(buf, f.val...)
+	}
+	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
+	off := 0
+	for _, f := range found[:n] {
+		*f.dst = all[off : off+len(f.val)]
+		off += len(f.val)
+	}
+	return nil
 }
 
 // decodeMap fills l from an OTLP map: a kvlist body or the log attributes, as
