@@ -4,6 +4,7 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/learning"
 )
 
 // memo remembers, for one batch, the answers of the enforcer's cache: a batch's
@@ -14,6 +15,7 @@ type memo struct {
 	p        *learningProcessor
 	ends     map[endKey]resolved
 	policies map[policyKey]bool
+	edges    map[learning.Edge]struct{}
 }
 
 type endKey struct {
@@ -32,7 +34,16 @@ type policyKey struct {
 }
 
 func newMemo(p *learningProcessor) *memo {
-	return &memo{p: p, ends: map[endKey]resolved{}, policies: map[policyKey]bool{}}
+	return &memo{p: p, ends: map[endKey]resolved{}, policies: map[policyKey]bool{}, edges: map[learning.Edge]struct{}{}}
+}
+
+// seen reports whether the batch already handed e on, and notes it.
+func (m *memo) seen(e learning.Edge) bool {
+	if _, ok := m.edges[e]; ok {
+		return true
+	}
+	m.edges[e] = struct{}{}
+	return false
 }
 
 func (m *memo) resolve(e *flow.Endpoint) (enforcerextension.Workload, string) {

@@ -136,8 +136,11 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 			}
 			edge.Peer = peer.WorkloadRef
 		}
-		edge.AppendTo(sl)
 		c.edges++
+		if m.seen(edge) {
+			continue // the writer keeps a set: once a batch is enough
+		}
+		edge.AppendTo(sl)
 	}
 }
 

@@ -34,8 +34,8 @@ func newTelemetry(set processor.Settings) (*telemetry, error) {
 	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/processor/learningprocessor")
 	t := &telemetry{base: attribute.String("processor", set.ID.String())}
 	var err error
-	if t.edges, err = m.Int64Counter(MetricEdges, metric.WithUnit("{edge}"),
-		metric.WithDescription("Learned edges handed to the writer.")); err != nil {
+	if t.edges, err = m.Int64Counter(MetricEdges, metric.WithUnit("{flow}"),
+		metric.WithDescription("Flow sides learned as an edge; each distinct edge goes to the writer once a batch.")); err != nil {
 		return nil, err
 	}
 	if t.candidates, err = m.Int64Counter(MetricCandidates, metric.WithUnit("{flow}"),
