@@ -18,6 +18,10 @@ func TestLoadConfig(t *testing.T) {
 	mtls.TLS.KeyFile = "/etc/goldmane/tls.key"
 	mtls.StartTimeGte = -600
 
+	leader := createDefaultConfig().(*Config)
+	primary := component.MustNewIDWithName("enforcer", "primary")
+	leader.Enforcer = &primary
+
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
 		{ID: component.NewIDWithName(Type, "mtls"), Want: mtls},
 		{ID: component.NewIDWithName(Type, "no_tls"), WantErr: []string{

@@ -24,8 +24,14 @@ func TestLoadConfig(t *testing.T) {
 	plaintext.Endpoint = "hubble-relay.kube-system.svc:80"
 	plaintext.TLS.Insecure = true
 
+	leader := createDefaultConfig().(*Config)
+	primary := component.MustNewIDWithName("enforcer", "primary")
+	leader.Enforcer = &primary
+
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
 		{ID: component.NewID(Type), Want: createDefaultConfig()},
+		{ID: component.NewIDWithName(Type, "leader"), Want: leader},
+		{ID: component.NewIDWithName(Type, "bad_enforcer"), WantErr: []string{`invalid enforcer "health_check": must name an extension of type "enforcer"`}},
 		{ID: component.NewIDWithName(Type, "tls"), Want: withTLS},
 		{ID: component.NewIDWithName(Type, "plaintext"), Want: plaintext},
 		{ID: component.NewIDWithName(Type, "insecure_with_ca"), WantErr: []string{

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/internal/fakecluster"
 	"github.com/kubewarden/network-enforcer/internal/fakeflows"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
 	"github.com/kubewarden/network-enforcer/internal/testcerts"
@@ -36,11 +35,7 @@ type replica struct {
 // duration, and the proposals are neither duplicated nor lost (one, deleted
 // before the kill, is written again by the new leader, and nothing else is).
 func TestTwoReplicasOneWriter(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
-	if err := fakecluster.Create(ctx, env.Client); err != nil {
-		t.Fatal(err)
-	}
 	flows, err := fakeflows.LoadHubble(repoFile(t, fakeflows.HubbleFixture))
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +43,6 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 	ca := testcerts.NewCA(t, "cluster-ca")
 	relay := grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
 		func(s *grpc.Server) { observer.RegisterObserverServer(s, fakeflows.NewHubbleRelay(flows)) })
-	kubeconfig := env.Kubeconfig(t)
 
 	start := func(name string) *replica {
 		metrics := freeAddr(t)
@@ -58,7 +52,7 @@ extensions:
   enforcer:
     auth_type: kubeConfig
     leader_election:
-      lease_name: network-enforcer
+      lease_name: two-replicas
       lease_namespace: default
       lease_duration: %[1]s
       renew_deadline: 3s

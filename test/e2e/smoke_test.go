@@ -26,7 +26,8 @@ func TestSampleConfigStartsAndStops(t *testing.T) {
 	p := startBinary(t, repoFile(t, "testdata/collector/sample.yaml"),
 		"NE_HEALTH_ENDPOINT="+health,
 		"NE_HUBBLE_ENDPOINT="+freeAddr(t),
-		"NE_HUBBLE_CA_FILE="+testcerts.NewCA(t, "cilium-ca").CertFile)
+		"NE_HUBBLE_CA_FILE="+testcerts.NewCA(t, "cilium-ca").CertFile,
+		"KUBECONFIG="+kubeconfig)
 
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true,
 		func(ctx context.Context) (bool, error) {

@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubewarden/network-enforcer/internal/fakecluster"
+	"github.com/kubewarden/network-enforcer/internal/testenv"
+)
+
+// env is the control plane that the binaries of the package's tests talk to, with
+// the fixtures' cluster and the namespace of the sample configuration's Lease;
+// kubeconfig reaches it.
+var (
+	env        *testenv.Env
+	kubeconfig string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "network-enforcer-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	env, err = testenv.New(testenv.Options{})
+	if err == nil {
+		err = fakecluster.Create(context.Background(), env.Client)
+	}
+	if err == nil {
+		err = env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "network-enforcer"}})
+	}
+	if err == nil {
+		kubeconfig = filepath.Join(dir, "kubeconfig")
+		err = env.WriteKubeconfig(kubeconfig)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if env != nil {
+			_ = env.Stop()
+		}
+		return 1
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	return code
+}
