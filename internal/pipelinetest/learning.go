@@ -121,10 +121,18 @@ func (l *Learning) Counter(name string, attrs map[string]string) int64 {
 	return n
 }
 
-// Settled waits until the counter has not changed for quiet, and returns it.
+// Settled waits until the counter has counted something and then not changed for
+// quiet, and returns it. Waiting for a first count keeps a slow start (leader
+// election, the first stream) from passing for a settled zero.
 func (l *Learning) Settled(tb testing.TB, name string, quiet time.Duration) int64 {
 	tb.Helper()
 	deadline := time.Now().Add(time.Minute)
+	for l.Counter(name, nil) == 0 {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s counted nothing", name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	last, since := l.Counter(name, nil), time.Now()
 	for time.Since(since) < quiet {
 		if time.Now().After(deadline) {
