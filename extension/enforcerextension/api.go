@@ -29,7 +29,7 @@ type Enforcer interface {
 	// workload is gone or selects nothing that a policy could name.
 	Selector(ctx context.Context, w WorkloadRef) (*metav1.LabelSelector, types.UID, bool)
 
-	// Reader reads from the shared cache: proposals, policies, workloads, pods.
+	// Reader reads proposals and policies from the shared cache.
 	Reader() client.Reader
 	// Client writes to the API server. Only a leader's callbacks may write.
 	Client() client.Client

@@ -69,6 +69,10 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 	if e.cache, err = newCache(rc, scheme); err != nil {
 		return err
 	}
+	st, err := newStores(cs)
+	if err != nil {
+		return err
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	e.cancel, e.done = cancel, make(chan struct{})
 	if err := addIndexes(runCtx, e.cache); err != nil {
@@ -89,12 +93,16 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 	}()
 	syncCtx, syncCancel := context.WithTimeout(ctx, cacheSyncTimeout)
 	defer syncCancel()
-	if !e.cache.WaitForCacheSync(syncCtx) {
+	err = st.start(runCtx, syncCtx)
+	if err == nil && !e.cache.WaitForCacheSync(syncCtx) {
+		err = errors.New("proposals and policies did not sync")
+	}
+	if err != nil {
 		cancel()
 		<-e.done
-		return errors.New("the shared cache did not sync: is the API server reachable, and may the service account list and watch pods, workloads, namespaces, proposals and policies?")
+		return fmt.Errorf("the shared cache did not sync (%w): is the API server reachable, and may the service account list and watch pods, workloads, namespaces, proposals and policies?", err)
 	}
-	e.resolver = &resolver{reader: e.cache}
+	e.resolver = &resolver{stores: st, reader: e.cache}
 	return e.leadership.run(runCtx, cs)
 }
 
@@ -104,6 +112,9 @@ func (e *enforcer) Shutdown(context.Context) error {
 	if e.cancel != nil {
 		e.cancel()
 		<-e.done
+		if e.resolver != nil {
+			e.resolver.stores.factory.Shutdown()
+		}
 	}
 	return nil
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,8 +12,10 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
 
-// resolver resolves flow ends to workloads from the shared cache.
+// resolver resolves flow ends to workloads from the compact stores, and finds
+// policies in the controller-runtime cache.
 type resolver struct {
+	stores *stores
 	reader client.Reader
 }
 
@@ -23,75 +23,63 @@ type resolver struct {
 // share their node's address, so an address that one of them has says nothing
 // about which workload sent or received.
 func (r *resolver) ResolveIP(ip string) (Workload, UnresolvedReason) {
-	var pods corev1.PodList
-	if err := r.reader.List(context.Background(), &pods, client.MatchingFields{indexPodIP: ip}); err != nil || len(pods.Items) == 0 {
+	pods := r.stores.podsBy(indexPodIP, ip)
+	if len(pods) == 0 {
 		return Workload{}, UnresolvedNoPod
 	}
-	for i := range pods.Items {
-		if pods.Items[i].Spec.HostNetwork {
+	for _, p := range pods {
+		if p.hostNetwork {
 			return Workload{}, UnresolvedHostNetwork
 		}
 	}
-	return r.resolvePod(&pods.Items[0])
+	return r.resolvePod(pods[0])
 }
 
 // ResolvePod resolves a pod by name, or Goldmane's "<generateName>*" through any
 // pod of that generateName: they all belong to one ReplicaSet, Job or DaemonSet.
 func (r *resolver) ResolvePod(namespace, name string) (Workload, UnresolvedReason) {
-	ctx := context.Background()
 	if prefix, ok := strings.CutSuffix(name, "*"); ok {
-		var pods corev1.PodList
-		if err := r.reader.List(ctx, &pods, client.InNamespace(namespace),
-			client.MatchingFields{indexGenerateName: prefix}); err != nil || len(pods.Items) == 0 {
+		pods := r.stores.podsBy(indexGenerateName, namespace+"/"+prefix)
+		if len(pods) == 0 {
 			return Workload{}, UnresolvedNoPod
 		}
-		return r.resolvePod(&pods.Items[0])
+		return r.resolvePod(pods[0])
 	}
-	var pod corev1.Pod
-	if err := r.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &pod); err != nil {
+	p := r.stores.pod(namespace, name)
+	if p == nil {
 		return Workload{}, UnresolvedNoPod
 	}
-	return r.resolvePod(&pod)
+	return r.resolvePod(p)
 }
 
 // resolvePod follows the pod's controller to its workload: a ReplicaSet to its
 // Deployment, a Job to its CronJob when it has one.
-func (r *resolver) resolvePod(p *corev1.Pod) (Workload, UnresolvedReason) {
-	if p.Spec.HostNetwork {
+func (r *resolver) resolvePod(p *podInfo) (Workload, UnresolvedReason) {
+	if p.hostNetwork {
 		return Workload{}, UnresolvedHostNetwork
 	}
-	owner := metav1.GetControllerOf(p)
-	if owner == nil {
+	if p.ownerKind == "" {
 		return Workload{}, UnresolvedBarePod
 	}
-	w := Workload{WorkloadRef: WorkloadRef{Namespace: p.Namespace, Name: owner.Name}, ServiceAccount: p.Spec.ServiceAccountName}
+	w := Workload{WorkloadRef: WorkloadRef{Namespace: p.Namespace, Name: p.ownerName}, ServiceAccount: p.serviceAccount}
 	if w.ServiceAccount == "" {
 		w.ServiceAccount = "default"
 	}
-	ctx := context.Background()
-	key := types.NamespacedName{Namespace: p.Namespace, Name: owner.Name}
-	switch owner.Kind {
+	switch p.ownerKind {
 	case "ReplicaSet":
-		var rs appsv1.ReplicaSet
-		if err := r.reader.Get(ctx, key, &rs); err != nil {
+		rs := r.stores.workload("ReplicaSet", p.Namespace, p.ownerName)
+		if rs == nil || rs.ownerKind != "Deployment" {
 			return Workload{}, UnresolvedUnsupportedOwner
 		}
-		d := metav1.GetControllerOf(&rs)
-		if d == nil || d.Kind != "Deployment" {
-			return Workload{}, UnresolvedUnsupportedOwner
-		}
-		w.Kind, w.Name = v1alpha1.WorkloadKindDeployment, d.Name
+		w.Kind, w.Name = v1alpha1.WorkloadKindDeployment, rs.ownerName
 	case "StatefulSet":
 		w.Kind = v1alpha1.WorkloadKindStatefulSet
 	case "DaemonSet":
 		w.Kind = v1alpha1.WorkloadKindDaemonSet
 	case "Job":
 		w.Kind = v1alpha1.WorkloadKindJob
-		var job batchv1.Job
-		if err := r.reader.Get(ctx, key, &job); err == nil {
-			if c := metav1.GetControllerOf(&job); c != nil && c.Kind == "CronJob" {
-				w.Kind, w.Name = v1alpha1.WorkloadKindCronJob, c.Name
-			}
+		if job := r.stores.workload("Job", p.Namespace, p.ownerName); job != nil && job.ownerKind == "CronJob" {
+			w.Kind, w.Name = v1alpha1.WorkloadKindCronJob, job.ownerName
 		}
 	default:
 		return Workload{}, UnresolvedUnsupportedOwner
@@ -113,46 +101,19 @@ var jobLabels = []string{"controller-uid", "job-name", batchv1.ControllerUidLabe
 
 // Selector returns the workload's pod selector and UID. For Jobs and CronJobs,
 // whose generated selector names one run, it is the pod template's own labels.
-func (r *resolver) Selector(ctx context.Context, w WorkloadRef) (*metav1.LabelSelector, types.UID, bool) {
-	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
-	var sel *metav1.LabelSelector
-	var uid types.UID
-	switch w.Kind {
-	case v1alpha1.WorkloadKindDeployment:
-		var o appsv1.Deployment
-		if r.reader.Get(ctx, key, &o) != nil {
-			return nil, "", false
-		}
-		sel, uid = o.Spec.Selector, o.UID
-	case v1alpha1.WorkloadKindStatefulSet:
-		var o appsv1.StatefulSet
-		if r.reader.Get(ctx, key, &o) != nil {
-			return nil, "", false
-		}
-		sel, uid = o.Spec.Selector, o.UID
-	case v1alpha1.WorkloadKindDaemonSet:
-		var o appsv1.DaemonSet
-		if r.reader.Get(ctx, key, &o) != nil {
-			return nil, "", false
-		}
-		sel, uid = o.Spec.Selector, o.UID
-	case v1alpha1.WorkloadKindJob:
-		var o batchv1.Job
-		if r.reader.Get(ctx, key, &o) != nil {
-			return nil, "", false
-		}
-		sel, uid = templateSelector(o.Spec.Template.Labels), o.UID
-	case v1alpha1.WorkloadKindCronJob:
-		var o batchv1.CronJob
-		if r.reader.Get(ctx, key, &o) != nil {
-			return nil, "", false
-		}
-		sel, uid = templateSelector(o.Spec.JobTemplate.Spec.Template.Labels), o.UID
+func (r *resolver) Selector(_ context.Context, w WorkloadRef) (*metav1.LabelSelector, types.UID, bool) {
+	info := r.stores.workload(string(w.Kind), w.Namespace, w.Name)
+	if info == nil {
+		return nil, "", false
+	}
+	sel := info.selector
+	if w.Kind == v1alpha1.WorkloadKindJob || w.Kind == v1alpha1.WorkloadKindCronJob {
+		sel = templateSelector(info.templateLabels)
 	}
 	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
 		return nil, "", false
 	}
-	return sel.DeepCopy(), uid, true
+	return sel.DeepCopy(), info.UID, true
 }
 
 func templateSelector(labels map[string]string) *metav1.LabelSelector {

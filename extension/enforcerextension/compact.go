@@ -1,0 +1,138 @@
+package enforcerextension
+
+import (
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The shared cache keeps pods, workloads and namespaces as these compact records,
+// not as API objects: a corev1.Pod is over a kilobyte even when empty, and a
+// cluster has tens of thousands of pods. Each holds only what resolution and
+// policy matching read. They embed ObjectMeta with names only, which lets
+// client-go's informers key and index them.
+
+// podInfo is a pod as the cache keeps it.
+type podInfo struct {
+	metav1.ObjectMeta
+	ips            []string
+	serviceAccount string
+	// ownerKind and ownerName are the pod's controller, empty for a bare pod.
+	ownerKind, ownerName string
+	hostNetwork          bool
+	// finished pods (Succeeded, Failed) have given their address back.
+	finished bool
+}
+
+// workloadInfo is a Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or
+// CronJob as the cache keeps it.
+type workloadInfo struct {
+	metav1.ObjectMeta
+	selector *metav1.LabelSelector
+	// templateLabels are the pod template's labels: what a workload's pods carry.
+	templateLabels map[string]string
+	// ownerKind and ownerName are the controller (a ReplicaSet's Deployment, a
+	// Job's CronJob).
+	ownerKind, ownerName string
+}
+
+// namespaceInfo is a namespace with its labels, which namespace selectors match.
+type namespaceInfo struct {
+	metav1.ObjectMeta
+}
+
+// interner shares the strings that many objects repeat (namespaces, owner
+// names, generateNames, label keys and values), so that each is stored once.
+type interner struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (in *interner) str(s string) string {
+	if s == "" {
+		return ""
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	if in.m == nil {
+		in.m = map[string]string{}
+	}
+	in.m[s] = s
+	return s
+}
+
+func (in *interner) labels(l map[string]string) map[string]string {
+	if len(l) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		out[in.str(k)] = in.str(v)
+	}
+	return out
+}
+
+func (in *interner) meta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: m.Name, Namespace: in.str(m.Namespace), GenerateName: in.str(m.GenerateName),
+		UID: m.UID, ResourceVersion: m.ResourceVersion,
+	}
+}
+
+func (in *interner) controller(m *metav1.ObjectMeta) (kind, name string) {
+	if c := metav1.GetControllerOfNoCopy(m); c != nil {
+		return in.str(c.Kind), in.str(c.Name)
+	}
+	return "", ""
+}
+
+// compact turns an API object into its compact record; anything else (a
+// deletion tombstone) passes unchanged.
+func (in *interner) compact(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		p := &podInfo{ObjectMeta: in.meta(&o.ObjectMeta), serviceAccount: in.str(o.Spec.ServiceAccountName),
+			hostNetwork: o.Spec.HostNetwork,
+			finished:    o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed}
+		p.ownerKind, p.ownerName = in.controller(&o.ObjectMeta)
+		for _, ip := range o.Status.PodIPs {
+			p.ips = append(p.ips, ip.IP)
+		}
+		if len(p.ips) == 0 && o.Status.PodIP != "" {
+			p.ips = []string{o.Status.PodIP}
+		}
+		return p, nil
+	case *corev1.Namespace:
+		ns := &namespaceInfo{ObjectMeta: in.meta(&o.ObjectMeta)}
+		ns.Labels = in.labels(o.Labels)
+		return ns, nil
+	case *appsv1.ReplicaSet:
+		return in.workload(&o.ObjectMeta, nil, nil), nil
+	case *appsv1.Deployment:
+		return in.workload(&o.ObjectMeta, o.Spec.Selector, o.Spec.Template.Labels), nil
+	case *appsv1.StatefulSet:
+		return in.workload(&o.ObjectMeta, o.Spec.Selector, o.Spec.Template.Labels), nil
+	case *appsv1.DaemonSet:
+		return in.workload(&o.ObjectMeta, o.Spec.Selector, o.Spec.Template.Labels), nil
+	case *batchv1.Job:
+		return in.workload(&o.ObjectMeta, nil, o.Spec.Template.Labels), nil
+	case *batchv1.CronJob:
+		return in.workload(&o.ObjectMeta, nil, o.Spec.JobTemplate.Spec.Template.Labels), nil
+	}
+	return obj, nil
+}
+
+func (in *interner) workload(m *metav1.ObjectMeta, sel *metav1.LabelSelector, template map[string]string) *workloadInfo {
+	w := &workloadInfo{ObjectMeta: in.meta(m), templateLabels: in.labels(template)}
+	if sel != nil {
+		w.selector = &metav1.LabelSelector{MatchLabels: in.labels(sel.MatchLabels), MatchExpressions: sel.MatchExpressions}
+	}
+	w.ownerKind, w.ownerName = in.controller(m)
+	return w
+}

@@ -1,0 +1,113 @@
+package enforcerextension
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// Index names of the compact stores.
+const (
+	// indexPodIP indexes pods that have not finished by each of their IPs.
+	indexPodIP = "podIP"
+	// indexGenerateName indexes pods by "<namespace>/<generateName>", for
+	// Goldmane's aggregates.
+	indexGenerateName = "generateName"
+)
+
+// stores are client-go informers whose stores hold compact records: pods,
+// namespaces and the workload kinds, by kind.
+type stores struct {
+	factory    informers.SharedInformerFactory
+	pods       toolscache.SharedIndexInformer
+	namespaces toolscache.SharedIndexInformer
+	workloads  map[string]toolscache.SharedIndexInformer
+}
+
+func newStores(cs kubernetes.Interface) (*stores, error) {
+	in := &interner{}
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(in.compact))
+	s := &stores{
+		factory:    f,
+		pods:       f.Core().V1().Pods().Informer(),
+		namespaces: f.Core().V1().Namespaces().Informer(),
+		workloads: map[string]toolscache.SharedIndexInformer{
+			"ReplicaSet":  f.Apps().V1().ReplicaSets().Informer(),
+			"Deployment":  f.Apps().V1().Deployments().Informer(),
+			"StatefulSet": f.Apps().V1().StatefulSets().Informer(),
+			"DaemonSet":   f.Apps().V1().DaemonSets().Informer(),
+			"Job":         f.Batch().V1().Jobs().Informer(),
+			"CronJob":     f.Batch().V1().CronJobs().Informer(),
+		},
+	}
+	err := s.pods.AddIndexers(toolscache.Indexers{
+		indexPodIP: func(obj any) ([]string, error) {
+			p, ok := obj.(*podInfo)
+			if !ok || p.finished {
+				return nil, nil
+			}
+			return p.ips, nil
+		},
+		indexGenerateName: func(obj any) ([]string, error) {
+			p, ok := obj.(*podInfo)
+			if !ok || p.GenerateName == "" {
+				return nil, nil
+			}
+			return []string{p.Namespace + "/" + p.GenerateName}, nil
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pod indexes: %w", err)
+	}
+	return s, nil
+}
+
+// start runs the informers until ctx ends and waits for their first lists.
+func (s *stores) start(ctx, syncCtx context.Context) error {
+	s.factory.Start(ctx.Done())
+	for typ, ok := range s.factory.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			return fmt.Errorf("%v did not sync", typ)
+		}
+	}
+	return nil
+}
+
+func (s *stores) pod(namespace, name string) *podInfo {
+	obj, ok, err := s.pods.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	p, _ := obj.(*podInfo)
+	return p
+}
+
+func (s *stores) podsBy(index, value string) []*podInfo {
+	objs, err := s.pods.GetIndexer().ByIndex(index, value)
+	if err != nil {
+		return nil
+	}
+	out := make([]*podInfo, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*podInfo); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (s *stores) workload(kind, namespace, name string) *workloadInfo {
+	inf, ok := s.workloads[kind]
+	if !ok {
+		return nil
+	}
+	obj, ok, err := inf.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	w, _ := obj.(*workloadInfo)
+	return w
+}
