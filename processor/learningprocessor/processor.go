@@ -52,12 +52,12 @@ type side struct {
 // ingress. Calico and Cilium enforce both ways: the source's egress and the
 // destination's ingress. A connection that both ends report gives the same
 // edges twice, which the writer's aggregation keeps once.
-func sides(rec *flow.Record) []side {
+func sides(rec *flow.Record) ([2]side, int) {
 	ingress := side{target: &rec.Destination, peer: &rec.Source, direction: v1alpha1.DirectionIngress}
 	if rec.Provider == flow.ProviderIstio {
-		return []side{ingress}
+		return [2]side{ingress}, 1
 	}
-	return []side{{target: &rec.Source, peer: &rec.Destination, direction: v1alpha1.DirectionEgress}, ingress}
+	return [2]side{{target: &rec.Source, peer: &rec.Destination, direction: v1alpha1.DirectionEgress}, ingress}, 2
 }
 
 func backendOf(p flow.Provider) v1alpha1.Backend {
@@ -72,6 +72,7 @@ func (p *learningProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog
 	sl := out.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
 	var c counts
 	m := newMemo(p)
+	var rec flow.Record // one for the batch: a record per flow would be an allocation per flow
 	rls := ld.ResourceLogs()
 	for i := range rls.Len() {
 		sls := rls.At(i).ScopeLogs()
@@ -83,7 +84,6 @@ func (p *learningProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog
 					lr.CopyTo(sl.LogRecords().AppendEmpty()) // not ours to judge
 					continue
 				}
-				var rec flow.Record
 				rec.ReadFrom(lr)
 				p.learn(&rec, lr, sl, &c, m)
 			}
@@ -99,7 +99,8 @@ func (p *learningProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog
 // learn emits, for each side of the flow, a learned edge, or a violation
 // candidate when a policy governs that side, or counts why it does neither.
 func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.ScopeLogs, c *counts, m *memo) {
-	for _, s := range sides(rec) {
+	all, n := sides(rec)
+	for _, s := range all[:n] {
 		target, reason := m.resolve(s.target)
 		if reason != "" {
 			c.drop("target_" + reason)
