@@ -40,6 +40,13 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned) err
 	if !ok {
 		return errWorkloadGone
 	}
+	if l.backend == v1alpha1.BackendIstio && len(podSelector.MatchLabels) == 0 {
+		// An AuthorizationPolicy selects by labels only; without them it would
+		// apply to every workload of the namespace.
+		w.set.Logger.Warn("No Istio proposal for a workload whose selector has no matchLabels",
+			zap.String("workload", key.workload.String()))
+		return nil
+	}
 	learnedRules := rules{}
 	for peer, ports := range l.peers {
 		r := &rule{principal: peer.principal, ports: ports}
