@@ -103,6 +103,11 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 		return fmt.Errorf("the shared cache did not sync (%w): is the API server reachable, and may the service account list and watch pods, workloads, namespaces, proposals and policies?", err)
 	}
 	e.resolver = &resolver{stores: st, reader: e.cache}
+	if err := e.startPromoter(runCtx); err != nil {
+		cancel()
+		<-e.done
+		return err
+	}
 	return e.leadership.run(runCtx, cs)
 }
 
@@ -124,3 +129,21 @@ func (e *enforcer) Reader() client.Reader { return e.cache }
 
 // Client writes to the API server.
 func (e *enforcer) Client() client.Client { return e.client }
+
+// startPromoter runs the promotion reconciler whenever this replica leads.
+func (e *enforcer) startPromoter(ctx context.Context) error {
+	p := &promoter{logger: e.set.Logger, reader: e.cache, client: e.client, kick: make(chan struct{}, 1)}
+	var informers []handlerAdder
+	for _, obj := range cachedTypes() {
+		inf, err := e.cache.GetInformer(ctx, obj)
+		if err != nil {
+			return err
+		}
+		informers = append(informers, inf)
+	}
+	if err := p.watch(informers...); err != nil {
+		return err
+	}
+	e.OnLeading(p.run)
+	return nil
+}

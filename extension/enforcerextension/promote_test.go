@@ -1,0 +1,82 @@
+package enforcerextension
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+)
+
+func proposal(name string, labels map[string]string) *v1alpha1.WorkloadNetworkPolicyProposal {
+	return &v1alpha1.WorkloadNetworkPolicyProposal{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Labels: labels},
+		Spec: v1alpha1.PolicySpec{
+			Backend: v1alpha1.BackendKubernetes, Direction: v1alpha1.DirectionIngress,
+			TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.WorkloadKindDeployment, Name: "cart"},
+			Kubernetes: &networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "cart"}},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			},
+		},
+	}
+}
+
+func gone(name string) func() bool {
+	return func() bool {
+		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: "shop", Name: name}, &v1alpha1.WorkloadNetworkPolicyProposal{})
+		return apierrors.IsNotFound(err)
+	}
+}
+
+// TestPromotion: a proposal labelled for promotion becomes a policy of the same
+// name, namespace and spec, in the mode the label names, marked as promoted from
+// it; the proposal goes. A proposal that comes back while that policy exists goes
+// as a leftover; one whose name a hand-made policy has stays.
+func TestPromotion(t *testing.T) {
+	ctx := context.Background()
+	startEnforcer(t, "promotion")
+	for _, mode := range []v1alpha1.PolicyMode{v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect} {
+		name := "promote-" + string(mode)
+		p := proposal(name, map[string]string{v1alpha1.PromoteLabel: string(mode)})
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the promoted proposal to go", 20*time.Second, gone(name))
+		var policy v1alpha1.WorkloadNetworkPolicy
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "shop", Name: name}, &policy); err != nil {
+			t.Fatal(err)
+		}
+		if policy.Spec.Mode != mode || policy.Labels[v1alpha1.PromotedFromLabel] != name ||
+			policy.Spec.Kubernetes == nil || policy.Spec.TargetRef.Name != "cart" {
+			t.Fatalf("policy %+v", policy)
+		}
+	}
+
+	leftover := proposal("promote-monitor", nil)
+	if err := env.Client.Create(ctx, leftover); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the leftover proposal to go", 20*time.Second, gone("promote-monitor"))
+
+	handMade := &v1alpha1.WorkloadNetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "hand-made"},
+		Spec:       v1alpha1.WorkloadNetworkPolicySpec{PolicySpec: proposal("x", nil).Spec},
+	}
+	if err := env.Client.Create(ctx, handMade); err != nil {
+		t.Fatal(err)
+	}
+	same := proposal("hand-made", nil)
+	if err := env.Client.Create(ctx, same); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // a round of the reconciler, after the change it was told of
+	if gone("hand-made")() {
+		t.Fatal("a proposal named like a hand-made policy was deleted")
+	}
+}
