@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -15,11 +16,11 @@ import (
 // indexPolicyTarget indexes policies by "<Kind>/<name>/<Direction>".
 const indexPolicyTarget = "spec.targetRef+direction"
 
-// cachedTypes are Network Enforcer's own objects, which the controller-runtime
-// cache keeps whole: there are few of them, and the writer and the reconcilers
-// read them as API objects.
+// cachedTypes are Network Enforcer's own objects and the native objects it
+// renders, which the controller-runtime cache keeps whole: there are few of them,
+// and the writer and the reconcilers read them as API objects.
 func cachedTypes() []client.Object {
-	return []client.Object{&v1alpha1.WorkloadNetworkPolicyProposal{}, &v1alpha1.WorkloadNetworkPolicy{}}
+	return []client.Object{&v1alpha1.WorkloadNetworkPolicyProposal{}, &v1alpha1.WorkloadNetworkPolicy{}, &networkingv1.NetworkPolicy{}}
 }
 
 func newCache(cfg *rest.Config, scheme *runtime.Scheme) (cache.Cache, error) {

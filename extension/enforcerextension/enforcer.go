@@ -130,9 +130,11 @@ func (e *enforcer) Reader() client.Reader { return e.cache }
 // Client writes to the API server.
 func (e *enforcer) Client() client.Client { return e.client }
 
-// startPromoter runs the promotion reconciler whenever this replica leads.
+// startPromoter runs the promotion and rendering reconcilers whenever this
+// replica leads.
 func (e *enforcer) startPromoter(ctx context.Context) error {
-	p := &promoter{logger: e.set.Logger, reader: e.cache, client: e.client, kick: make(chan struct{}, 1)}
+	p := &promoter{logger: e.set.Logger, reader: e.cache, client: e.client, kick: make(chan struct{}, 1),
+		render: &renderer{logger: e.set.Logger, reader: e.cache, client: e.client}}
 	var informers []handlerAdder
 	for _, obj := range cachedTypes() {
 		inf, err := e.cache.GetInformer(ctx, obj)

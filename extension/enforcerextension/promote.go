@@ -26,6 +26,8 @@ type promoter struct {
 	reader client.Reader
 	client client.Client
 	kick   chan struct{}
+	// render renders the policies in the same rounds.
+	render *renderer
 }
 
 // handlerAdder is an informer that takes event handlers.
@@ -51,13 +53,16 @@ func (p *promoter) watch(informers ...handlerAdder) error {
 	return nil
 }
 
-// run reconciles every proposal on each change and every promoteResync, until
-// ctx (this term of leadership) ends.
+// run reconciles every proposal and renders every policy on each change and
+// every promoteResync, until ctx (this term of leadership) ends.
 func (p *promoter) run(ctx context.Context) {
 	resync := time.NewTicker(promoteResync)
 	defer resync.Stop()
 	for {
 		p.reconcileAll(ctx)
+		if p.render != nil {
+			p.render.reconcileAll(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
