@@ -76,8 +76,10 @@ func TestFixturesBecomeProposals(t *testing.T) {
 	if string(b) != string(want) {
 		t.Fatalf("proposals differ from %s (rerun with -update to see them):\n%s", proposalsGolden, b)
 	}
-	if writes != int64(len(got)) {
-		t.Errorf("%d writes for %d proposals: each should be written once", writes, len(got))
+	// Edges that arrive on both sides of a write round cost a proposal a second
+	// write; more would mean writes follow flows, not edges.
+	if writes < int64(len(got)) || writes > 2*int64(len(got)) {
+		t.Errorf("%d writes for %d proposals", writes, len(got))
 	}
 	t.Logf("%d learned edges, %d proposals, %d writes", edges, len(got), writes)
 	p.Stop(t)
