@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 )
 
@@ -66,18 +67,11 @@ func (w *writer) Capabilities() consumer.Capabilities {
 // ConsumeLogs takes learned edges; other records are not the writer's.
 func (w *writer) ConsumeLogs(_ context.Context, ld plog.Logs) error {
 	var e learning.Edge
-	rls := ld.ResourceLogs()
-	for i := range rls.Len() {
-		sls := rls.At(i).ScopeLogs()
-		for j := range sls.Len() {
-			lrs := sls.At(j).LogRecords()
-			for k := range lrs.Len() {
-				if e.ReadFrom(lrs.At(k)) {
-					w.agg.add(&e)
-				}
-			}
+	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
+		if e.ReadFrom(lr) {
+			w.agg.add(&e)
 		}
-	}
+	})
 	return nil
 }
 

@@ -73,22 +73,14 @@ func (p *learningProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog
 	var c counts
 	m := newMemo(p)
 	var rec flow.Record // one for the batch: a record per flow would be an allocation per flow
-	rls := ld.ResourceLogs()
-	for i := range rls.Len() {
-		sls := rls.At(i).ScopeLogs()
-		for j := range sls.Len() {
-			lrs := sls.At(j).LogRecords()
-			for k := range lrs.Len() {
-				lr := lrs.At(k)
-				if lr.EventName() != flow.EventName {
-					lr.CopyTo(sl.LogRecords().AppendEmpty()) // not ours to judge
-					continue
-				}
-				rec.ReadFrom(lr)
-				p.learn(&rec, lr, sl, &c, m)
-			}
+	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
+		if lr.EventName() != flow.EventName {
+			lr.CopyTo(sl.LogRecords().AppendEmpty()) // not ours to judge
+			return
 		}
-	}
+		rec.ReadFrom(lr)
+		p.learn(&rec, lr, sl, &c, m)
+	})
 	p.telemetry.record(ctx, &c)
 	if sl.LogRecords().Len() == 0 {
 		return out, processorhelper.ErrSkipProcessingData

@@ -92,7 +92,7 @@ func FuzzOTLPBody(f *testing.F) {
 		r.joiner.flush(&out)
 		_ = r.emit(context.Background(), &out)
 		for _, ld := range sink.AllLogs() {
-			forEachRecord(ld, func(lr plog.LogRecord) {
+			flow.EachLogRecord(ld, func(lr plog.LogRecord) {
 				var rec flow.Record
 				rec.ReadFrom(lr)
 				if rec.Provider == flow.ProviderIstio && lr.EventName() == flow.EventName && rec.Transport != "" {
@@ -101,16 +101,4 @@ func FuzzOTLPBody(f *testing.F) {
 			})
 		}
 	})
-}
-
-func forEachRecord(ld plog.Logs, each func(plog.LogRecord)) {
-	for i := range ld.ResourceLogs().Len() {
-		sls := ld.ResourceLogs().At(i).ScopeLogs()
-		for j := range sls.Len() {
-			lrs := sls.At(j).LogRecords()
-			for k := range lrs.Len() {
-				each(lrs.At(k))
-			}
-		}
-	}
 }

@@ -53,20 +53,11 @@ func (consumerFunc) Capabilities() consumer.Capabilities { return consumer.Capab
 func (r *ztunnelReceiver) consumeOTLP(ctx context.Context, ld plog.Logs) error {
 	out := joined{records: make([]flow.Record, 0, ld.LogRecordCount())}
 	now := time.Now()
-	rls := ld.ResourceLogs()
-	for i := range rls.Len() {
-		sls := rls.At(i).ScopeLogs()
-		for j := range sls.Len() {
-			lrs := sls.At(j).LogRecords()
-			for k := range lrs.Len() {
-				lr := lrs.At(k)
-				if flowRecord(lr, &out) {
-					continue
-				}
-				r.takeRecord(lr, now, &out)
-			}
+	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
+		if !flowRecord(lr, &out) {
+			r.takeRecord(lr, now, &out)
 		}
-	}
+	})
 	return r.emit(ctx, &out)
 }
 

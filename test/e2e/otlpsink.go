@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc"
 	// The otlp exporter compresses with gzip by default.
 	_ "google.golang.org/grpc/encoding/gzip"
+
+	"github.com/kubewarden/network-enforcer/internal/flow"
 )
 
 // otlpSink is a real OTLP/gRPC logs receiver that keeps what the binary exports.
@@ -40,18 +42,11 @@ func startOTLPSink(t *testing.T) *otlpSink {
 func (s *otlpSink) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rls := req.Logs().ResourceLogs()
-	for i := range rls.Len() {
-		sls := rls.At(i).ScopeLogs()
-		for j := range sls.Len() {
-			lrs := sls.At(j).LogRecords()
-			for k := range lrs.Len() {
-				lr := plog.NewLogRecord()
-				lrs.At(k).CopyTo(lr)
-				s.records = append(s.records, lr)
-			}
-		}
-	}
+	flow.EachLogRecord(req.Logs(), func(in plog.LogRecord) {
+		lr := plog.NewLogRecord()
+		in.CopyTo(lr)
+		s.records = append(s.records, lr)
+	})
 	return plogotlp.NewExportResponse(), nil
 }
 

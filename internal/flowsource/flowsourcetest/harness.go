@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.uber.org/zap"
@@ -55,17 +56,11 @@ func Start(t *testing.T, r receiver.Logs) {
 func (h *Harness) Records() []string {
 	var out []string
 	for _, ld := range h.Sink.AllLogs() {
-		for i := range ld.ResourceLogs().Len() {
-			sls := ld.ResourceLogs().At(i).ScopeLogs()
-			for j := range sls.Len() {
-				lrs := sls.At(j).LogRecords()
-				for k := range lrs.Len() {
-					var r flow.Record
-					r.ReadFrom(lrs.At(k))
-					out = append(out, Describe(r))
-				}
-			}
-		}
+		flow.EachLogRecord(ld, func(lr plog.LogRecord) {
+			var r flow.Record
+			r.ReadFrom(lr)
+			out = append(out, Describe(r))
+		})
 	}
 	return out
 }
