@@ -94,7 +94,7 @@ func (p *promoter) reconcileAll(ctx context.Context) {
 func (p *promoter) reconcile(ctx context.Context, proposal *v1alpha1.WorkloadNetworkPolicyProposal) error {
 	nn := types.NamespacedName{Namespace: proposal.Namespace, Name: proposal.Name}
 	var policy v1alpha1.WorkloadNetworkPolicy
-	err := p.client.Get(ctx, nn, &policy)
+	err := p.reader.Get(ctx, nn, &policy) // the cache: a round looks at every proposal
 	switch {
 	case err == nil:
 		if policy.Labels[v1alpha1.PromotedFromLabel] != proposal.Name {

@@ -57,7 +57,10 @@ func (r *renderer) reconcileAll(ctx context.Context) {
 
 func (r *renderer) reconcile(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicy) error {
 	var np networkingv1.NetworkPolicy
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, &np)
+	// The cache: a round looks at every policy. A NetworkPolicy created a moment
+	// ago that it does not show yet makes the create below fail as existing,
+	// which the next round sees.
+	err := r.reader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, &np)
 	exists := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
@@ -80,7 +83,7 @@ func (r *renderer) reconcile(ctx context.Context, p *v1alpha1.WorkloadNetworkPol
 		if err := controllerutil.SetControllerReference(p, &np, r.client.Scheme()); err != nil {
 			return err
 		}
-		if err := r.client.Create(ctx, &np); err != nil {
+		if err := r.client.Create(ctx, &np); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	} else if !apiequality.Semantic.DeepEqual(np.Spec, *want) {
