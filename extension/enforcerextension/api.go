@@ -68,8 +68,6 @@ func ParseWorkloadRef(s string) WorkloadRef {
 // Workload is one end of a flow resolved to its workload.
 type Workload struct {
 	WorkloadRef
-	// ServiceAccount is the pod's service account.
-	ServiceAccount string
 }
 
 // UnresolvedReason says why an end did not resolve to a workload; empty when it

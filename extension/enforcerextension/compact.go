@@ -18,8 +18,7 @@ import (
 // podInfo is a pod as the cache keeps it.
 type podInfo struct {
 	metav1.ObjectMeta
-	ips            []string
-	serviceAccount string
+	ips []string
 	// ownerKind and ownerName are the pod's controller, empty for a bare pod.
 	ownerKind, ownerName string
 	hostNetwork          bool
@@ -97,9 +96,8 @@ func (in *interner) controller(m *metav1.ObjectMeta) (kind, name string) {
 func (in *interner) compact(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		p := &podInfo{ObjectMeta: in.meta(&o.ObjectMeta), serviceAccount: in.str(o.Spec.ServiceAccountName),
-			hostNetwork: o.Spec.HostNetwork,
-			finished:    o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed}
+		p := &podInfo{ObjectMeta: in.meta(&o.ObjectMeta), hostNetwork: o.Spec.HostNetwork,
+			finished: o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed}
 		p.ownerKind, p.ownerName = in.controller(&o.ObjectMeta)
 		for _, ip := range o.Status.PodIPs {
 			p.ips = append(p.ips, ip.IP)

@@ -61,10 +61,7 @@ func (r *resolver) resolvePod(p *podInfo) (Workload, UnresolvedReason) {
 	if p.ownerKind == "" {
 		return Workload{}, UnresolvedBarePod
 	}
-	w := Workload{WorkloadRef: WorkloadRef{Namespace: p.Namespace, Name: p.ownerName}, ServiceAccount: p.serviceAccount}
-	if w.ServiceAccount == "" {
-		w.ServiceAccount = "default"
-	}
+	w := Workload{WorkloadRef: WorkloadRef{Namespace: p.Namespace, Name: p.ownerName}}
 	switch p.ownerKind {
 	case "ReplicaSet":
 		rs := r.stores.workload("ReplicaSet", p.Namespace, p.ownerName)

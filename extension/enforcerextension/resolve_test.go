@@ -18,8 +18,7 @@ func TestResolveEveryFixturePod(t *testing.T) {
 	e := startEnforcer(t, "resolve")
 	kinds := map[string]bool{}
 	for _, p := range fakecluster.Pods() {
-		want := Workload{WorkloadRef: WorkloadRef{Namespace: p.Namespace, Kind: v1alpha1.WorkloadKind(p.WorkloadKind), Name: p.WorkloadName},
-			ServiceAccount: p.ServiceAccount}
+		want := Workload{WorkloadRef: WorkloadRef{Namespace: p.Namespace, Kind: v1alpha1.WorkloadKind(p.WorkloadKind), Name: p.WorkloadName}}
 		var wantReason UnresolvedReason
 		switch {
 		case p.HostNetwork:

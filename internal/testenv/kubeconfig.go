@@ -2,9 +2,7 @@ package testenv
 
 import (
 	"net/url"
-	"path/filepath"
 	"strings"
-	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -38,16 +36,6 @@ func (e *Env) WriteKubeconfigVia(path, proxyAddr string) error {
 	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
 	cfg.CurrentContext = "test"
 	return clientcmd.WriteToFile(*cfg, path)
-}
-
-// Kubeconfig writes a kubeconfig file for the test and returns its path.
-func (e *Env) Kubeconfig(t testing.TB) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := e.WriteKubeconfig(path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // APIServerAddr is the API server's host:port, for a Proxy to forward to.
