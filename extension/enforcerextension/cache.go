@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,8 +23,37 @@ const indexPolicyTarget = "spec.targetRef+direction"
 // cachedTypes are Network Enforcer's own objects and the native objects it
 // renders, which the controller-runtime cache keeps whole: there are few of them,
 // and the writer and the reconcilers read them as API objects.
-func cachedTypes() []client.Object {
-	return []client.Object{&v1alpha1.WorkloadNetworkPolicyProposal{}, &v1alpha1.WorkloadNetworkPolicy{}, &networkingv1.NetworkPolicy{}}
+// AuthorizationPolicies are among them only when the cluster serves them: a
+// watch on a type that the cluster does not serve fails, and a cluster without
+// Istio (Calico, Cilium) must start all the same.
+func cachedTypes(authorizationPolicies bool) []client.Object {
+	objs := []client.Object{&v1alpha1.WorkloadNetworkPolicyProposal{}, &v1alpha1.WorkloadNetworkPolicy{}, &networkingv1.NetworkPolicy{}}
+	if authorizationPolicies {
+		objs = append(objs, &securityv1.AuthorizationPolicy{})
+	}
+	return objs
+}
+
+// authorizationPolicyResource is the resource of Istio's AuthorizationPolicy
+// CRD, which the istio backend renders.
+var authorizationPolicyResource = securityv1.SchemeGroupVersion.WithResource("authorizationpolicies")
+
+// servesResource reports whether the API server serves resource r, as discovery
+// says now: a CRD installed later is seen at the next start.
+func servesResource(d discovery.DiscoveryInterface, r schema.GroupVersionResource) (bool, error) {
+	list, err := d.ServerResourcesForGroupVersion(r.GroupVersion().String())
+	if apierrors.IsNotFound(err) {
+		return false, nil // the group version is not served at all
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovery of %s: %w", r.GroupVersion(), err)
+	}
+	for _, res := range list.APIResources {
+		if res.Name == r.Resource {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func newCache(cfg *rest.Config, scheme *runtime.Scheme) (cache.Cache, error) {

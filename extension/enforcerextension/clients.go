@@ -3,6 +3,7 @@ package enforcerextension
 import (
 	"fmt"
 
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -23,14 +24,15 @@ func restConfig(auth AuthType) (*rest.Config, error) {
 	return nil, fmt.Errorf("invalid auth_type %q", auth)
 }
 
-// newScheme knows the core types and Network Enforcer's.
+// newScheme knows the core types, Network Enforcer's and Istio's security types,
+// which the istio backend renders. Knowing a type does not watch it: a cluster
+// without Istio is fine.
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return nil, err
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, securityv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

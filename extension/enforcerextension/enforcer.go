@@ -32,6 +32,10 @@ type enforcer struct {
 
 	client client.Client
 	cache  cache.Cache
+	// authorizationPolicies is whether the cluster served AuthorizationPolicies
+	// at start, and so whether they are watched and rendered.
+	authorizationPolicies bool
+
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -66,6 +70,13 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 	if err != nil {
 		return err
 	}
+	if e.authorizationPolicies, err = servesResource(cs.Discovery(), authorizationPolicyResource); err != nil {
+		return err
+	}
+	if !e.authorizationPolicies {
+		e.set.Logger.Info("The cluster does not serve AuthorizationPolicies (no Istio): policies of the istio backend are not rendered",
+			zap.String("resource", authorizationPolicyResource.String()))
+	}
 	if e.cache, err = newCache(rc, scheme); err != nil {
 		return err
 	}
@@ -79,7 +90,7 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 		cancel()
 		return err
 	}
-	for _, obj := range cachedTypes() {
+	for _, obj := range cachedTypes(e.authorizationPolicies) {
 		if _, err := e.cache.GetInformer(runCtx, obj); err != nil {
 			cancel()
 			return fmt.Errorf("watching %T: %w", obj, err)
@@ -100,7 +111,7 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 	if err != nil {
 		cancel()
 		<-e.done
-		return fmt.Errorf("the shared cache did not sync (%w): is the API server reachable, and may the service account list and watch pods, workloads, namespaces, proposals and policies?", err)
+		return fmt.Errorf("the shared cache did not sync (%w): is the API server reachable, and may the service account list and watch pods, workloads, namespaces, proposals, policies and the policy objects it renders?", err)
 	}
 	e.resolver = &resolver{stores: st, reader: e.cache}
 	if err := e.startPromoter(runCtx); err != nil {
@@ -131,12 +142,13 @@ func (e *enforcer) Reader() client.Reader { return e.cache }
 func (e *enforcer) Client() client.Client { return e.client }
 
 // startPromoter runs the promotion and rendering reconcilers whenever this
-// replica leads.
+// replica leads. A change to any cached object, a rendered one included (drift),
+// asks them for a round.
 func (e *enforcer) startPromoter(ctx context.Context) error {
 	p := &promoter{logger: e.set.Logger, reader: e.cache, client: e.client, kick: make(chan struct{}, 1),
-		render: &renderer{logger: e.set.Logger, reader: e.cache, client: e.client}}
+		render: &renderer{logger: e.set.Logger, reader: e.cache, client: e.client, authorizationPolicies: e.authorizationPolicies}}
 	var informers []handlerAdder
-	for _, obj := range cachedTypes() {
+	for _, obj := range cachedTypes(e.authorizationPolicies) {
 		inf, err := e.cache.GetInformer(ctx, obj)
 		if err != nil {
 			return err

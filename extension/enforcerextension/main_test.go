@@ -45,6 +45,12 @@ func TestMain(m *testing.M) {
 // own name, short enough for tests.
 func startEnforcer(t *testing.T, lease string) *enforcer {
 	t.Helper()
+	return startEnforcerOn(t, env, lease)
+}
+
+// startEnforcerOn starts an enforcer as startEnforcer does, on control plane cp.
+func startEnforcerOn(t *testing.T, cp *testenv.Env, lease string) *enforcer {
+	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	cfg.LeaderElection = LeaderElectionConfig{
 		LeaseName: lease, LeaseNamespace: "default",
@@ -52,7 +58,7 @@ func startEnforcer(t *testing.T, lease string) *enforcer {
 	}
 	set := extension.Settings{ID: component.NewID(Type), TelemetrySettings: componenttest.NewNopTelemetrySettings(),
 		BuildInfo: component.NewDefaultBuildInfo()}
-	e := newEnforcer(set, cfg, func(AuthType) (*rest.Config, error) { return env.Config, nil })
+	e := newEnforcer(set, cfg, func(AuthType) (*rest.Config, error) { return cp.Config, nil })
 	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,8 @@ type handlerAdder interface {
 	AddEventHandler(toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error)
 }
 
-// watch asks for a round whenever a proposal or a policy changes.
+// watch asks for a round whenever a proposal, a policy or a rendered object
+// changes: a change to a rendered object may be drift to revert.
 func (p *promoter) watch(informers ...handlerAdder) error {
 	kick := func(any) {
 		select {

@@ -6,12 +6,11 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	networkingv1 "k8s.io/api/networking/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -22,17 +21,36 @@ import (
 // policy and its mode say.
 const ConditionRendered = "Rendered"
 
-// renderer keeps each WorkloadNetworkPolicy of the kubernetes backend rendered:
-// in protect mode a NetworkPolicy of the same name and namespace, owned by the
-// policy, with spec.kubernetes as its spec; in monitor mode none (the flows are
-// judged in software). Drift on an owned NetworkPolicy is reverted; a
-// NetworkPolicy of that name that the policy does not own is left alone and
-// reported in the Rendered condition. The istio backend arrives with the Istio
-// rendering.
+// Reasons of the Rendered condition.
+const (
+	// ReasonMonitor: the native object is as monitor mode asks (none for the
+	// kubernetes backend, a dry-run AuthorizationPolicy for istio).
+	ReasonMonitor = "Monitor"
+	// ReasonProtect: the native object is rendered and the data plane enforces it.
+	ReasonProtect = "Protect"
+	// ReasonNotOwned: an object of the policy's name and kind exists that the
+	// policy does not control; it is left as it is, and the policy is not
+	// rendered.
+	ReasonNotOwned = "NotOwned"
+	// ReasonNoAuthorizationPolicyCRD: the policy has the istio backend, and the
+	// cluster did not serve AuthorizationPolicies when the collector started.
+	ReasonNoAuthorizationPolicyCRD = "NoAuthorizationPolicyCRD"
+)
+
+// renderer keeps each WorkloadNetworkPolicy rendered as the native object of its
+// backend, with the policy's name and namespace and a controller owner reference
+// to it: a NetworkPolicy for kubernetes (render_networkpolicy.go), an
+// AuthorizationPolicy for istio (render_authorizationpolicy.go). Drift on an owned
+// object is reverted; an object of that name that the policy does not control is
+// left alone and reported in the Rendered condition.
 type renderer struct {
 	logger *zap.Logger
 	reader client.Reader
 	client client.Client
+	// authorizationPolicies is whether the cluster serves AuthorizationPolicies,
+	// as discovery said at start. Without Istio they are neither watched nor
+	// rendered.
+	authorizationPolicies bool
 }
 
 func (r *renderer) reconcileAll(ctx context.Context) {
@@ -45,9 +63,6 @@ func (r *renderer) reconcileAll(ctx context.Context) {
 			return
 		}
 		p := &list.Items[i]
-		if p.Spec.Backend != v1alpha1.BackendKubernetes {
-			continue
-		}
 		if err := r.reconcile(ctx, p); err != nil {
 			r.logger.Warn("Could not render a policy; retrying", zap.String("namespace", p.Namespace),
 				zap.String("name", p.Name), zap.Error(err))
@@ -55,44 +70,94 @@ func (r *renderer) reconcileAll(ctx context.Context) {
 	}
 }
 
+// reconcile renders one policy with the native object of its backend.
 func (r *renderer) reconcile(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicy) error {
-	var np networkingv1.NetworkPolicy
-	// The cache: a round looks at every policy. A NetworkPolicy created a moment
-	// ago that it does not show yet makes the create below fail as existing,
-	// which the next round sees.
-	err := r.reader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, &np)
+	switch p.Spec.Backend {
+	case v1alpha1.BackendKubernetes:
+		return render(ctx, r, p, networkPolicies{})
+	case v1alpha1.BackendIstio:
+		if !r.authorizationPolicies {
+			// A condition, not an error: nothing changes until the collector
+			// restarts, so retrying every round would only fill the log.
+			return r.setRendered(ctx, p, metav1.ConditionFalse, ReasonNoAuthorizationPolicyCRD,
+				"the cluster did not serve security.istio.io/v1 AuthorizationPolicies when the collector started: install Istio, then restart the collector")
+		}
+		return render(ctx, r, p, authorizationPolicies{})
+	}
+	return nil
+}
+
+// nativeKind is one backend's kind of native object: what a policy asks of it.
+// What every backend does alike (read, ownership check, create, update, delete
+// and the condition) is render's.
+type nativeKind[T client.Object] interface {
+	// kind names the object in conditions, such as "NetworkPolicy".
+	kind() string
+	// empty returns an object to read into.
+	empty() T
+	// outcome says whether the policy, in its mode, asks for an object at all,
+	// and the Rendered reason and message once the cluster is as it asks.
+	outcome(p *v1alpha1.WorkloadNetworkPolicy) (wanted bool, reason, msg string)
+	// desired returns the object that the policy asks for: its name, namespace
+	// and every field that the policy decides, without an owner reference.
+	desired(p *v1alpha1.WorkloadNetworkPolicy) (T, error)
+	// sync sets in have the fields that the policy decides as they are in want,
+	// leaving the others (another tool's annotations, the status) alone, and
+	// reports whether have changed.
+	sync(have, want T) bool
+	// encode returns the object as it is sent to the API server.
+	encode(obj T) (client.Object, error)
+}
+
+// render brings the native object of policy p, of kind k, in line with p.
+func render[T client.Object](ctx context.Context, r *renderer, p *v1alpha1.WorkloadNetworkPolicy, k nativeKind[T]) error {
+	have := k.empty()
+	// The cache: a round looks at every policy. An object created a moment ago
+	// that it does not show yet makes the create below fail as existing, which
+	// the next round sees.
+	err := r.reader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, have)
 	exists := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if exists && !metav1.IsControlledBy(&np, p) {
-		return r.setRendered(ctx, p, metav1.ConditionFalse, "NotOwned",
-			fmt.Sprintf("a NetworkPolicy %s/%s exists that this policy does not own; it is left as it is", np.Namespace, np.Name))
+	if exists && !metav1.IsControlledBy(have, p) {
+		return r.setRendered(ctx, p, metav1.ConditionFalse, ReasonNotOwned,
+			fmt.Sprintf("a %s %s/%s exists that this policy does not own; it is left as it is", k.kind(), p.Namespace, p.Name))
 	}
-	if p.Spec.Mode != v1alpha1.PolicyModeProtect {
-		if exists {
-			if err := r.client.Delete(ctx, &np, client.Preconditions{UID: &np.UID}); err != nil && !apierrors.IsNotFound(err) {
+	wanted, reason, msg := k.outcome(p)
+	switch {
+	case !wanted && exists:
+		// The UID precondition keeps an object made again in the meantime.
+		if err := r.client.Delete(ctx, have, client.Preconditions{UID: ptr.To(have.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	case wanted:
+		want, err := k.desired(p)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			if err := controllerutil.SetControllerReference(p, want, r.client.Scheme()); err != nil {
+				return err
+			}
+			enc, err := k.encode(want)
+			if err != nil {
+				return err
+			}
+			if err := r.client.Create(ctx, enc); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+		} else if k.sync(have, want) { // drift, a changed policy or a mode change
+			enc, err := k.encode(have)
+			if err != nil {
+				return err
+			}
+			if err := r.client.Update(ctx, enc); err != nil {
 				return err
 			}
 		}
-		return r.setRendered(ctx, p, metav1.ConditionTrue, "Monitor", "monitor mode: no NetworkPolicy; flows are judged against spec.kubernetes")
 	}
-	want := p.Spec.Kubernetes.DeepCopy()
-	if !exists {
-		np = networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}, Spec: *want}
-		if err := controllerutil.SetControllerReference(p, &np, r.client.Scheme()); err != nil {
-			return err
-		}
-		if err := r.client.Create(ctx, &np); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-	} else if !apiequality.Semantic.DeepEqual(np.Spec, *want) {
-		np.Spec = *want // drift, or a changed policy
-		if err := r.client.Update(ctx, &np); err != nil {
-			return err
-		}
-	}
-	return r.setRendered(ctx, p, metav1.ConditionTrue, "Protect", "protect mode: the NetworkPolicy is rendered")
+	return r.setRendered(ctx, p, metav1.ConditionTrue, reason, msg)
 }
 
 // setRendered writes the Rendered condition when it changes.

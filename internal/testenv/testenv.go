@@ -1,8 +1,9 @@
 // Package testenv starts a real Kubernetes control plane for tests: etcd and
 // kube-apiserver through controller-runtime's envtest, with the project's CRDs and
-// admission policies installed, and optionally kube-controller-manager running the
-// garbage collector. The binaries come from hack/controlplane.sh, which builds them
-// from Go modules into a versioned cache folder.
+// admission policies and Istio's AuthorizationPolicy CRD installed, and optionally
+// kube-controller-manager running the garbage collector. The binaries come from
+// hack/controlplane.sh, which builds them from Go modules into a versioned cache
+// folder.
 package testenv
 
 import (
@@ -12,6 +13,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -26,14 +29,17 @@ type Options struct {
 	// ControllerManager starts kube-controller-manager with the garbage collector,
 	// for tests of deletion through owner references.
 	ControllerManager bool
+	// WithoutIstio leaves Istio's AuthorizationPolicy CRD out, as in a cluster
+	// without Istio (Calico, Cilium).
+	WithoutIstio bool
 }
 
 // Env is a running control plane.
 type Env struct {
 	// Config reaches the API server as a cluster administrator.
 	Config *rest.Config
-	// Client is a controller-runtime client on Config that knows the core and
-	// Network Enforcer types.
+	// Client is a controller-runtime client on Config that knows the core,
+	// Network Enforcer and Istio security types.
 	Client client.Client
 	// Scheme is the scheme of Client.
 	Scheme *runtime.Scheme
@@ -71,11 +77,18 @@ func New(opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, securityv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
 	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	if !opts.WithoutIstio {
+		crd, err := istioCRD(root, AuthorizationPolicyCRD)
+		if err != nil {
+			return nil, fmt.Errorf("the istio AuthorizationPolicy CRD: %w", err)
+		}
+		crds = append(crds, crd)
 	}
 
 	dir, err := os.MkdirTemp("", "network-enforcer-testenv-")
@@ -92,6 +105,7 @@ func New(opts Options) (_ *Env, err error) {
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "crds")},
+		CRDs:                  crds,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
