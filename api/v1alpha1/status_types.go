@@ -34,6 +34,12 @@ type WorkloadNetworkPolicyStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	ActiveViolationCount int32 `json:"activeViolationCount,omitempty"`
 
+	// lastViolationID is the id that the newest record got. Ids count up from 1
+	// and are never reused, so an acknowledgement cannot reach a later record.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LastViolationID int64 `json:"lastViolationID,omitempty"`
+
 	// violations are the newest active (not acknowledged) violation records.
 	// +optional
 	// +listType=atomic

@@ -3,7 +3,6 @@ package k8swriterexporter
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
 
@@ -16,10 +15,6 @@ type Config struct {
 	// Kubernetes client and cache.
 	Enforcer component.ID `mapstructure:"enforcer"`
 
-	// StatusSyncInterval is how often buffered violation observations are merged
-	// into policy status.
-	StatusSyncInterval time.Duration `mapstructure:"status_sync_interval"`
-
 	// WriteQPS and WriteBurst rate-limit the writes to the Kubernetes API, so a
 	// burst of new edges cannot flood the API server.
 	WriteQPS   float64 `mapstructure:"write_qps"`
@@ -30,25 +25,17 @@ type Config struct {
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		Enforcer:           enforcerextension.DefaultReference(),
-		StatusSyncInterval: 30 * time.Second,
-		WriteQPS:           5,
-		WriteBurst:         10,
+		Enforcer:   enforcerextension.DefaultReference(),
+		WriteQPS:   5,
+		WriteBurst: 10,
 	}
 }
-
-// minStatusSyncInterval keeps the status sync from rewriting every policy many
-// times a second.
-const minStatusSyncInterval = time.Second
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	var errs []error
 	if err := enforcerextension.ValidateReference(c.Enforcer); err != nil {
 		errs = append(errs, err)
-	}
-	if c.StatusSyncInterval < minStatusSyncInterval {
-		errs = append(errs, fmt.Errorf("invalid status_sync_interval %s: must be at least %s", c.StatusSyncInterval, minStatusSyncInterval))
 	}
 	if c.WriteQPS <= 0 {
 		errs = append(errs, fmt.Errorf("invalid write_qps %v: must be positive", c.WriteQPS))

@@ -3,7 +3,6 @@ package k8swriterexporter
 import (
 	"path/filepath"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
 
@@ -14,14 +13,12 @@ func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
 		{ID: component.NewID(Type), Want: createDefaultConfig()},
 		{ID: component.NewIDWithName(Type, "custom"), Want: &Config{
-			Enforcer:           component.MustNewIDWithName("enforcer", "primary"),
-			StatusSyncInterval: 10 * time.Second,
-			WriteQPS:           20,
-			WriteBurst:         40,
+			Enforcer:   component.MustNewIDWithName("enforcer", "primary"),
+			WriteQPS:   20,
+			WriteBurst: 40,
 		}},
 		{ID: component.NewIDWithName(Type, "bad"), WantErr: []string{
 			`invalid enforcer "debug": must name an extension of type "enforcer"`,
-			"invalid status_sync_interval 100ms: must be at least 1s",
 			"invalid write_qps 0: must be positive",
 			"invalid write_burst 0: must be at least 1",
 		}},

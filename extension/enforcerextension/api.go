@@ -28,6 +28,14 @@ type Enforcer interface {
 	// Selector returns the workload's current pod selector, or false when the
 	// workload is gone or selects nothing that a policy could name.
 	Selector(ctx context.Context, w WorkloadRef) (*metav1.LabelSelector, types.UID, bool)
+	// Labels returns the labels that the workload's pods carry (its pod
+	// template's) and the labels of its namespace, which a policy's pod and
+	// namespace selectors match; false when the workload is not known. The maps
+	// are shared: callers must not change them.
+	Labels(w WorkloadRef) (pod, namespace map[string]string, ok bool)
+	// Policies returns the WorkloadNetworkPolicies that target the workload in
+	// that direction, straight from the cache: callers must not change them.
+	Policies(w WorkloadRef, direction v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy
 
 	// Reader reads proposals and policies from the shared cache.
 	Reader() client.Reader

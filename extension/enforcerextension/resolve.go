@@ -86,10 +86,33 @@ func (r *resolver) resolvePod(p *podInfo) (Workload, UnresolvedReason) {
 
 // HasPolicy reports whether a WorkloadNetworkPolicy targets w in direction d.
 func (r *resolver) HasPolicy(w WorkloadRef, d v1alpha1.Direction) bool {
+	return len(r.Policies(w, d)) > 0
+}
+
+// Policies lists the policies that target w in direction d. The flow path asks
+// for every flow, so it reads the cached objects without copying them.
+func (r *resolver) Policies(w WorkloadRef, d v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy {
 	var list v1alpha1.WorkloadNetworkPolicyList
 	err := r.reader.List(context.Background(), &list, client.InNamespace(w.Namespace),
-		client.MatchingFields{indexPolicyTarget: policyTargetKey(w.Kind, w.Name, d)})
-	return err == nil && len(list.Items) > 0
+		client.MatchingFields{indexPolicyTarget: policyTargetKey(w.Kind, w.Name, d)}, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return nil
+	}
+	return list.Items
+}
+
+// Labels returns the workload's pod template labels and its namespace's labels.
+func (r *resolver) Labels(w WorkloadRef) (pod, namespace map[string]string, ok bool) {
+	info := r.stores.workload(string(w.Kind), w.Namespace, w.Name)
+	if info == nil {
+		return nil, nil, false
+	}
+	if obj, found, err := r.stores.namespaces.GetIndexer().GetByKey(w.Namespace); err == nil && found {
+		if ns, isNS := obj.(*namespaceInfo); isNS {
+			namespace = ns.Labels
+		}
+	}
+	return info.templateLabels, namespace, true
 }
 
 // jobLabels are the labels that the Job controller adds to each Job's pods; they

@@ -73,4 +73,14 @@ var table = []row{
 		serviceAccount: "reports", pods: []pod{{"reports-55c6d7b8f9-lm2xp", "10.244.1.15"}}},
 	{namespace: "web", kind: KindDeployment, name: "frontend", child: "84c9d6b7f", labels: app("frontend"),
 		serviceAccount: "frontend", pods: []pod{{"frontend-84c9d6b7f-9zq1w", "10.244.6.2"}}},
+
+	// guarded: no fixture has it, and its addresses come from 10.0.8.0/24, a
+	// range no fixture uses. Violation tests send their own flows between these
+	// workloads, so that what the fixtures teach stays as it is.
+	{namespace: "guarded", kind: KindDeployment, name: "api", child: "5c6d7e8f9", labels: app("api"),
+		serviceAccount: "api", pods: []pod{{"api-5c6d7e8f9-a1b2c", "10.0.8.10"}}},
+	{namespace: "guarded", kind: KindDeployment, name: "client", child: "6d7e8f9a0", labels: app("client"),
+		serviceAccount: "client", pods: []pod{{"client-6d7e8f9a0-d3e4f", "10.0.8.11"}}},
+	{namespace: "guarded", kind: KindDeployment, name: "intruder", child: "7e8f9a0b1", labels: app("intruder"),
+		serviceAccount: "intruder", pods: []pod{{"intruder-7e8f9a0b1-g5h6i", "10.0.8.12"}}},
 }

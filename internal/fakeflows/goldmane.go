@@ -21,6 +21,7 @@ type Goldmane struct {
 	mu       sync.Mutex
 	flows    []*pb.FlowResult
 	requests []*pb.FlowStreamRequest
+	live     live[*pb.FlowResult]
 }
 
 // NewGoldmane returns a Goldmane that serves flows.
@@ -33,7 +34,9 @@ func (g *Goldmane) Stream(req *pb.FlowStreamRequest, stream pb.Flows_StreamServe
 	g.mu.Lock()
 	g.requests = append(g.requests, proto.Clone(req).(*pb.FlowStreamRequest))
 	flows := g.flows
+	pushed, cancel := g.live.subscribe()
 	g.mu.Unlock()
+	defer cancel()
 	select {
 	case g.Opened <- struct{}{}:
 	default:
@@ -51,8 +54,15 @@ func (g *Goldmane) Stream(req *pb.FlowStreamRequest, stream pb.Flows_StreamServe
 			return err
 		}
 	}
-	<-stream.Context().Done()
-	return nil
+	return follow(pushed, stream.Context().Done(), stream.Send)
+}
+
+// Push sends flows to the open streams, and keeps them for the next ones.
+func (g *Goldmane) Push(flows ...*pb.FlowResult) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.flows = append(g.flows[:len(g.flows):len(g.flows)], flows...)
+	g.live.push(flows...)
 }
 
 // SetFlows replaces what the next streams serve.

@@ -19,6 +19,7 @@ type HubbleRelay struct {
 	mu        sync.Mutex
 	responses []*observer.GetFlowsResponse
 	requests  []*observer.GetFlowsRequest
+	live      live[*observer.GetFlowsResponse]
 }
 
 // NewHubbleRelay returns a relay that serves responses.
@@ -31,7 +32,9 @@ func (r *HubbleRelay) GetFlows(req *observer.GetFlowsRequest, stream observer.Ob
 	r.mu.Lock()
 	r.requests = append(r.requests, proto.Clone(req).(*observer.GetFlowsRequest))
 	responses := r.responses
+	pushed, cancel := r.live.subscribe()
 	r.mu.Unlock()
+	defer cancel()
 	select {
 	case r.Opened <- struct{}{}:
 	default:
@@ -48,8 +51,15 @@ func (r *HubbleRelay) GetFlows(req *observer.GetFlowsRequest, stream observer.Ob
 			return err
 		}
 	}
-	<-stream.Context().Done()
-	return nil
+	return follow(pushed, stream.Context().Done(), stream.Send)
+}
+
+// Push sends responses to the open streams, and keeps them for the next ones.
+func (r *HubbleRelay) Push(responses ...*observer.GetFlowsResponse) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.responses = append(r.responses[:len(r.responses):len(r.responses)], responses...)
+	r.live.push(responses...)
 }
 
 // SetResponses replaces what the next streams serve.

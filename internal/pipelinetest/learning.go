@@ -1,11 +1,13 @@
 // Package pipelinetest starts Network Enforcer's learning path in process for
 // tests and benchmarks: the enforcer extension on the API server that
-// $KUBECONFIG names, the learning processor and the Kubernetes writer, with
-// telemetry that the test reads.
+// $KUBECONFIG names, the learning processor and the Kubernetes writer, and on
+// request the violation processor behind them, with telemetry that the test
+// reads.
 package pipelinetest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -22,6 +25,7 @@ import (
 	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
+	"github.com/kubewarden/network-enforcer/processor/violationprocessor"
 )
 
 // EnforcerID is the ID of the enforcer extension that Learning starts.
@@ -45,9 +49,24 @@ type host struct {
 
 func (h host) GetExtensions() map[component.ID]component.Component { return h.exts }
 
+// Options choose what StartPipeline starts besides the learning path.
+type Options struct {
+	// Violations, when set, receives what the violation processor sends: it
+	// gets the learning processor's output as the writer does.
+	Violations consumer.Logs
+	// StatusSyncInterval is the violation processor's; its default when zero.
+	StatusSyncInterval time.Duration
+}
+
 // StartLearning starts the extension (leader election on a short lease in the
 // default namespace), the writer and the processor; they stop when the test ends.
 func StartLearning(tb testing.TB) *Learning {
+	tb.Helper()
+	return StartPipeline(tb, Options{})
+}
+
+// StartPipeline starts the learning path, and the violation path when opts ask.
+func StartPipeline(tb testing.TB, opts Options) *Learning {
 	tb.Helper()
 	ctx := context.Background()
 	l := &Learning{Tel: componenttest.NewTelemetry()}
@@ -71,12 +90,30 @@ func StartLearning(tb testing.TB) *Learning {
 	writer, err := wf.CreateLogs(ctx, exporter.Settings{ID: component.NewID(wf.Type()), TelemetrySettings: l.Settings, BuildInfo: build},
 		wf.CreateDefaultConfig())
 	must(tb, err)
+	var next consumer.Logs = writer
+	started := []component.Component{ext, writer}
+	if opts.Violations != nil {
+		vf := violationprocessor.NewFactory()
+		vcfg := vf.CreateDefaultConfig().(*violationprocessor.Config)
+		if opts.StatusSyncInterval > 0 {
+			vcfg.StatusSyncInterval = opts.StatusSyncInterval
+		}
+		violations, err := vf.CreateLogs(ctx, processor.Settings{ID: component.NewID(vf.Type()), TelemetrySettings: l.Settings, BuildInfo: build},
+			vcfg, opts.Violations)
+		must(tb, err)
+		started = append(started, violations)
+		// As the forward connector fans a pipeline out in the collector.
+		next, err = consumer.NewLogs(func(ctx context.Context, ld plog.Logs) error {
+			return errors.Join(writer.ConsumeLogs(ctx, ld), violations.ConsumeLogs(ctx, ld))
+		})
+		must(tb, err)
+	}
 	pf := learningprocessor.NewFactory()
 	proc, err := pf.CreateLogs(ctx, processor.Settings{ID: component.NewID(pf.Type()), TelemetrySettings: l.Settings, BuildInfo: build},
-		pf.CreateDefaultConfig(), writer)
+		pf.CreateDefaultConfig(), next)
 	must(tb, err)
 	l.Processor = proc
-	for _, c := range []component.Component{ext, writer, proc} {
+	for _, c := range append(started, proc) {
 		l.Add(tb, c)
 	}
 	tb.Cleanup(func() { l.Stop(tb) })

@@ -51,7 +51,7 @@ func (m *memo) resolve(e *flow.Endpoint) (enforcerextension.Workload, string) {
 	if r, ok := m.ends[k]; ok {
 		return r.workload, r.reason
 	}
-	w, reason := m.p.resolve(e)
+	w, reason := enforcerextension.ResolveEndpoint(m.p.enforcer, e)
 	m.ends[k] = resolved{workload: w, reason: reason}
 	return w, reason
 }

@@ -2,7 +2,6 @@ package learningprocessor
 
 import (
 	"context"
-	"net/netip"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -135,33 +134,4 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 		}
 		edge.AppendTo(sl)
 	}
-}
-
-// resolve finds an end's workload: by pod name when the data plane names the
-// pod, else (or when that pod is unknown) by address.
-func (p *learningProcessor) resolve(e *flow.Endpoint) (enforcerextension.Workload, string) {
-	switch e.External {
-	case "":
-	case flow.ExternalHost:
-		return enforcerextension.Workload{}, reasonHost
-	default:
-		return enforcerextension.Workload{}, reasonExternal
-	}
-	reason := enforcerextension.UnresolvedNoPod
-	if e.Pod != "" && e.Namespace != "" {
-		var w enforcerextension.Workload
-		if w, reason = p.enforcer.ResolvePod(e.Namespace, e.Pod); reason == "" {
-			return w, ""
-		}
-	}
-	if reason == enforcerextension.UnresolvedNoPod {
-		if _, err := netip.ParseAddr(e.Address); err == nil {
-			w, r := p.enforcer.ResolveIP(e.Address)
-			if r == "" {
-				return w, ""
-			}
-			reason = r
-		}
-	}
-	return enforcerextension.Workload{}, string(reason)
 }

@@ -15,11 +15,9 @@ const (
 	MetricDropped    = "network_enforcer_learning_dropped"
 )
 
-// Reasons, besides the enforcer's unresolved reasons (prefixed target_ or
-// peer_), that a flow side teaches nothing.
+// Reasons, besides the enforcer's reasons for an end without a workload
+// (prefixed target_ or peer_), that a flow side teaches nothing.
 const (
-	reasonExternal   = "external"
-	reasonHost       = "host"
 	reasonNotAllowed = "not_allowed"
 	reasonNoPort     = "no_port"
 	reasonNoIdentity = "peer_no_identity"

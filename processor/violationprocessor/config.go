@@ -1,6 +1,10 @@
 package violationprocessor
 
 import (
+	"errors"
+	"fmt"
+	"time"
+
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
@@ -9,17 +13,44 @@ import (
 // Config is the configuration of the violation processor.
 type Config struct {
 	// Enforcer names the enforcer extension whose Kubernetes cache resolves pods
-	// and policies.
+	// and policies, and which elects the leader that writes policy status.
 	Enforcer component.ID `mapstructure:"enforcer"`
+
+	// StatusSyncInterval is how often the leader merges the buffered
+	// observations and the acknowledgements into the policies' status.
+	StatusSyncInterval time.Duration `mapstructure:"status_sync_interval"`
+
+	// MaxBuffered bounds the distinct violation records buffered between two
+	// status syncs; a repeat of a buffered record takes no room. What does not
+	// fit is counted and logged; its event has been sent already.
+	MaxBuffered int `mapstructure:"max_buffered"`
 
 	_ struct{}
 }
 
 func createDefaultConfig() component.Config {
-	return &Config{Enforcer: enforcerextension.DefaultReference()}
+	return &Config{
+		Enforcer:           enforcerextension.DefaultReference(),
+		StatusSyncInterval: 30 * time.Second,
+		MaxBuffered:        10000,
+	}
 }
+
+// minStatusSyncInterval keeps the status sync from rewriting every policy many
+// times a second.
+const minStatusSyncInterval = time.Second
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	return enforcerextension.ValidateReference(c.Enforcer)
+	var errs []error
+	if err := enforcerextension.ValidateReference(c.Enforcer); err != nil {
+		errs = append(errs, err)
+	}
+	if c.StatusSyncInterval < minStatusSyncInterval {
+		errs = append(errs, fmt.Errorf("invalid status_sync_interval %s: must be at least %s", c.StatusSyncInterval, minStatusSyncInterval))
+	}
+	if c.MaxBuffered < 1 {
+		errs = append(errs, fmt.Errorf("invalid max_buffered %d: must be at least 1", c.MaxBuffered))
+	}
+	return errors.Join(errs...)
 }

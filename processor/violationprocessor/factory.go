@@ -1,4 +1,4 @@
-// Package violationprocessor is the violation processor: it turns violation candidates into violation observations, attributes each to a WorkloadNetworkPolicy, and emits a policy_violation_observed log event for it.
+// Package violationprocessor is the violation processor: it turns violation candidates into violation observations, attributes each to a WorkloadNetworkPolicy, sends a policy_violation_observed log event for it at once, and merges the observations and acknowledgements into the policies' status on the status sync interval.
 package violationprocessor
 
 import (
@@ -22,7 +22,13 @@ func NewFactory() processor.Factory {
 }
 
 func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
-	p := newViolationProcessor(set, cfg.(*Config))
+	p, err := newViolationProcessor(set, cfg.(*Config), next)
+	if err != nil {
+		return nil, err
+	}
+	// The processor reads its input and builds new events: it changes nothing
+	// it is given.
 	return processorhelper.NewLogs(ctx, set, cfg, next, p.processLogs,
-		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}))
+		processorhelper.WithStart(p.start),
+		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}))
 }

@@ -2,22 +2,136 @@ package violationprocessor
 
 import (
 	"context"
+	"time"
 
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processorhelper"
+	"go.uber.org/zap"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/learning"
 )
 
-// violationProcessor holds the processor's state. Its behaviour arrives with its own
-// issue; until then it passes flows through unchanged.
+// violationProcessor turns violation candidates into observations: it sends
+// each at once as a policy_violation_observed event, and buffers it for the
+// status sync, which the leader runs every status sync interval. Its output is
+// the events only: learning events and flows stay in the pipeline that feeds it.
 type violationProcessor struct {
-	cfg *Config
-	set processor.Settings
+	cfg       *Config
+	logger    *zap.Logger
+	next      consumer.Logs
+	enforcer  enforcerextension.Enforcer
+	buffer    *buffer
+	telemetry *telemetry
 }
 
-func newViolationProcessor(set processor.Settings, cfg *Config) *violationProcessor {
-	return &violationProcessor{cfg: cfg, set: set}
+func newViolationProcessor(set processor.Settings, cfg *Config, next consumer.Logs) (*violationProcessor, error) {
+	tel, err := newTelemetry(set)
+	if err != nil {
+		return nil, err
+	}
+	return &violationProcessor{cfg: cfg, logger: set.Logger, next: next, buffer: newBuffer(cfg.MaxBuffered), telemetry: tel}, nil
 }
 
-func (p *violationProcessor) processLogs(_ context.Context, ld plog.Logs) (plog.Logs, error) {
-	return ld, nil
+func (p *violationProcessor) start(_ context.Context, host component.Host) error {
+	e, err := enforcerextension.Find(host, p.cfg.Enforcer)
+	if err != nil {
+		return err
+	}
+	p.enforcer = e
+	e.OnLeading(p.runSync)
+	return nil
+}
+
+func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	out := plog.NewLogs()
+	sl := out.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	var c counts
+	var rec flow.Record // one for the batch, as in the learning processor
+	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
+		if lr.EventName() != learning.CandidateEventName {
+			return
+		}
+		rec.ReadFrom(lr)
+		cand := candidate{rec: &rec, direction: v1alpha1.Direction(str(lr, learning.AttrTargetDirection))}
+		cand.target = enforcerextension.WorkloadRef{
+			Namespace: str(lr, learning.AttrTargetNamespace),
+			Kind:      v1alpha1.WorkloadKind(str(lr, learning.AttrTargetKind)),
+			Name:      str(lr, learning.AttrTargetName),
+		}
+		o, reason := p.observe(&cand)
+		switch reason {
+		case "":
+		case reasonAmbiguous:
+			c.unattributed++
+			return
+		default:
+			c.dismiss(reason)
+			return
+		}
+		c.observe(string(o.key.Action))
+		appendObserved(sl, &o)
+		if !p.buffer.add(&o) {
+			c.dropped += o.count
+		}
+	})
+	p.telemetry.record(ctx, &c)
+	if sl.LogRecords().Len() == 0 {
+		return out, processorhelper.ErrSkipProcessingData
+	}
+	return out, nil
+}
+
+// observe judges a candidate: the observation it is, or why it is none.
+func (p *violationProcessor) observe(c *candidate) (observation, string) {
+	if !c.judgedHere() {
+		return observation{}, reasonOtherSide
+	}
+	proto, ok := protocolOf(c.rec.Transport)
+	if !ok {
+		return observation{}, reasonProtocol
+	}
+	pol, reason := owner(c, p.enforcer.Policies(c.target, c.direction))
+	if reason != "" {
+		return observation{}, reason
+	}
+	targetEnd, otherEnd := &c.rec.Destination, &c.rec.Source
+	if c.direction == v1alpha1.DirectionEgress {
+		targetEnd, otherEnd = otherEnd, targetEnd
+	}
+	otherView, otherPeer := other(p.enforcer, otherEnd)
+	action, ok := actionOf(c, pol, otherPeer)
+	if !ok {
+		return observation{}, reasonAllowed
+	}
+	o := observation{
+		policy:   policyName(pol),
+		provider: c.rec.Provider,
+		time:     c.rec.Time,
+		count:    max(c.rec.Count, 1),
+		key: recordKey{
+			Protocol: proto, DstPort: int32(c.rec.Destination.Port), Action: action,
+			Policy: v1alpha1.PolicyReference{Namespace: pol.Namespace, Name: pol.Name},
+		},
+	}
+	if o.time.IsZero() {
+		o.time = time.Now()
+	}
+	o.key.Source, o.key.Destination = otherView, target(c.target, targetEnd)
+	if c.direction == v1alpha1.DirectionEgress {
+		o.key.Source, o.key.Destination = o.key.Destination, o.key.Source
+	}
+	return o, ""
+}
+
+func str(lr plog.LogRecord, k string) string {
+	if v, ok := lr.Attributes().Get(k); ok {
+		return v.Str()
+	}
+	return ""
 }

@@ -27,6 +27,7 @@ func TestSampleConfigStartsAndStops(t *testing.T) {
 		"NE_HEALTH_ENDPOINT="+health,
 		"NE_HUBBLE_ENDPOINT="+freeAddr(t),
 		"NE_HUBBLE_CA_FILE="+testcerts.NewCA(t, "cilium-ca").CertFile,
+		"NE_PROMETHEUS_ENDPOINT="+freeAddr(t),
 		"KUBECONFIG="+kubeconfig)
 
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true,

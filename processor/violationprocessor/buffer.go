@@ -1,0 +1,121 @@
+package violationprocessor
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubewarden/network-enforcer/internal/flow"
+)
+
+// pending is what the buffer holds for one record between two status syncs.
+type pending struct {
+	// first and last are when the record was first and last observed.
+	first, last time.Time
+	// count is how many observations it stands for.
+	count int64
+}
+
+// buffer holds the observations between two status syncs, per policy and
+// record. A repeat of a buffered record only adds to its count, so the buffer
+// grows with the distinct records, and it holds at most max of them.
+type buffer struct {
+	mu       sync.Mutex
+	max      int
+	n        int
+	policies map[types.NamespacedName]map[recordKey]*pending
+	// provider is the data plane of the latest observation: acknowledgement
+	// events name it too.
+	provider flow.Provider
+}
+
+func newBuffer(maxRecords int) *buffer {
+	return &buffer{max: maxRecords, policies: map[types.NamespacedName]map[recordKey]*pending{}}
+}
+
+// add buffers an observation; false when it is a new record and the buffer is
+// full.
+func (b *buffer) add(o *observation) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.provider = o.provider
+	records := b.policies[o.policy]
+	if p, ok := records[o.key]; ok {
+		p.count += o.count
+		if o.time.After(p.last) {
+			p.last = o.time
+		}
+		if o.time.Before(p.first) {
+			p.first = o.time
+		}
+		return true
+	}
+	if b.n >= b.max {
+		return false
+	}
+	if records == nil {
+		records = map[recordKey]*pending{}
+		b.policies[o.policy] = records
+	}
+	records[o.key] = &pending{first: o.time, last: o.time, count: o.count}
+	b.n++
+	return true
+}
+
+// take removes and returns everything buffered.
+func (b *buffer) take() (map[types.NamespacedName]map[recordKey]*pending, flow.Provider) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.policies
+	b.policies, b.n = map[types.NamespacedName]map[recordKey]*pending{}, 0
+	return out, b.provider
+}
+
+// putBack returns what a failed status write took, so that the next sync tries
+// again; what no longer fits is dropped and its count returned.
+func (b *buffer) putBack(policy types.NamespacedName, records map[recordKey]*pending) (dropped int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	current := b.policies[policy]
+	for k, p := range records {
+		if c, ok := current[k]; ok {
+			c.count += p.count
+			c.first = minTime(c.first, p.first)
+			c.last = maxTime(c.last, p.last)
+			continue
+		}
+		if b.n >= b.max {
+			dropped += p.count
+			continue
+		}
+		if current == nil {
+			current = map[recordKey]*pending{}
+			b.policies[policy] = current
+		}
+		current[k] = p
+		b.n++
+	}
+	return dropped
+}
+
+// providerSeen is the data plane of the latest observation.
+func (b *buffer) providerSeen() flow.Provider {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.provider
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,36 @@
+package violationprocessor
+
+import (
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+)
+
+// KindPod is the kind of a violation end that is a pod without a workload.
+const KindPod = "Pod"
+
+// target is the end that the policy targets, as a violation record names it.
+func target(ref enforcerextension.WorkloadRef, end *flow.Endpoint) v1alpha1.ViolationEndpoint {
+	return v1alpha1.ViolationEndpoint{Namespace: ref.Namespace, Kind: string(ref.Kind), Name: ref.Name, Identity: end.Identity}
+}
+
+// other resolves the end at the other side of the flow: as a violation record
+// names it, and as a NetworkPolicy rule matches it. A pod without a workload is
+// named as the pod; an end outside the cluster by its address.
+func other(e enforcerextension.Enforcer, end *flow.Endpoint) (v1alpha1.ViolationEndpoint, *peer) {
+	v := v1alpha1.ViolationEndpoint{Identity: end.Identity}
+	p := &peer{address: end.Address}
+	w, reason := enforcerextension.ResolveEndpoint(e, end)
+	switch {
+	case reason == "":
+		v.Namespace, v.Kind, v.Name = w.Namespace, string(w.Kind), w.Name
+		p.namespace = w.Namespace
+		p.podLabels, p.namespaceLabels, _ = e.Labels(w.WorkloadRef)
+	case end.External == "" && end.Namespace != "" && end.Pod != "":
+		v.Namespace, v.Kind, v.Name = end.Namespace, KindPod, end.Pod
+		p.namespace = end.Namespace
+	default:
+		v.Name = end.Address
+	}
+	return v, p
+}

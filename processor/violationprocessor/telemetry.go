@@ -1,0 +1,111 @@
+package violationprocessor
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Metric names of the violation processor.
+const (
+	MetricObserved       = "network_enforcer_violations_observed"
+	MetricDismissed      = "network_enforcer_violation_candidates_dismissed"
+	MetricUnattributed   = "network_enforcer_violations_unattributed"
+	MetricBufferDropped  = "network_enforcer_violation_buffer_dropped"
+	MetricStatusWrites   = "network_enforcer_violation_status_writes"
+	MetricAcknowledgment = "network_enforcer_violation_acknowledgements"
+)
+
+type telemetry struct {
+	observed, dismissed, unattributed, dropped, writes, acks metric.Int64Counter
+	base                                                     attribute.KeyValue
+}
+
+func newTelemetry(set processor.Settings) (*telemetry, error) {
+	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/processor/violationprocessor")
+	t := &telemetry{base: attribute.String("processor", set.ID.String())}
+	for _, c := range []struct {
+		into       *metric.Int64Counter
+		name, unit string
+		desc       string
+	}{
+		{&t.observed, MetricObserved, "{violation}", "Violation observations, sent as policy_violation_observed events, by action."},
+		{&t.dismissed, MetricDismissed, "{flow}", "Violation candidates that are no violation of a policy, by reason."},
+		{&t.unattributed, MetricUnattributed, "{flow}", "Violations that several policies could own and the data plane does not attribute by name."},
+		{&t.dropped, MetricBufferDropped, "{violation}", "Observations not merged into a policy status, by reason: the buffer was full, or the policy is gone. Their events were sent."},
+		{&t.writes, MetricStatusWrites, "{write}", "Policy status writes of the status sync, by result."},
+		{&t.acks, MetricAcknowledgment, "{annotation}", "Acknowledge annotations, by result: applied, or unknown (naming no record)."},
+	} {
+		var err error
+		if *c.into, err = m.Int64Counter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.desc)); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// counts are one batch's counts, recorded at once.
+type counts struct {
+	observed     map[string]int64
+	dismissed    map[string]int64
+	unattributed int64
+	dropped      int64
+}
+
+func (c *counts) observe(action string) {
+	if c.observed == nil {
+		c.observed = map[string]int64{}
+	}
+	c.observed[action]++
+}
+
+func (c *counts) dismiss(reason string) {
+	if c.dismissed == nil {
+		c.dismissed = map[string]int64{}
+	}
+	c.dismissed[reason]++
+}
+
+func (t *telemetry) record(ctx context.Context, c *counts) {
+	for action, n := range c.observed {
+		t.observed.Add(ctx, n, metric.WithAttributes(t.base, attribute.String("action", action)))
+	}
+	for reason, n := range c.dismissed {
+		t.dismissed.Add(ctx, n, metric.WithAttributes(t.base, attribute.String("reason", reason)))
+	}
+	if c.unattributed > 0 {
+		t.unattributed.Add(ctx, c.unattributed, metric.WithAttributes(t.base))
+	}
+	if c.dropped > 0 {
+		t.bufferDropped(ctx, "full", c.dropped)
+	}
+}
+
+func (t *telemetry) bufferDropped(ctx context.Context, reason string, n int64) {
+	if n > 0 {
+		t.dropped.Add(ctx, n, metric.WithAttributes(t.base, attribute.String("reason", reason)))
+	}
+}
+
+func (t *telemetry) statusWrite(ctx context.Context, err error) {
+	result := "ok"
+	switch {
+	case apierrors.IsConflict(err):
+		result = "conflict"
+	case err != nil:
+		result = "error"
+	}
+	t.writes.Add(ctx, 1, metric.WithAttributes(t.base, attribute.String("result", result)))
+}
+
+func (t *telemetry) acknowledged(ctx context.Context, applied, unknown int) {
+	if applied > 0 {
+		t.acks.Add(ctx, int64(applied), metric.WithAttributes(t.base, attribute.String("result", "applied")))
+	}
+	if unknown > 0 {
+		t.acks.Add(ctx, int64(unknown), metric.WithAttributes(t.base, attribute.String("result", "unknown")))
+	}
+}
