@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
@@ -94,6 +95,11 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 	for _, s := range all[:n] {
 		target, reason := m.resolve(s.target)
 		if reason != "" {
+			if ref, ok := p.namedTarget(rec, s.direction); ok {
+				learning.AppendCandidate(sl, lr, ref, s.direction)
+				c.candidates++
+				continue
+			}
 			c.drop("target_" + reason)
 			continue
 		}
@@ -134,4 +140,22 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 		}
 		edge.AppendTo(sl)
 	}
+}
+
+// namedTarget finds the target of a flow whose target end is unknown through
+// the policy that decided it, when that is a WorkloadNetworkPolicy's native
+// object (it has the policy's name) for this direction. ztunnel's decision
+// lines name the AuthorizationPolicy but not the destination, which only a
+// joined access line gives; without one, the named policy still says whose
+// violation it is.
+func (p *learningProcessor) namedTarget(rec *flow.Record, d v1alpha1.Direction) (enforcerextension.WorkloadRef, bool) {
+	if rec.Outcome == flow.OutcomeAllowed || rec.Policy.Namespace == "" || rec.Policy.Name == "" {
+		return enforcerextension.WorkloadRef{}, false
+	}
+	var pol v1alpha1.WorkloadNetworkPolicy
+	key := types.NamespacedName{Namespace: rec.Policy.Namespace, Name: rec.Policy.Name}
+	if err := p.enforcer.Reader().Get(context.Background(), key, &pol); err != nil || pol.Spec.Direction != d {
+		return enforcerextension.WorkloadRef{}, false
+	}
+	return enforcerextension.WorkloadRef{Namespace: pol.Namespace, Kind: pol.Spec.TargetRef.Kind, Name: pol.Spec.TargetRef.Name}, true
 }

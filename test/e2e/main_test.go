@@ -33,7 +33,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	env, err = testenv.New(testenv.Options{})
+	// The controller manager collects a deleted policy's native object.
+	env, err = testenv.New(testenv.Options{ControllerManager: true})
 	if err == nil {
 		err = fakecluster.Create(context.Background(), env.Client)
 	}

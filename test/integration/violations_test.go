@@ -249,3 +249,29 @@ func TestProtectViolationsAndAttribution(t *testing.T) {
 		t.Errorf("api-protect counted %d, want its first 1 only", n)
 	}
 }
+
+// TestUnjoinedIstioDecision: a ztunnel decision line that no access line joined
+// has the source's address and the policy, but no destination and no port. The
+// policy it names says whose violation it is: the record has port 0.
+func TestUnjoinedIstioDecision(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	p := pipelinetest.StartPipeline(t, pipelinetest.Options{Violations: sink, StatusSyncInterval: time.Second})
+	pol := &v1alpha1.WorkloadNetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "guarded", Name: "api-mesh"},
+		Spec: v1alpha1.WorkloadNetworkPolicySpec{Mode: v1alpha1.PolicyModeMonitor, PolicySpec: v1alpha1.PolicySpec{
+			Backend: v1alpha1.BackendIstio, Direction: v1alpha1.DirectionIngress,
+			TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.WorkloadKindDeployment, Name: "api"},
+			Istio:     &v1alpha1.IstioPolicySpec{Selector: v1alpha1.IstioSelector{MatchLabels: map[string]string{"app": "api"}}},
+		}},
+	}
+	createPolicy(t, p, pol)
+	send(t, p, flow.Record{Time: time.Now(), Provider: flow.ProviderIstio, Outcome: flow.OutcomeDryRunDenied,
+		Reporter: flow.ReporterDestination, Direction: flow.DirectionIngress, Transport: flow.TransportTCP,
+		Source: flow.Endpoint{Address: guardedIntruder.Address, Port: 41234},
+		Policy: flow.PolicyRef{Kind: "AuthorizationPolicy", Namespace: "guarded", Name: "api-mesh"}, Count: 1})
+	observed := events(sink, violationprocessor.EventObserved)
+	if len(observed) != 1 || observed[0]["destination.workload.name"] != "api" || observed[0]["destination.port"] != int64(0) ||
+		observed[0]["source.workload.name"] != "intruder" || observed[0]["action"] != "monitor" {
+		t.Fatalf("observed %v", observed)
+	}
+}

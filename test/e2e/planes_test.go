@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	flowpb "github.com/cilium/cilium/api/v1/flow"
+	"github.com/cilium/cilium/api/v1/observer"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/grpctest"
+	"github.com/kubewarden/network-enforcer/internal/testcerts"
+	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
+)
+
+// guardedPod is a pod of the guarded namespace, which no fixture has: the
+// journeys make their own flows between its workloads.
+type guardedPod struct{ workload, pod, ip string }
+
+var (
+	api      = guardedPod{"api", "api-5c6d7e8f9-a1b2c", "10.0.8.10"}
+	caller   = guardedPod{"client", "client-6d7e8f9a0-d3e4f", "10.0.8.11"}
+	intruder = guardedPod{"intruder", "intruder-7e8f9a0b1-g5h6i", "10.0.8.12"}
+)
+
+// identity is the pod's Istio principal: each runs as a service account of its
+// workload's name.
+func (p guardedPod) identity() string { return "cluster.local/ns/guarded/sa/" + p.workload }
+
+// aggregate is Goldmane's name for the pod's ReplicaSet: "<generateName>*".
+func (p guardedPod) aggregate() string { return p.pod[:strings.LastIndex(p.pod, "-")+1] + "*" }
+
+// plane is the data plane of a journey: the binary's flow receiver, and the
+// flows the data plane reports.
+type plane interface {
+	provider() flow.Provider
+	backend() v1alpha1.Backend
+	// receiver is the receiver's configuration, as YAML under receivers:.
+	receiver() string
+	// allowed reports a connection that the data plane let through.
+	allowed(t *testing.T, src, dst guardedPod, port uint32)
+	// violation reports a connection that a policy in mode does not allow,
+	// as the data plane reports it in that mode.
+	violation(t *testing.T, src, dst guardedPod, port uint32, mode v1alpha1.PolicyMode)
+	// forget drops the data plane's history, as a restarted collector would
+	// find it once its buffer has moved on.
+	forget()
+}
+
+// cilium is a Hubble Relay over TLS.
+type cilium struct {
+	relay   *fakeflows.HubbleRelay
+	addr    string
+	caFile  string
+	clients int
+}
+
+func newCilium(t *testing.T) plane {
+	ca := testcerts.NewCA(t, "cilium-ca")
+	c := &cilium{relay: fakeflows.NewHubbleRelay(nil), caFile: ca.CertFile}
+	c.addr = grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
+		func(s *grpc.Server) { observer.RegisterObserverServer(s, c.relay) }).Addr
+	return c
+}
+
+func (*cilium) provider() flow.Provider   { return flow.ProviderCilium }
+func (*cilium) backend() v1alpha1.Backend { return v1alpha1.BackendKubernetes }
+func (c *cilium) forget()                 { c.relay.SetResponses(nil) }
+
+func (c *cilium) receiver() string {
+	return fmt.Sprintf(`
+  hubble:
+    endpoint: %s
+    tls:
+      ca_file: %s
+      server_name_override: ui.hubble-relay.cilium.io
+    enforcer: enforcer
+`, c.addr, c.caFile)
+}
+
+func (c *cilium) allowed(_ *testing.T, src, dst guardedPod, port uint32) {
+	c.relay.Push(c.flow(src, dst, port, flowpb.Verdict_FORWARDED, 0))
+}
+
+// violation: in monitor mode no NetworkPolicy exists and Cilium forwards; in
+// protect mode it drops for policy.
+func (c *cilium) violation(_ *testing.T, src, dst guardedPod, port uint32, mode v1alpha1.PolicyMode) {
+	if mode == v1alpha1.PolicyModeMonitor {
+		c.relay.Push(c.flow(src, dst, port, flowpb.Verdict_FORWARDED, 0))
+		return
+	}
+	c.relay.Push(c.flow(src, dst, port, flowpb.Verdict_DROPPED, flowpb.DropReason_POLICY_DENIED))
+}
+
+// flow is the destination node's ingress event of a new connection.
+func (c *cilium) flow(src, dst guardedPod, port uint32, verdict flowpb.Verdict, reason flowpb.DropReason) *observer.GetFlowsResponse {
+	c.clients++
+	now := timestamppb.Now()
+	end := func(p guardedPod, id uint32) *flowpb.Endpoint {
+		return &flowpb.Endpoint{ID: id, Identity: id, Namespace: "guarded", PodName: p.pod,
+			Labels:    []string{"k8s:app=" + p.workload, "k8s:io.kubernetes.pod.namespace=guarded"},
+			Workloads: []*flowpb.Workload{{Name: p.workload, Kind: "Deployment"}}}
+	}
+	f := &flowpb.Flow{
+		Time: now, Verdict: verdict, DropReasonDesc: reason,
+		IP: &flowpb.IP{Source: src.ip, Destination: dst.ip, IpVersion: flowpb.IPVersion_IPv4},
+		L4: &flowpb.Layer4{Protocol: &flowpb.Layer4_TCP{TCP: &flowpb.TCP{SourcePort: uint32(40000 + c.clients), DestinationPort: port,
+			Flags: &flowpb.TCPFlags{SYN: true}}}},
+		Source: end(src, 4101), Destination: end(dst, 4102),
+		Type: flowpb.FlowType_L3_L4, TrafficDirection: flowpb.TrafficDirection_INGRESS,
+		IsReply: wrapperspb.Bool(false), EventType: &flowpb.CiliumEventType{Type: 5},
+	}
+	if verdict == flowpb.Verdict_DROPPED {
+		f.EventType = &flowpb.CiliumEventType{Type: 1, SubType: int32(reason)}
+	}
+	return &observer.GetFlowsResponse{ResponseTypes: &observer.GetFlowsResponse_Flow{Flow: f}, NodeName: "worker-1", Time: now}
+}
+
+// calico is a Goldmane over mutual TLS.
+type calico struct {
+	goldmane                  *fakeflows.Goldmane
+	addr                      string
+	caFile, certFile, keyFile string
+}
+
+func newCalico(t *testing.T) plane {
+	ca := testcerts.NewCA(t, "calico-ca")
+	c := &calico{goldmane: fakeflows.NewGoldmane(nil), caFile: ca.CertFile}
+	cert := ca.Client(t, "network-enforcer")
+	c.certFile, c.keyFile = cert.CertFile, cert.KeyFile
+	c.addr = grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "goldmane", "goldmane.calico-system.svc"), ca),
+		func(s *grpc.Server) { pb.RegisterFlowsServer(s, c.goldmane) }).Addr
+	return c
+}
+
+func (*calico) provider() flow.Provider   { return flow.ProviderCalico }
+func (*calico) backend() v1alpha1.Backend { return v1alpha1.BackendKubernetes }
+func (c *calico) forget()                 { c.goldmane.SetFlows(nil) }
+
+func (c *calico) receiver() string {
+	return fmt.Sprintf(`
+  goldmane:
+    endpoint: %s
+    tls:
+      ca_file: %s
+      cert_file: %s
+      key_file: %s
+      server_name_override: goldmane.calico-system.svc
+    enforcer: enforcer
+`, c.addr, c.caFile, c.certFile, c.keyFile)
+}
+
+func (c *calico) allowed(_ *testing.T, src, dst guardedPod, port uint32) {
+	c.goldmane.Push(c.flow(src, dst, port, pb.Action_Allow, &pb.PolicyHit{Kind: pb.PolicyKind_Profile, Name: "kns.guarded",
+		Tier: "__PROFILE__", Action: pb.Action_Allow}))
+}
+
+// violation: in monitor mode Calico allows (its profile does); in protect mode
+// the destination's tier ends without an allow, and the trace names the
+// NetworkPolicy whose tier ended.
+func (c *calico) violation(t *testing.T, src, dst guardedPod, port uint32, mode v1alpha1.PolicyMode) {
+	if mode == v1alpha1.PolicyModeMonitor {
+		c.allowed(t, src, dst, port)
+		return
+	}
+	c.goldmane.Push(c.flow(src, dst, port, pb.Action_Deny, &pb.PolicyHit{Kind: pb.PolicyKind_EndOfTier, Tier: "default", Action: pb.Action_Deny,
+		Trigger: &pb.PolicyHit{Kind: pb.PolicyKind_NetworkPolicy, Namespace: "guarded", Name: "deployment-" + dst.workload + "-ingress", Tier: "default"}}))
+}
+
+// flow is the destination's report of one connection.
+func (c *calico) flow(src, dst guardedPod, port uint32, action pb.Action, hit *pb.PolicyHit) *pb.FlowResult {
+	now := time.Now().Unix()
+	return &pb.FlowResult{Flow: &pb.Flow{
+		Key: &pb.FlowKey{
+			SourceName: src.aggregate(), SourceNamespace: "guarded", SourceType: pb.EndpointType_WorkloadEndpoint,
+			DestName: dst.aggregate(), DestNamespace: "guarded", DestType: pb.EndpointType_WorkloadEndpoint,
+			DestPort: int64(port), Proto: "tcp", Reporter: pb.Reporter_Dst, Action: action,
+			Policies: &pb.PolicyTrace{EnforcedPolicies: []*pb.PolicyHit{hit}},
+		},
+		StartTime: now, EndTime: now + 1, NumConnectionsStarted: 1, NumConnectionsCompleted: 1,
+		SourceLabels: []string{"app=" + src.workload}, DestLabels: []string{"app=" + dst.workload},
+	}}
+}
+
+// istio is ztunnel's log lines, sent over OTLP with mutual TLS as fluent-bit
+// sends them, to the binary's ztunnel receiver.
+type istio struct {
+	otlp                      string
+	certFile, keyFile, caFile string
+	serverCA                  string
+	conn                      *grpc.ClientConn
+	connections               int
+}
+
+func newIstio(t *testing.T) plane {
+	ca := testcerts.NewCA(t, "network-enforcer-ca")
+	server := ca.Server(t, "controller")
+	fluentBit := ca.Client(t, "fluent-bit")
+	i := &istio{otlp: freeAddr(t), certFile: server.CertFile, keyFile: server.KeyFile, caFile: ca.CertFile, serverCA: ca.CertFile}
+	pem, err := os.ReadFile(ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	cert, err := tls.LoadX509KeyPair(fluentBit.CertFile, fluentBit.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i.conn, err = grpc.NewClient(i.otlp, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
+		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = i.conn.Close() })
+	return i
+}
+
+func (*istio) provider() flow.Provider   { return flow.ProviderIstio }
+func (*istio) backend() v1alpha1.Backend { return v1alpha1.BackendIstio }
+func (*istio) forget()                   {}
+
+func (i *istio) receiver() string {
+	return fmt.Sprintf(`
+  ztunnel:
+    protocols:
+      grpc:
+        endpoint: %s
+        tls:
+          cert_file: %s
+          key_file: %s
+          client_ca_file: %s
+    join_window: 500ms
+`, i.otlp, i.certFile, i.keyFile, i.caFile)
+}
+
+func (i *istio) allowed(t *testing.T, src, dst guardedPod, port uint32) {
+	i.send(t, i.access(src, dst, port, ""))
+}
+
+// violation: in monitor mode ztunnel lets the connection through and logs the
+// dry-run decision; in protect mode it rejects the connection and logs the
+// decision too.
+func (i *istio) violation(t *testing.T, src, dst guardedPod, port uint32, mode v1alpha1.PolicyMode) {
+	policy := "guarded/deployment-" + dst.workload + "-ingress"
+	// ztunnel decides when the connection opens and logs the access line
+	// when it closes: the decision comes first.
+	if mode == v1alpha1.PolicyModeMonitor {
+		decision := i.decision(src, "dry-run: no allow policies match", policy)
+		i.send(t, decision, i.access(src, dst, port, ""))
+		return
+	}
+	decision := i.decision(src, "no allow policies matched", policy)
+	i.send(t, decision, i.access(src, dst, port, "connection closed due to policy rejection: allow policies exist, but none allowed"))
+}
+
+// access is the destination ztunnel's access line of a new connection.
+func (i *istio) access(src, dst guardedPod, port uint32, errText string) string {
+	i.connections++
+	line := fmt.Sprintf(`{"level":"info","time":%q,"scope":"access","message":"connection complete",`+
+		`"src.addr":"%s:%d","src.workload":%q,"src.namespace":"guarded","src.identity":"spiffe://%s",`+
+		`"dst.addr":"%s:15008","dst.hbone_addr":"%s:%d","dst.workload":%q,"dst.namespace":"guarded","dst.identity":"spiffe://%s",`+
+		`"direction":"inbound","bytes_sent":10,"bytes_recv":10,"duration":"1ms"`,
+		time.Now().UTC().Format(time.RFC3339Nano), src.ip, 41000+i.connections, src.pod, src.identity(),
+		dst.ip, dst.ip, port, dst.pod, dst.identity())
+	if errText != "" {
+		line = strings.Replace(line, `"level":"info"`, `"level":"error"`, 1) + fmt.Sprintf(`,"error":%q`, errText)
+	}
+	return line + "}"
+}
+
+// decision is ztunnel's policy decision line for the next connection from src.
+func (i *istio) decision(src guardedPod, message, policy string) string {
+	return fmt.Sprintf(`{"level":"info","time":%q,"scope":"ztunnel::state","message":%q,"policy":%q,"inbound":{"id":"%032x","peer":"%s:%d"}}`,
+		time.Now().UTC().Format(time.RFC3339Nano), message, policy, i.connections+1, src.ip, 41000+i.connections+1)
+}
+
+func (i *istio) send(t *testing.T, lines ...string) {
+	t.Helper()
+	ld := plog.NewLogs()
+	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	for _, l := range lines {
+		sl.LogRecords().AppendEmpty().Body().SetStr(l)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := plogotlp.NewGRPCClient(i.conn).Export(ctx, plogotlp.NewExportRequestFromLogs(ld)); err != nil {
+		t.Fatalf("sending ztunnel lines: %v", err)
+	}
+}
