@@ -1,5 +1,6 @@
 // Package testcerts makes a certificate authority and certificates signed by it,
-// written as PEM files, for tests of TLS and mutual TLS over real connections.
+// written as PEM files, for tests of TLS and mutual TLS over real connections,
+// and for the demo.
 package testcerts
 
 import (
@@ -38,9 +39,20 @@ type Pair struct {
 // NewCA makes a CA whose files live in a temporary folder of the test.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
-	key := newKey(t)
+	ca, err := NewCAIn(t.TempDir(), name)
+	must(t, err)
+	return ca
+}
+
+// NewCAIn makes a CA whose files, and those of the certificates it issues, are
+// written to dir.
+func NewCAIn(dir, name string) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
+		SerialNumber:          serial(),
 		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
@@ -50,16 +62,16 @@ func NewCA(t testing.TB, name string) *CA {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	ca := &CA{cert: cert, key: key, dir: t.TempDir(), pool: x509.NewCertPool()}
+	ca := &CA{cert: cert, key: key, dir: dir, pool: x509.NewCertPool()}
 	ca.pool.AddCert(cert)
-	ca.CertFile = writePEM(t, filepath.Join(ca.dir, name+"-ca.crt"), "CERTIFICATE", der)
-	return ca
+	ca.CertFile, err = writePEM(filepath.Join(dir, name+"-ca.crt"), "CERTIFICATE", der)
+	return ca, err
 }
 
 // Pool returns a pool that trusts the CA.
@@ -69,19 +81,36 @@ func (ca *CA) Pool() *x509.CertPool { return ca.pool }
 // and ::1.
 func (ca *CA) Server(t testing.TB, name string, dnsNames ...string) Pair {
 	t.Helper()
-	return ca.issue(t, name, dnsNames, x509.ExtKeyUsageServerAuth)
+	p, err := ca.IssueServer(name, dnsNames...)
+	must(t, err)
+	return p
 }
 
 // Client issues a client certificate with the common name given.
 func (ca *CA) Client(t testing.TB, name string) Pair {
 	t.Helper()
-	return ca.issue(t, name, nil, x509.ExtKeyUsageClientAuth)
+	p, err := ca.IssueClient(name)
+	must(t, err)
+	return p
 }
 
-func (ca *CA) issue(t testing.TB, name string, dnsNames []string, usage x509.ExtKeyUsage) Pair {
-	key := newKey(t)
+// IssueServer is Server outside a test.
+func (ca *CA) IssueServer(name string, dnsNames ...string) (Pair, error) {
+	return ca.issue(name, dnsNames, x509.ExtKeyUsageServerAuth)
+}
+
+// IssueClient is Client outside a test.
+func (ca *CA) IssueClient(name string) (Pair, error) {
+	return ca.issue(name, nil, x509.ExtKeyUsageClientAuth)
+}
+
+func (ca *CA) issue(name string, dnsNames []string, usage x509.ExtKeyUsage) (Pair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Pair{}, err
+	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
+		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: name},
 		DNSNames:     dnsNames,
 		NotBefore:    time.Now().Add(-time.Hour),
@@ -94,20 +123,21 @@ func (ca *CA) issue(t testing.TB, name string, dnsNames []string, usage x509.Ext
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
-		t.Fatal(err)
+		return Pair{}, err
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		t.Fatal(err)
+		return Pair{}, err
 	}
-	p := Pair{
-		CertFile: writePEM(t, filepath.Join(ca.dir, name+".crt"), "CERTIFICATE", der),
-		KeyFile:  writePEM(t, filepath.Join(ca.dir, name+".key"), "PRIVATE KEY", keyDER),
+	var p Pair
+	if p.CertFile, err = writePEM(filepath.Join(ca.dir, name+".crt"), "CERTIFICATE", der); err != nil {
+		return Pair{}, err
 	}
-	if p.TLS, err = tls.LoadX509KeyPair(p.CertFile, p.KeyFile); err != nil {
-		t.Fatal(err)
+	if p.KeyFile, err = writePEM(filepath.Join(ca.dir, name+".key"), "PRIVATE KEY", keyDER); err != nil {
+		return Pair{}, err
 	}
-	return p
+	p.TLS, err = tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
+	return p, err
 }
 
 // ServerTLS returns a server TLS configuration with the pair, which requires and
@@ -121,25 +151,19 @@ func ServerTLS(pair Pair, clientCA *CA) *tls.Config {
 	return cfg
 }
 
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
-}
-
-func serial(t testing.TB) *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		t.Fatal(err)
-	}
+// serial is a random serial number; crypto/rand does not fail.
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	return n
 }
 
-func writePEM(t testing.TB, path, typ string, der []byte) string {
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+func writePEM(path, typ string, der []byte) (string, error) {
+	return path, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return path
 }

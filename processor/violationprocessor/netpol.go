@@ -30,14 +30,14 @@ type peer struct {
 // containers, so a rule with one is taken to allow: a monitor-mode policy
 // never reports a violation that it cannot prove.
 func allows(spec *networkingv1.NetworkPolicySpec, policyNamespace string, d v1alpha1.Direction,
-	p *peer, protocol corev1.Protocol, port int32) bool {
+	p *peer, protocol corev1.Protocol, port int32, sc selectorCache) bool {
 	if spec == nil || !restricts(spec, d) {
 		return true
 	}
 	if d == v1alpha1.DirectionIngress {
 		for i := range spec.Ingress {
 			r := &spec.Ingress[i]
-			if peersMatch(r.From, policyNamespace, p) && portsMatch(r.Ports, protocol, port) {
+			if peersMatch(r.From, policyNamespace, p, sc) && portsMatch(r.Ports, protocol, port) {
 				return true
 			}
 		}
@@ -45,7 +45,7 @@ func allows(spec *networkingv1.NetworkPolicySpec, policyNamespace string, d v1al
 	}
 	for i := range spec.Egress {
 		r := &spec.Egress[i]
-		if peersMatch(r.To, policyNamespace, p) && portsMatch(r.Ports, protocol, port) {
+		if peersMatch(r.To, policyNamespace, p, sc) && portsMatch(r.Ports, protocol, port) {
 			return true
 		}
 	}
@@ -67,19 +67,19 @@ func restricts(spec *networkingv1.NetworkPolicySpec, d v1alpha1.Direction) bool 
 }
 
 // peersMatch: an empty list matches every peer; else one peer must match.
-func peersMatch(peers []networkingv1.NetworkPolicyPeer, policyNamespace string, p *peer) bool {
+func peersMatch(peers []networkingv1.NetworkPolicyPeer, policyNamespace string, p *peer, sc selectorCache) bool {
 	if len(peers) == 0 {
 		return true
 	}
 	for i := range peers {
-		if peerMatches(&peers[i], policyNamespace, p) {
+		if peerMatches(&peers[i], policyNamespace, p, sc) {
 			return true
 		}
 	}
 	return false
 }
 
-func peerMatches(np *networkingv1.NetworkPolicyPeer, policyNamespace string, p *peer) bool {
+func peerMatches(np *networkingv1.NetworkPolicyPeer, policyNamespace string, p *peer, sc selectorCache) bool {
 	if np.IPBlock != nil {
 		return ipBlockMatches(np.IPBlock, p.address)
 	}
@@ -88,21 +88,33 @@ func peerMatches(np *networkingv1.NetworkPolicyPeer, policyNamespace string, p *
 	}
 	if np.NamespaceSelector == nil {
 		// A podSelector alone selects pods of the policy's own namespace.
-		return p.namespace == policyNamespace && selects(np.PodSelector, p.podLabels)
+		return p.namespace == policyNamespace && sc.selects(np.PodSelector, p.podLabels)
 	}
-	return selects(np.NamespaceSelector, p.namespaceLabels) &&
-		(np.PodSelector == nil || selects(np.PodSelector, p.podLabels))
+	return sc.selects(np.NamespaceSelector, p.namespaceLabels) &&
+		(np.PodSelector == nil || sc.selects(np.PodSelector, p.podLabels))
 }
+
+// selectorCache keeps the selectors of one batch converted: converting a label
+// selector validates every key and value, which would otherwise be most of the
+// cost of judging a flow. A nil cache converts every time. Keys are the cached
+// policies' own selectors, which do not change while a batch is judged.
+type selectorCache map[*metav1.LabelSelector]labels.Selector
 
 // selects applies a label selector; an invalid one selects nothing, as the API
 // server would not have admitted it.
-func selects(sel *metav1.LabelSelector, l map[string]string) bool {
+func (sc selectorCache) selects(sel *metav1.LabelSelector, l map[string]string) bool {
 	if sel == nil {
 		return true
 	}
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return false
+	s, ok := sc[sel]
+	if !ok {
+		var err error
+		if s, err = metav1.LabelSelectorAsSelector(sel); err != nil {
+			s = labels.Nothing()
+		}
+		if sc != nil {
+			sc[sel] = s
+		}
 	}
 	return s.Matches(labels.Set(l))
 }

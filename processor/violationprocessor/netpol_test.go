@@ -91,8 +91,15 @@ func TestAllows(t *testing.T) {
 			v1alpha1.DirectionIngress, frontend, corev1.ProtocolTCP, 1234, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := allows(tc.spec, "shop", tc.d, tc.peer, tc.proto, tc.port); got != tc.want {
+			if got := allows(tc.spec, "shop", tc.d, tc.peer, tc.proto, tc.port, nil); got != tc.want {
 				t.Errorf("allows = %v, want %v", got, tc.want)
+			}
+			// With a batch's cache, asked twice: the converted selectors answer alike.
+			sc := selectorCache{}
+			for range 2 {
+				if got := allows(tc.spec, "shop", tc.d, tc.peer, tc.proto, tc.port, sc); got != tc.want {
+					t.Errorf("allows with a cache = %v, want %v", got, tc.want)
+				}
 			}
 		})
 	}

@@ -52,6 +52,7 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 	out := plog.NewLogs()
 	sl := out.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
 	var c counts
+	m := &memo{policies: map[policyKey][]v1alpha1.WorkloadNetworkPolicy{}, selectors: selectorCache{}}
 	var rec flow.Record // one for the batch, as in the learning processor
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
 		if lr.EventName() != learning.CandidateEventName {
@@ -64,7 +65,7 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 			Kind:      v1alpha1.WorkloadKind(str(lr, learning.AttrTargetKind)),
 			Name:      str(lr, learning.AttrTargetName),
 		}
-		o, reason := p.observe(&cand)
+		o, reason := p.observe(&cand, m)
 		switch reason {
 		case "":
 		case reasonAmbiguous:
@@ -87,8 +88,30 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 	return out, nil
 }
 
+// memo keeps, for one batch, the policies of each target and direction and the
+// converted selectors: a batch's candidates concern few policies.
+type memo struct {
+	policies  map[policyKey][]v1alpha1.WorkloadNetworkPolicy
+	selectors selectorCache
+}
+
+type policyKey struct {
+	target    enforcerextension.WorkloadRef
+	direction v1alpha1.Direction
+}
+
+func (p *violationProcessor) policiesOf(m *memo, c *candidate) []v1alpha1.WorkloadNetworkPolicy {
+	k := policyKey{target: c.target, direction: c.direction}
+	policies, ok := m.policies[k]
+	if !ok {
+		policies = p.enforcer.Policies(c.target, c.direction)
+		m.policies[k] = policies
+	}
+	return policies
+}
+
 // observe judges a candidate: the observation it is, or why it is none.
-func (p *violationProcessor) observe(c *candidate) (observation, string) {
+func (p *violationProcessor) observe(c *candidate, m *memo) (observation, string) {
 	if !c.judgedHere() {
 		return observation{}, reasonOtherSide
 	}
@@ -96,7 +119,7 @@ func (p *violationProcessor) observe(c *candidate) (observation, string) {
 	if !ok {
 		return observation{}, reasonProtocol
 	}
-	pol, reason := owner(c, p.enforcer.Policies(c.target, c.direction))
+	pol, reason := owner(c, p.policiesOf(m, c))
 	if reason != "" {
 		return observation{}, reason
 	}
@@ -105,7 +128,7 @@ func (p *violationProcessor) observe(c *candidate) (observation, string) {
 		targetEnd, otherEnd = otherEnd, targetEnd
 	}
 	otherView, otherPeer := other(p.enforcer, otherEnd)
-	action, ok := actionOf(c, pol, otherPeer)
+	action, ok := actionOf(c, pol, otherPeer, m.selectors)
 	if !ok {
 		return observation{}, reasonAllowed
 	}

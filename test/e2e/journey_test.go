@@ -33,7 +33,7 @@ extensions:
     auth_type: kubeConfig
     leader_election:
       lease_name: journey-%[1]s
-      lease_namespace: default
+      lease_namespace: %[7]s
       lease_duration: 4s
       renew_deadline: 3s
       retry_period: 500ms
@@ -94,18 +94,26 @@ func TestJourney(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			resetGuarded(t)
 			t.Cleanup(func() { resetGuarded(t) })
-			journey(t, tc.newPlane(t), tc.name, tc.receiver)
+			journey(t, tc.newPlane(t), journeyRun{name: tc.name, receiver: tc.receiver, kubeconfig: kubeconfig, leaseNamespace: "default"})
 		})
 	}
 }
 
-func journey(t *testing.T, dp plane, name, receiverID string) {
+// journeyRun says how a journey runs the binary: its receiver, the kubeconfig
+// it reaches the API server with, and the namespace of its Lease.
+type journeyRun struct {
+	name, receiver, kubeconfig, leaseNamespace string
+}
+
+func journey(t *testing.T, dp plane, run journeyRun) {
 	ctx := context.Background()
+	name := run.name
 	sink := startOTLPSink(t)
 	metrics := freeAddr(t)
-	config := writeConfig(t, "journey.yaml", fmt.Sprintf(journeyConfig, name, dp.receiver(), syncInterval, sink.Addr, metrics, receiverID))
+	config := writeConfig(t, "journey.yaml", fmt.Sprintf(journeyConfig, name, dp.receiver(), syncInterval, sink.Addr, metrics,
+		run.receiver, run.leaseNamespace))
 	start := func() *process {
-		p := startBinary(t, config, "KUBECONFIG="+kubeconfig)
+		p := startBinary(t, config, "KUBECONFIG="+run.kubeconfig)
 		waitFor(t, "the collector to lead", time.Minute, func() bool {
 			return strings.Contains(p.output.String(), "Leading: streaming flows and writing")
 		})

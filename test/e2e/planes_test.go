@@ -16,8 +16,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/protobuf/types/known/timestamppb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/fakeflows"
@@ -109,25 +107,10 @@ func (c *cilium) violation(_ *testing.T, src, dst guardedPod, port uint32, mode 
 // flow is the destination node's ingress event of a new connection.
 func (c *cilium) flow(src, dst guardedPod, port uint32, verdict flowpb.Verdict, reason flowpb.DropReason) *observer.GetFlowsResponse {
 	c.clients++
-	now := timestamppb.Now()
-	end := func(p guardedPod, id uint32) *flowpb.Endpoint {
-		return &flowpb.Endpoint{ID: id, Identity: id, Namespace: "guarded", PodName: p.pod,
-			Labels:    []string{"k8s:app=" + p.workload, "k8s:io.kubernetes.pod.namespace=guarded"},
-			Workloads: []*flowpb.Workload{{Name: p.workload, Kind: "Deployment"}}}
+	end := func(p guardedPod, id uint32) fakeflows.HubbleEnd {
+		return fakeflows.HubbleEnd{Namespace: "guarded", Pod: p.pod, IP: p.ip, Workload: p.workload, Identity: id}
 	}
-	f := &flowpb.Flow{
-		Time: now, Verdict: verdict, DropReasonDesc: reason,
-		IP: &flowpb.IP{Source: src.ip, Destination: dst.ip, IpVersion: flowpb.IPVersion_IPv4},
-		L4: &flowpb.Layer4{Protocol: &flowpb.Layer4_TCP{TCP: &flowpb.TCP{SourcePort: uint32(40000 + c.clients), DestinationPort: port,
-			Flags: &flowpb.TCPFlags{SYN: true}}}},
-		Source: end(src, 4101), Destination: end(dst, 4102),
-		Type: flowpb.FlowType_L3_L4, TrafficDirection: flowpb.TrafficDirection_INGRESS,
-		IsReply: wrapperspb.Bool(false), EventType: &flowpb.CiliumEventType{Type: 5},
-	}
-	if verdict == flowpb.Verdict_DROPPED {
-		f.EventType = &flowpb.CiliumEventType{Type: 1, SubType: int32(reason)}
-	}
-	return &observer.GetFlowsResponse{ResponseTypes: &observer.GetFlowsResponse_Flow{Flow: f}, NodeName: "worker-1", Time: now}
+	return fakeflows.NewHubbleFlow(end(src, 4101), end(dst, 4102), uint32(40000+c.clients), port, verdict, reason)
 }
 
 // calico is a Goldmane over mutual TLS.

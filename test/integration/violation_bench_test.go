@@ -57,7 +57,7 @@ func BenchmarkViolationPath(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := pipelinetest.StartPipeline(b, pipelinetest.Options{Violations: exporter, StatusSyncInterval: time.Hour})
+	p := pipelinetest.StartPipeline(b, pipelinetest.Options{Violations: exporter, StatusSyncInterval: time.Second})
 	createBenchPolicy(b, p, apiIngressPolicy("bench-api-ingress", v1alpha1.PolicyModeMonitor))
 	// The sync runs only while this replica leads.
 	if !waitFor(b, "the lease", time.Minute, p.Enforcer.IsLeader) {
