@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/config/configgrpc"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/reconnect"
 )
 
@@ -36,10 +37,8 @@ type Config struct {
 }
 
 func createDefaultConfig() component.Config {
-	client := configgrpc.NewDefaultClientConfig()
-	client.Endpoint = "goldmane.calico-system.svc:7443"
 	return &Config{
-		ClientConfig: client,
+		ClientConfig: flowsource.NewClientConfig("goldmane.calico-system.svc:7443"),
 		StartTimeGte: -300,
 		Reconnect:    reconnect.NewDefaultConfig(),
 	}

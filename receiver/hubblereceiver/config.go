@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/config/configgrpc"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/reconnect"
 )
 
@@ -43,10 +44,8 @@ type BackfillConfig struct {
 }
 
 func createDefaultConfig() component.Config {
-	client := configgrpc.NewDefaultClientConfig()
-	client.Endpoint = "hubble-relay.kube-system.svc:443"
 	return &Config{
-		ClientConfig: client,
+		ClientConfig: flowsource.NewClientConfig("hubble-relay.kube-system.svc:443"),
 		Backfill:     BackfillConfig{Enabled: true, Since: 5 * time.Minute},
 		Reconnect:    reconnect.NewDefaultConfig(),
 	}
