@@ -15,6 +15,7 @@ OCB_VERSION            ?= v0.165.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
 PROTOC_GEN_GO_VERSION  ?= v1.36.12
 PROTOC_GEN_GRPC_VERSION ?= v1.6.2
+HELM_VERSION           ?= v3.22.0
 PROTOC_VERSION         := 3.21.12
 
 TOOLS          := $(CURDIR)/.cache/tools
@@ -22,6 +23,7 @@ OCB            := $(TOOLS)/builder-$(OCB_VERSION)/builder
 CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 PROTOC_GEN_GO  := $(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)/protoc-gen-go
 PROTOC_GEN_GRPC := $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GRPC_VERSION)/protoc-gen-go-grpc
+HELM           := $(TOOLS)/helm-$(HELM_VERSION)/helm
 GOLDMANE_PROTO := receiver/goldmanereceiver/goldmanepb/goldmane.proto
 
 # What `make generate` writes; check-generate looks at these paths only, so a work
@@ -39,6 +41,12 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
 		/^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } \
 		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Demo
+
+.PHONY: demo
+demo: build controlplane $(HELM) ## Run the product on a local control plane with recorded Cilium flows: learn, promote, enforce, report. Ctrl-C stops it.
+	go run ./hack/demo
 
 ##@ Development
 
@@ -77,8 +85,13 @@ controlplane: ## Build the test control plane (kube-apiserver, kube-controller-m
 ##@ Test
 
 .PHONY: test
-test: build controlplane ## Build what the tests need, then run unit, control-plane and binary tests.
+test: build controlplane $(HELM) ## Build what the tests need, then run unit, control-plane and binary tests.
 	hack/test.sh
+
+.PHONY: helm-lint
+helm-lint: $(HELM) ## Lint the Helm chart (helm lint --strict) with each provider.
+	for provider in istio calico cilium; do \
+		$(HELM) lint --strict chart --set controller.provider.name=$$provider; done
 
 # Tools, each installed once at its pinned version.
 
@@ -93,6 +106,9 @@ $(PROTOC_GEN_GO):
 
 $(PROTOC_GEN_GRPC):
 	GOBIN=$(dir $@) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GRPC_VERSION)
+
+$(HELM):
+	GOBIN=$(dir $@) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 # protoc comes from Debian's protobuf-compiler, the one source of it here; the
 # generated code names its version, so any other version changes the tree.

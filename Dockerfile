@@ -1,0 +1,57 @@
+# syntax=docker/dockerfile:1
+#
+# The Network Enforcer image: the collector distribution that builder-config.yaml
+# describes, built by the OpenTelemetry Collector Builder (ocb) as `make build`
+# does, as one static binary on a distroless base with no shell, run as a
+# non-root user. The Helm chart runs it as the enforcer, the default collector
+# and the network-enforcer node agent.
+#
+#   docker buildx build --platform linux/amd64,linux/arm64 -t IMAGE .
+
+ARG GO_VERSION=1.26.8
+
+# The build runs on the builder's own platform and cross-compiles: ocb and the
+# generation step run natively, only the final `go build` targets TARGETARCH.
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+ARG TARGETOS=linux
+ARG TARGETARCH
+ENV CGO_ENABLED=0
+WORKDIR /src
+
+# Modules first, so that a source change does not download them again.
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod \
+    go mod download
+
+COPY . .
+# Whatever a work tree had built or cached stays out of the image's build.
+RUN rm -rf bin _build .cache
+
+# ocb at the version that the Makefile pins (OCB_VERSION), installed natively.
+RUN --mount=type=cache,target=/go/pkg/mod \
+    --mount=type=cache,target=/root/.cache/go-build \
+    OCB_VERSION="$(sed -n 's/^OCB_VERSION[[:space:]]*?=[[:space:]]*//p' Makefile)" && \
+    test -n "${OCB_VERSION}" && \
+    GOBIN=/usr/local/bin go install "go.opentelemetry.io/collector/cmd/builder@${OCB_VERSION}"
+
+# `make build`: generate the distribution's sources into _build/, then compile
+# them; here static, stripped and for the target platform.
+RUN --mount=type=cache,target=/go/pkg/mod \
+    --mount=type=cache,target=/root/.cache/go-build \
+    builder --config builder-config.yaml --skip-compilation && \
+    cd _build && \
+    GOOS="${TARGETOS}" GOARCH="${TARGETARCH}" \
+    go build -trimpath -ldflags="-s -w" -o /out/network-enforcer .
+
+# distroless static, nonroot: CA roots and /etc/passwd, no shell, no package
+# manager. The node agent's pods run it as root to read the node's logs; every
+# other pod runs it as this user.
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/network-enforcer /network-enforcer
+USER 65532:65532
+# 4317/4318: OTLP (ztunnel records, or events at the default collector);
+# 8888: the collector's metrics; 9464: network_enforcer_policy_denies;
+# 13133: health_check.
+EXPOSE 4317 4318 8888 9464 13133
+ENTRYPOINT ["/network-enforcer"]
+CMD ["--config=/etc/network-enforcer/config/config.yaml"]

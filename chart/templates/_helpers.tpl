@@ -1,0 +1,320 @@
+{{/* Names */}}
+
+{{- define "network-enforcer.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "network-enforcer.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "network-enforcer.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/part-of: network-enforcer
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end -}}
+
+{{/* Selector labels of one component: (dict "root" $ "component" "enforcer") */}}
+{{- define "network-enforcer.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "network-enforcer.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "network-enforcer.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The Service that receives ztunnel records (Istio). */}}
+{{- define "network-enforcer.otlpService" -}}
+{{- printf "%s-otlp" (include "network-enforcer.fullname" .) -}}
+{{- end -}}
+
+{{/* The default collector's Service. */}}
+{{- define "network-enforcer.collectorService" -}}
+{{- printf "%s-collector" (include "network-enforcer.fullname" .) -}}
+{{- end -}}
+
+{{/* The DNS names of a Service: (dict "root" $ "service" NAME), comma-separated. */}}
+{{- define "network-enforcer.serviceDNSNames" -}}
+{{- $ns := .root.Release.Namespace -}}
+{{- printf "%s,%s.%s,%s.%s.svc,%s.%s.svc.%s" .service .service $ns .service $ns .service $ns .root.Values.clusterDomain -}}
+{{- end -}}
+
+{{/* The port of a host:port endpoint. */}}
+{{- define "network-enforcer.port" -}}
+{{- splitList ":" . | last -}}
+{{- end -}}
+
+{{/* Paths inside the pods */}}
+{{- define "network-enforcer.configDir" -}}/etc/network-enforcer{{- end -}}
+{{- define "network-enforcer.tlsDir" -}}/etc/network-enforcer/tls{{- end -}}
+
+{{/* Pod security: the image's non-root user; the CSI driver gives the key files to its group. */}}
+{{- define "network-enforcer.runAsUser" -}}65532{{- end -}}
+
+{{/* Provider and TLS */}}
+
+{{- define "network-enforcer.provider" -}}
+{{- .Values.controller.provider.name -}}
+{{- end -}}
+
+{{/* The selected provider's values. */}}
+{{- define "network-enforcer.providerValues" -}}
+{{- toYaml (get .Values.controller.provider (include "network-enforcer.provider" .)) -}}
+{{- end -}}
+
+{{/* The TLS mode of the flow-source hop. */}}
+{{- define "network-enforcer.flowsMode" -}}
+{{- $p := include "network-enforcer.providerValues" . | fromYaml -}}
+{{- $p.tls.mode -}}
+{{- end -}}
+
+{{/*
+The namespace of the flow source's existing Secret: the release namespace
+unless the provider's values name another (Calico and Cilium only).
+*/}}
+{{- define "network-enforcer.flowsSecretNamespace" -}}
+{{- $p := include "network-enforcer.providerValues" . | fromYaml -}}
+{{- default .Release.Namespace $p.tls.existingSecret.namespace -}}
+{{- end -}}
+
+{{/* "true" when the flow source's Secret is read by name in another namespace. */}}
+{{- define "network-enforcer.flowsSecretRemote" -}}
+{{- if and (eq (include "network-enforcer.flowsMode" .) "existingSecret") (ne (include "network-enforcer.flowsSecretNamespace" .) .Release.Namespace) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the chart has cert-manager issue Goldmane's client certificate from Calico's CA. */}}
+{{- define "network-enforcer.calicoIssue" -}}
+{{- $c := .Values.controller.provider.calico.tls -}}
+{{- if and (eq (include "network-enforcer.provider" .) "calico") (eq $c.mode "existingSecret") $c.calicoCA.issue -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The name of the flow source's existing Secret. */}}
+{{- define "network-enforcer.flowsSecretName" -}}
+{{- $p := include "network-enforcer.providerValues" . | fromYaml -}}
+{{- if $p.tls.existingSecret.name -}}
+{{- $p.tls.existingSecret.name -}}
+{{- else if include "network-enforcer.calicoIssue" . -}}
+{{- printf "%s-goldmane-client" (include "network-enforcer.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The chart's CA Issuer. */}}
+{{- define "network-enforcer.caIssuer" -}}
+{{- printf "%s-ca" (include "network-enforcer.fullname" .) -}}
+{{- end -}}
+
+{{/*
+An issuer reference with the chart's CA Issuer for an empty name:
+(dict "root" $ "issuer" VALUES), as YAML.
+*/}}
+{{- define "network-enforcer.issuerRef" -}}
+{{- if .issuer.name -}}
+name: {{ .issuer.name }}
+kind: {{ .issuer.kind }}
+group: {{ .issuer.group }}
+{{- else -}}
+name: {{ include "network-enforcer.caIssuer" .root }}
+kind: Issuer
+group: cert-manager.io
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the telemetry hop of the enforcer uses an issuer. */}}
+{{- define "network-enforcer.eventsIssuer" -}}
+{{- $t := .Values.telemetry -}}
+{{- if or (and (eq $t.collectorStrategy "default") (eq $t.default.tls.mode "issuer")) (and (eq $t.collectorStrategy "external") (eq $t.external.tls.mode "issuer")) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The issuer values of the telemetry hop. */}}
+{{- define "network-enforcer.eventsIssuerValues" -}}
+{{- if eq .Values.telemetry.collectorStrategy "default" -}}
+{{- toYaml .Values.telemetry.default.tls.issuer -}}
+{{- else -}}
+{{- toYaml .Values.telemetry.external.tls.issuer -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when some hop uses the chart's own CA. */}}
+{{- define "network-enforcer.needsCA" -}}
+{{- $istio := .Values.controller.provider.istio.tls -}}
+{{- if and (eq (include "network-enforcer.provider" .) "istio") (eq $istio.mode "issuer") (not $istio.issuer.name) -}}
+true
+{{- else if include "network-enforcer.eventsIssuer" . -}}
+{{- $i := include "network-enforcer.eventsIssuerValues" . | fromYaml -}}
+{{- if not $i.name -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A cert-manager CSI volume source:
+(dict "root" $ "issuer" VALUES "commonName" CN "dnsNames" "a,b" "usages" "server auth" "duration" D "fsGroup" G)
+*/}}
+{{- define "network-enforcer.csiVolume" -}}
+{{- $ref := include "network-enforcer.issuerRef" (dict "root" .root "issuer" .issuer) | fromYaml -}}
+csi:
+  driver: csi.cert-manager.io
+  readOnly: true
+  volumeAttributes:
+    csi.cert-manager.io/issuer-name: {{ $ref.name | quote }}
+    csi.cert-manager.io/issuer-kind: {{ $ref.kind | quote }}
+    csi.cert-manager.io/issuer-group: {{ $ref.group | quote }}
+    csi.cert-manager.io/common-name: {{ .commonName | quote }}
+    {{- with .dnsNames }}
+    csi.cert-manager.io/dns-names: {{ . | quote }}
+    {{- end }}
+    csi.cert-manager.io/key-usages: {{ printf "digital signature,key encipherment,%s" .usages | quote }}
+    csi.cert-manager.io/duration: {{ .duration | quote }}
+    csi.cert-manager.io/certificate-file: tls.crt
+    csi.cert-manager.io/privatekey-file: tls.key
+    csi.cert-manager.io/ca-file: ca.crt
+    {{- with .fsGroup }}
+    csi.cert-manager.io/fs-group: {{ . | quote }}
+    {{- end }}
+{{- end -}}
+
+{{/* A ${secret:...} reference, read by the secret confmap provider: (list NAMESPACE NAME KEY) */}}
+{{- define "network-enforcer.secretRef" -}}
+{{- printf "${secret:%s/%s/%s}" (index . 0) (index . 1) (index . 2) -}}
+{{- end -}}
+
+{{/* Checks that refuse combinations that the schema cannot express clearly. */}}
+{{- define "network-enforcer.validate" -}}
+{{- $provider := include "network-enforcer.provider" . -}}
+{{- $p := include "network-enforcer.providerValues" . | fromYaml -}}
+{{- if and (eq $provider "calico") (eq $p.tls.mode "insecure") -}}
+{{- fail "controller.provider.calico.tls.mode: insecure is not allowed: Goldmane accepts mutual TLS only; use issuer or existingSecret" -}}
+{{- end -}}
+{{- if and (ne $provider "istio") (eq $p.tls.mode "issuer") (not $p.tls.issuer.name) -}}
+{{- fail (printf "controller.provider.%s.tls.issuer.name is required in issuer mode: name a cert-manager Issuer or ClusterIssuer whose CA the %s flow source trusts" $provider $provider) -}}
+{{- end -}}
+{{- if and (eq $p.tls.mode "existingSecret") (not (include "network-enforcer.flowsSecretName" .)) -}}
+{{- fail (printf "controller.provider.%s.tls.existingSecret.name is required in existingSecret mode" $provider) -}}
+{{- end -}}
+{{- if and (eq $provider "istio") (eq $p.tls.mode "existingSecret") (ne .Values.nodeAgent.mode "none") (not $p.tls.existingSecret.clientName) -}}
+{{- fail "controller.provider.istio.tls.existingSecret.clientName is required in existingSecret mode: the node agents' client key pair" -}}
+{{- end -}}
+{{- if and (eq $provider "calico") (or (not $p.tls.existingSecret.certKey) (not $p.tls.existingSecret.keyKey)) -}}
+{{- fail "controller.provider.calico.tls.existingSecret.certKey and keyKey are required: Goldmane accepts mutual TLS only" -}}
+{{- end -}}
+{{- if ne (empty $p.tls.existingSecret.certKey) (empty $p.tls.existingSecret.keyKey) -}}
+{{- fail (printf "controller.provider.%s.tls.existingSecret: set both certKey and keyKey, or neither" $provider) -}}
+{{- end -}}
+{{- $t := .Values.telemetry -}}
+{{- if and (eq $t.collectorStrategy "external") (not $t.external.endpoint) -}}
+{{- fail "telemetry.external.endpoint is required with telemetry.collectorStrategy=external" -}}
+{{- end -}}
+{{- if and (eq $t.collectorStrategy "default") (eq $t.default.tls.mode "existingSecret") (not $t.default.tls.existingSecret.name) -}}
+{{- fail "telemetry.default.tls.existingSecret.name is required in existingSecret mode" -}}
+{{- end -}}
+{{- if and (eq $t.collectorStrategy "external") (eq $t.external.tls.mode "existingSecret") (not $t.external.tls.existingSecret.name) -}}
+{{- fail "telemetry.external.tls.existingSecret.name is required in existingSecret mode" -}}
+{{- end -}}
+{{- if ne (empty $t.external.tls.existingSecret.certKey) (empty $t.external.tls.existingSecret.keyKey) -}}
+{{- fail "telemetry.external.tls.existingSecret: set both certKey and keyKey, or neither" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The keys under a client's `tls:`:
+(dict "mode" M "dir" D "remote" BOOL "namespace" NS "name" N "caKey" K "certKey" K "keyKey" K "serverName" S)
+issuer and existingSecret in the release namespace read mounted files;
+existingSecret in another namespace reads the Secret through the secret confmap
+provider.
+*/}}
+{{- define "network-enforcer.clientTLS" -}}
+{{- if eq .mode "insecure" -}}
+insecure: true
+{{- else -}}
+{{- if eq .mode "issuer" -}}
+ca_file: {{ .dir }}/ca.crt
+cert_file: {{ .dir }}/tls.crt
+key_file: {{ .dir }}/tls.key
+reload_interval: 1h
+{{- else if and (eq .mode "existingSecret") .remote -}}
+{{- if .caKey }}
+ca_pem: {{ include "network-enforcer.secretRef" (list .namespace .name .caKey) | quote }}
+{{- end }}
+{{- if .certKey }}
+cert_pem: {{ include "network-enforcer.secretRef" (list .namespace .name .certKey) | quote }}
+key_pem: {{ include "network-enforcer.secretRef" (list .namespace .name .keyKey) | quote }}
+{{- end }}
+{{- else if eq .mode "existingSecret" -}}
+{{- if .caKey }}
+ca_file: {{ .dir }}/{{ .caKey }}
+{{- end }}
+{{- if .certKey }}
+cert_file: {{ .dir }}/{{ .certKey }}
+key_file: {{ .dir }}/{{ .keyKey }}
+reload_interval: 1h
+{{- end }}
+{{- end }}
+{{- with .serverName }}
+server_name_override: {{ . | quote }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* The component ID of the enforcer's events exporter. */}}
+{{- define "network-enforcer.eventsExporter" -}}
+{{- $t := .Values.telemetry -}}
+{{- if eq $t.collectorStrategy "default" -}}
+otlp_grpc/events
+{{- else if eq $t.collectorStrategy "external" -}}
+{{- if eq $t.external.protocol "http" -}}otlp_http/events{{- else -}}otlp_grpc/events{{- end -}}
+{{- else -}}
+nop
+{{- end -}}
+{{- end -}}
+
+{{/* The component ID of the flow source's receiver. */}}
+{{- define "network-enforcer.flowsReceiver" -}}
+{{- $provider := include "network-enforcer.provider" . -}}
+{{- if eq $provider "istio" -}}ztunnel{{- else if eq $provider "calico" -}}goldmane{{- else -}}hubble{{- end -}}
+{{- end -}}
+
+{{/* The Hubble Relay endpoint: port 443 becomes 80 in insecure mode. */}}
+{{- define "network-enforcer.hubbleEndpoint" -}}
+{{- $c := .Values.controller.provider.cilium -}}
+{{- if and (eq $c.tls.mode "insecure") (hasSuffix ":443" $c.endpoint) -}}
+{{- printf "%s:80" (trimSuffix ":443" $c.endpoint) -}}
+{{- else -}}
+{{- $c.endpoint -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The collector's own metrics for scraping, or none. */}}
+{{- define "network-enforcer.serviceTelemetry" -}}
+telemetry:
+  metrics:
+  {{- if .metrics.enabled }}
+    level: {{ .metrics.level }}
+    readers:
+      - pull:
+          exporter:
+            prometheus:
+              host: 0.0.0.0
+              port: {{ .metrics.port }}
+  {{- else }}
+    level: none
+  {{- end }}
+{{- end -}}

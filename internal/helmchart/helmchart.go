@@ -1,0 +1,183 @@
+// Package helmchart renders the project's Helm chart (chart/) with the pinned
+// helm binary, for tests and tools that need the objects a release would create.
+package helmchart
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/kubewarden/network-enforcer/internal/testenv"
+)
+
+// Version is the helm release that the Makefile installs (HELM_VERSION).
+const Version = "v3.22.0"
+
+// ChartDir is the chart's folder, relative to the repository root.
+const ChartDir = "chart"
+
+// Path returns the helm binary: $HELM when set, else the one that the Makefile
+// installs under the repository root, .cache/tools/helm-<Version>/helm. It fails,
+// naming what to run, when the binary is missing.
+func Path() (string, error) {
+	if p := os.Getenv("HELM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("$HELM: %w", err)
+		}
+		return p, nil
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(root, ".cache", "tools", "helm-"+Version, "helm")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("helm %s is missing at %s: run `make helm-lint` (or `make test`), which installs it, or set $HELM", Version, p)
+	}
+	return p, nil
+}
+
+// Chart returns the absolute path of the chart's folder.
+func Chart() (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, ChartDir), nil
+}
+
+// Render runs `helm template` for a release of the chart in namespace with
+// values (nil for the chart's defaults) and decodes every object it prints.
+// The CRDs in chart/crds are not among them, as with `helm template`. A chart
+// that refuses the values (its schema or a template's fail) gives an error
+// that holds helm's message.
+func Render(ctx context.Context, release, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	out, err := Template(ctx, release, namespace, values)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(out)
+}
+
+// Template runs `helm template` like Render and returns what helm prints.
+func Template(ctx context.Context, release, namespace string, values map[string]any) (string, error) {
+	chart, err := Chart()
+	if err != nil {
+		return "", err
+	}
+	args := []string{"template", release, chart, "--namespace", namespace}
+	valuesFile, cleanup, err := writeValues(values)
+	if err != nil {
+		return "", err
+	}
+	defer cleanup()
+	if valuesFile != "" {
+		args = append(args, "--values", valuesFile)
+	}
+	return run(ctx, args...)
+}
+
+// Lint runs `helm lint --strict` on the chart with values and returns what helm
+// prints; a chart that does not pass gives an error with that output.
+func Lint(ctx context.Context, values map[string]any) (string, error) {
+	chart, err := Chart()
+	if err != nil {
+		return "", err
+	}
+	args := []string{"lint", "--strict", chart}
+	valuesFile, cleanup, err := writeValues(values)
+	if err != nil {
+		return "", err
+	}
+	defer cleanup()
+	if valuesFile != "" {
+		args = append(args, "--values", valuesFile)
+	}
+	return run(ctx, args...)
+}
+
+// Decode reads every non-empty object of a multi-document YAML stream, with
+// numbers as int64 or float64 as the API machinery decodes them.
+func Decode(manifest string) ([]*unstructured.Unstructured, error) {
+	reader := yaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifest)))
+	var objs []*unstructured.Unstructured
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the rendered chart: %w", err)
+		}
+		data, err := yaml.ToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("decoding the rendered chart: %w\n%s", err, doc)
+		}
+		if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || string(trimmed) == "null" || string(trimmed) == "{}" {
+			continue // a document of comments only
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(data); err != nil {
+			return nil, fmt.Errorf("decoding the rendered chart: %w\n%s", err, doc)
+		}
+		objs = append(objs, obj)
+	}
+}
+
+// writeValues writes values to a temporary file (JSON, which helm reads as
+// YAML); nil values write none.
+func writeValues(values map[string]any) (string, func(), error) {
+	if values == nil {
+		return "", func() {}, nil
+	}
+	data, err := json.Marshal(values)
+	if err != nil {
+		return "", nil, fmt.Errorf("values: %w", err)
+	}
+	f, err := os.CreateTemp("", "network-enforcer-values-*.yaml")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { _ = os.Remove(f.Name()) }
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		cleanup()
+		return "", nil, err
+	}
+	if err := f.Close(); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return f.Name(), cleanup, nil
+}
+
+// run runs helm with args; a failure carries helm's stderr.
+func run(ctx context.Context, args ...string) (string, error) {
+	helm, err := Path()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, helm, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if args[0] == "lint" || msg == "" {
+			// lint prints its findings on stdout and only the verdict on stderr.
+			msg = strings.TrimSpace(stdout.String() + "\n" + msg)
+		}
+		return stdout.String(), fmt.Errorf("helm %s: %w: %s", args[0], err, msg)
+	}
+	return stdout.String(), nil
+}
