@@ -387,8 +387,11 @@ func checkRBAC(t *testing.T, r *rendered, hop flowHop) {
 	}
 	le := r.must(t, "Role", namespace, fullname+"-leader-election")
 	rules, _, _ = unstructured.NestedSlice(le.Object, "rules")
-	if len(rules) != 1 || !equal(list(rules[0], "apiGroups"), []string{"coordination.k8s.io"}) ||
-		!equal(list(rules[0], "resources"), []string{"leases"}) || !equal(list(rules[0], "verbs"), []string{"get", "create", "update"}) {
+	// Creating a Lease cannot be limited to a name; reading and renewing are.
+	if len(rules) != 2 || !equal(list(rules[0], "resources"), []string{"leases"}) || !equal(list(rules[0], "verbs"), []string{"create"}) ||
+		len(list(rules[0], "resourceNames")) != 0 ||
+		!equal(list(rules[1], "resources"), []string{"leases"}) || !equal(list(rules[1], "verbs"), []string{"get", "update"}) ||
+		!equal(list(rules[1], "resourceNames"), []string{fullname}) {
 		t.Errorf("leader election Role: %v", rules)
 	}
 	for _, rb := range append(r.ofKind("RoleBinding"), r.ofKind("ClusterRoleBinding")...) {

@@ -32,7 +32,7 @@ extensions:
   enforcer:
     auth_type: kubeConfig
     leader_election:
-      lease_name: journey-%[1]s
+      lease_name: %[8]s
       lease_namespace: %[7]s
       lease_duration: 4s
       renew_deadline: 3s
@@ -94,15 +94,16 @@ func TestJourney(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			resetGuarded(t)
 			t.Cleanup(func() { resetGuarded(t) })
-			journey(t, tc.newPlane(t), journeyRun{name: tc.name, receiver: tc.receiver, kubeconfig: kubeconfig, leaseNamespace: "default"})
+			journey(t, tc.newPlane(t), journeyRun{name: tc.name, receiver: tc.receiver, kubeconfig: kubeconfig,
+				leaseNamespace: "default", leaseName: "journey-" + tc.name})
 		})
 	}
 }
 
 // journeyRun says how a journey runs the binary: its receiver, the kubeconfig
-// it reaches the API server with, and the namespace of its Lease.
+// it reaches the API server with, and its Lease.
 type journeyRun struct {
-	name, receiver, kubeconfig, leaseNamespace string
+	name, receiver, kubeconfig, leaseNamespace, leaseName string
 }
 
 func journey(t *testing.T, dp plane, run journeyRun) {
@@ -111,7 +112,7 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 	sink := startOTLPSink(t)
 	metrics := freeAddr(t)
 	config := writeConfig(t, "journey.yaml", fmt.Sprintf(journeyConfig, name, dp.receiver(), syncInterval, sink.Addr, metrics,
-		run.receiver, run.leaseNamespace))
+		run.receiver, run.leaseNamespace, run.leaseName))
 	start := func() *process {
 		p := startBinary(t, config, "KUBECONFIG="+run.kubeconfig)
 		waitFor(t, "the collector to lead", time.Minute, func() bool {

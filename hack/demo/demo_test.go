@@ -1,0 +1,17 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestDemo runs the whole walk-through, as `make demo` does, and stops at its
+// end: every step must complete against the built binary and the rendered chart.
+func TestDemo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := run(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+}

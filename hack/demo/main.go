@@ -1,0 +1,79 @@
+// Command demo runs Network Enforcer's main job on a machine with no cluster: a
+// local control plane with the CRDs and admission policies, the sample workloads
+// of testdata/, a Hubble Relay replaying testdata/hubble/flows.jsonl, and the
+// built distribution with the configuration that the Helm chart renders for
+// Cilium. It walks through learning, promotion, the NetworkPolicy and a
+// violation, then leaves everything running for kubectl until Ctrl-C.
+//
+// `make demo` builds what it needs and runs it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/kubewarden/network-enforcer/internal/testenv"
+)
+
+func main() {
+	once := flag.Bool("once", false, "stop after the walk-through instead of waiting for Ctrl-C")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *once); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, once bool) error {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(root, ".cache", "demo")
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	d := &demo{root: root, dir: dir, started: time.Now()}
+	defer d.stop()
+	for _, s := range []struct {
+		title string
+		run   func(context.Context) error
+	}{
+		{"Starting a local control plane (etcd, kube-apiserver, kube-controller-manager) with the CRDs and admission policies", d.startControlPlane},
+		{"Creating the sample workloads that the recorded flows describe", d.createWorkloads},
+		{"Starting a Hubble Relay that replays testdata/hubble/flows.jsonl over mutual TLS", d.startRelay},
+		{"Rendering the Helm chart for Cilium and starting the enforcer and its telemetry collector", d.startCollectors},
+		{"Waiting for proposals: learning from the recorded flows", d.waitForProposals},
+		{"Promoting a proposal with kubectl label", d.promote},
+		{"Waiting for the NetworkPolicy that the policy renders in protect mode", d.waitForNetworkPolicy},
+		{"A connection the policy does not allow: the data plane drops it, the enforcer reports it", d.violate},
+	} {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d.step(s.title)
+		if err := s.run(ctx); err != nil {
+			return err
+		}
+	}
+	d.lookAround()
+	if once {
+		return nil
+	}
+	fmt.Println("\nEverything keeps running. Press Ctrl-C to stop.")
+	<-ctx.Done()
+	fmt.Println("\nStopping...")
+	return nil
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	flowpb "github.com/cilium/cilium/api/v1/flow"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+)
+
+// The proposal that the demo promotes, and the connection that then violates
+// it: the probe in default was never seen talking to the cart.
+var (
+	promoted = types.NamespacedName{Namespace: "shop", Name: "deployment-cart-ingress"}
+	cart     = fakeflows.HubbleEnd{Namespace: "shop", Pod: "cart-7f8e9d0c1-fghij", IP: "10.0.1.11", Workload: "cart", Identity: 51235}
+	probe    = fakeflows.HubbleEnd{Namespace: "default", Pod: "probe-6f8d9c7b5-vwxyz", IP: "10.0.1.31", Workload: "probe", Identity: 51300}
+)
+
+func (d *demo) waitForProposals(ctx context.Context) error {
+	var list v1alpha1.WorkloadNetworkPolicyProposalList
+	var first time.Duration
+	last, stable := -1, time.Now()
+	err := d.poll(ctx, "the proposals", 2*time.Minute, func() (bool, error) {
+		if err := d.env.Client.List(ctx, &list); err != nil {
+			return false, err
+		}
+		if len(list.Items) > 0 && first == 0 {
+			first = time.Since(d.started)
+			d.info("first proposal %s after the demo started", first.Round(100*time.Millisecond))
+		}
+		if len(list.Items) != last {
+			last, stable = len(list.Items), time.Now()
+		}
+		return last > 0 && time.Since(stable) > 3*time.Second, nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		return list.Items[i].Namespace+"/"+list.Items[i].Name < list.Items[j].Namespace+"/"+list.Items[j].Name
+	})
+	d.info("%d proposals (kubectl get wnpp -A):", len(list.Items))
+	for _, p := range list.Items {
+		d.info("  %-12s %-40s %s", p.Namespace, p.Name, peersOf(&p.Spec))
+	}
+	return nil
+}
+
+// peersOf summarises a learned kubernetes spec: its peers and ports.
+func peersOf(s *v1alpha1.PolicySpec) string {
+	if s.Kubernetes == nil {
+		return ""
+	}
+	var out []string
+	add := func(peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort) {
+		for _, p := range peers {
+			ns, app := "", ""
+			if p.NamespaceSelector != nil {
+				ns = p.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]
+			}
+			if p.PodSelector != nil {
+				app = fmt.Sprint(p.PodSelector.MatchLabels)
+			}
+			for _, port := range ports {
+				out = append(out, fmt.Sprintf("%s %s %s/%s", ns, app, *port.Protocol, port.Port))
+			}
+		}
+	}
+	for _, r := range s.Kubernetes.Ingress {
+		add(r.From, r.Ports)
+	}
+	for _, r := range s.Kubernetes.Egress {
+		add(r.To, r.Ports)
+	}
+	return strings.Join(out, "; ")
+}
+
+func (d *demo) promote(ctx context.Context) error {
+	args := []string{"label", "wnpp", "-n", promoted.Namespace, promoted.Name, v1alpha1.PromoteLabel + "=protect"}
+	d.info("$ kubectl %s", strings.Join(args, " "))
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		d.info("kubectl is not installed; setting the same label through the API")
+		var p v1alpha1.WorkloadNetworkPolicyProposal
+		if err := d.env.Client.Get(ctx, promoted, &p); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		p.Labels = map[string]string{v1alpha1.PromoteLabel: "protect"}
+		return d.env.Client.Patch(ctx, &p, patch)
+	}
+	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.kubeconfig)
+	out, err := cmd.CombinedOutput()
+	d.info("%s", strings.TrimSpace(string(out)))
+	return err
+}
+
+func (d *demo) waitForNetworkPolicy(ctx context.Context) error {
+	var np networkingv1.NetworkPolicy
+	err := d.poll(ctx, "the NetworkPolicy", time.Minute, func() (bool, error) {
+		err := d.env.Client.Get(ctx, promoted, &np)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		return err
+	}
+	var p v1alpha1.WorkloadNetworkPolicyProposal
+	if err := d.env.Client.Get(ctx, promoted, &p); !apierrors.IsNotFound(err) {
+		return fmt.Errorf("the promoted proposal is still there: %v", err)
+	}
+	d.info("the proposal became WorkloadNetworkPolicy %s (mode protect), and the proposal is gone", promoted)
+	d.info("NetworkPolicy %s, owned by the policy (kubectl get netpol -n %s %s -o yaml):", promoted, promoted.Namespace, promoted.Name)
+	spec, err := yaml.Marshal(np.Spec)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(spec)), "\n") {
+		d.info("  %s", line)
+	}
+	return nil
+}
+
+func (d *demo) violate(ctx context.Context) error {
+	d.info("default/probe connects to shop/cart on 8080; Cilium drops it (POLICY_DENIED)")
+	d.relay.Push(fakeflows.NewHubbleFlow(probe, cart, 40123, 8080, flowpb.Verdict_DROPPED, flowpb.DropReason_POLICY_DENIED))
+	if err := d.waitLog(ctx, d.collector, "policy_violation_observed", 30*time.Second); err != nil {
+		return err
+	}
+	d.info("the telemetry collector printed the event at once (%s):", d.collector.log)
+	for _, line := range eventLines(d.collector.log) {
+		d.info("  %s", line)
+	}
+	var p v1alpha1.WorkloadNetworkPolicy
+	err := d.poll(ctx, "the violation record in the policy status", 2*time.Minute, func() (bool, error) {
+		if err := d.env.Client.Get(ctx, promoted, &p); err != nil {
+			return false, err
+		}
+		return len(p.Status.Violations) > 0, nil
+	})
+	if err != nil {
+		return err
+	}
+	d.info("after the status sync, the policy status (kubectl get wnp -n %s %s -o yaml):", promoted.Namespace, promoted.Name)
+	status, err := yaml.Marshal(map[string]any{"violationCount": p.Status.ViolationCount,
+		"activeViolationCount": p.Status.ActiveViolationCount, "violations": p.Status.Violations})
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(status)), "\n") {
+		d.info("  %s", line)
+	}
+	return nil
+}
+
+// eventLines are the debug exporter's lines about the violation event.
+func eventLines(path string) []string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "policy_violation_observed") {
+			start := max(i-2, 0)
+			end := min(i+22, len(lines))
+			return lines[start:end]
+		}
+	}
+	return nil
+}
+
+func (d *demo) lookAround() {
+	fmt.Printf(`
+==> Done in %s. Look around:
+
+    export KUBECONFIG=%s
+    kubectl get wnpp,wnp -A
+    kubectl get netpol -A
+    kubectl get wnp -n %s %s -o yaml
+    kubectl annotate wnp -n %s %s %s="expected"   # acknowledge violation 1
+    curl -s http://%s/metrics | grep network_enforcer_policy_denies
+
+    enforcer log:  %s
+    collector log: %s (each violation event)
+`, time.Since(d.started).Round(time.Second), d.kubeconfig, promoted.Namespace, promoted.Name,
+		promoted.Namespace, promoted.Name, v1alpha1.AcknowledgeAnnotation("1"), d.metrics, d.enforcer.log, d.collector.log)
+}
