@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 )
 
 // DefaultInclude is where the kubelet writes the logs of ztunnel's istio-proxy
@@ -36,6 +38,13 @@ type Config struct {
 	// JoinWindow is how long a policy-decision line waits for the access line of
 	// the same connection, which carries the destination pod and real port.
 	JoinWindow time.Duration `mapstructure:"join_window"`
+
+	// Enforcer, when set, names the enforcer extension whose leadership gates
+	// the OTLP listeners: a standby replica refuses records with a retryable
+	// error (gRPC Unavailable, HTTP 503), so that the sender tries again and
+	// reaches the leader, the one replica that learns and writes. Unset, the
+	// listeners accept always (a single replica, or the node agent).
+	Enforcer *component.ID `mapstructure:"enforcer"`
 
 	_ struct{}
 }
@@ -97,6 +106,11 @@ func (c *Config) Validate() error {
 	}
 	if c.JoinWindow <= 0 {
 		errs = append(errs, fmt.Errorf("invalid join_window %s: must be positive", c.JoinWindow))
+	}
+	if c.Enforcer != nil {
+		if err := enforcerextension.ValidateReference(*c.Enforcer); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -51,6 +51,10 @@ func (consumerFunc) Capabilities() consumer.Capabilities { return consumer.Capab
 // message with the other fields as attributes, or a kvlist of the whole record.
 // Flow records that the node agent forwards pass through.
 func (r *ztunnelReceiver) consumeOTLP(ctx context.Context, ld plog.Logs) error {
+	if r.leader != nil && !r.leader.IsLeader() {
+		r.refused.Add(ctx, int64(ld.LogRecordCount()))
+		return errStandby
+	}
 	out := joined{records: make([]flow.Record, 0, ld.LogRecordCount())}
 	now := time.Now()
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {

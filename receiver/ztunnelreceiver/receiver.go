@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
@@ -21,6 +22,15 @@ import (
 // MetricUnjoinedDecisions counts policy decisions that found no access line
 // within the join window and went out with destination port 0.
 const MetricUnjoinedDecisions = "network_enforcer_receiver_unjoined_decisions"
+
+// MetricRefusedStandby counts OTLP log records that a standby replica refused
+// for their sender to retry with the leader.
+const MetricRefusedStandby = "network_enforcer_receiver_refused_standby"
+
+// errStandby is what a standby answers an OTLP request with. It is not a
+// permanent error, so the OTLP listener answers gRPC Unavailable or HTTP 503,
+// which senders retry.
+var errStandby = errors.New("this replica is a standby: send to the leader")
 
 // ztunnelReceiver turns ztunnel lines from its inputs (the OTLP listeners, the
 // file tailer) into flow records: each input hands it lines, one converter and one
@@ -31,6 +41,7 @@ type ztunnelReceiver struct {
 	next      consumer.Logs
 	telemetry *flowsource.Telemetry
 	unjoined  metric.Int64Counter
+	refused   metric.Int64Counter
 
 	conv     converter
 	joiner   *joiner
@@ -39,6 +50,9 @@ type ztunnelReceiver struct {
 
 	// inputs are the OTLP receiver and the file input, built by the factory.
 	inputs []component.Component
+	// leader, when the config names an enforcer, says whether this replica
+	// leads; the OTLP input refuses records while it does not.
+	leader enforcerextension.Enforcer
 
 	stop chan struct{}
 	done chan struct{}
@@ -55,8 +69,14 @@ func newZtunnelReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) 
 	if err != nil {
 		return nil, err
 	}
+	refused, err := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/receiver").Int64Counter(
+		MetricRefusedStandby, metric.WithUnit("{record}"),
+		metric.WithDescription("OTLP log records that this standby replica refused, for the sender to retry with the leader."))
+	if err != nil {
+		return nil, err
+	}
 	r := &ztunnelReceiver{
-		set: set, cfg: cfg, next: next, telemetry: tel, unjoined: unjoined,
+		set: set, cfg: cfg, next: next, telemetry: tel, unjoined: unjoined, refused: refused,
 		joiner: newJoiner(cfg.JoinWindow),
 	}
 	r.conv = converter{trustDomain: cfg.TrustDomain, foreignDomain: r.warnForeignDomain}
@@ -65,6 +85,13 @@ func newZtunnelReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) 
 
 // Start starts the join clock and the inputs.
 func (r *ztunnelReceiver) Start(ctx context.Context, host component.Host) error {
+	if r.cfg.Enforcer != nil {
+		e, err := enforcerextension.Find(host, *r.cfg.Enforcer)
+		if err != nil {
+			return err
+		}
+		r.leader = e
+	}
 	r.stop, r.done = make(chan struct{}), make(chan struct{})
 	go r.expireLoop()
 	for i, in := range r.inputs {
