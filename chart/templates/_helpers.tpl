@@ -40,6 +40,13 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s-otlp" (include "network-enforcer.fullname" .) -}}
 {{- end -}}
 
+{{/* The headless Service of the same listeners: a gRPC node agent resolves
+every enforcer pod through it and balances its requests over them, so that a
+request that a standby refuses is retried on the leader. */}}
+{{- define "network-enforcer.otlpHeadlessService" -}}
+{{- printf "%s-otlp-headless" (include "network-enforcer.fullname" .) -}}
+{{- end -}}
+
 {{/* The default collector's Service. */}}
 {{- define "network-enforcer.collectorService" -}}
 {{- printf "%s-collector" (include "network-enforcer.fullname" .) -}}

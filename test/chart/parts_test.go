@@ -90,6 +90,11 @@ func TestFluentBit(t *testing.T) {
 			if out["name"] != "opentelemetry" || out["host"] != host || out["port"] != "4318" || out["logs_uri"] != "/v1/logs" {
 				t.Errorf("output %v", out)
 			}
+			// A new connection per flush: the Service sends a retry of what a
+			// standby refused to another pod.
+			if out["net.keepalive"] != "off" {
+				t.Errorf("output keeps its connection: net.keepalive %q", out["net.keepalive"])
+			}
 			if !strings.HasPrefix(out["match"], "ztunnel.") || !strings.HasPrefix(in["tag"], "ztunnel.") {
 				t.Errorf("input tag %q, output match %q", in["tag"], out["match"])
 			}
@@ -188,8 +193,14 @@ func TestNodeAgentNetworkEnforcer(t *testing.T) {
 				t.Errorf("service extensions %v", list(cfg, "service", "extensions"))
 			}
 			exp := at(cfg, "exporters", "otlp_grpc")
-			if got := str(t, exp, "endpoint"); got != fullname+"-otlp."+namespace+".svc:4317" {
-				t.Errorf("node agent exports to %s", got)
+			// Every enforcer pod through the headless Service, requests balanced
+			// over them, so that what a standby refuses is retried on the leader.
+			if got := str(t, exp, "endpoint"); got != "dns:///"+fullname+"-otlp-headless."+namespace+".svc:4317" ||
+				str(t, exp, "balancer_name") != "round_robin" {
+				t.Errorf("node agent exports to %s with %v", got, at(exp, "balancer_name"))
+			}
+			if ip, _, _ := unstructured.NestedString(r.must(t, "Service", namespace, fullname+"-otlp-headless").Object, "spec", "clusterIP"); ip != "None" {
+				t.Errorf("the node agents' Service has clusterIP %q, want a headless Service", ip)
 			}
 			tls, _ := at(exp, "tls").(map[string]any)
 			if tc.mode == "insecure" {

@@ -117,6 +117,7 @@ func checkObjects(t *testing.T, r *rendered, hop flowHop, strategy string) {
 		"ConfigMap/" + namespace + "/" + fullname + "-fluent-bit":        istio,
 		"ServiceAccount/" + namespace + "/" + fullname + "-fluent-bit":   istio,
 		"Service/" + namespace + "/" + fullname + "-otlp":                istio,
+		"Service/" + namespace + "/" + fullname + "-otlp-headless":       istio,
 		"Deployment/" + namespace + "/" + fullname + "-collector":        strategy == "default",
 		"ConfigMap/" + namespace + "/" + fullname + "-collector-config":  strategy == "default",
 		"Service/" + namespace + "/" + fullname + "-collector":           strategy == "default",
@@ -212,8 +213,9 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 				}
 			}
 		}
-		if at(cfg, "receivers", "ztunnel", "enforcer") != nil {
-			t.Error("the ztunnel receiver has an enforcer key, which it does not take")
+		// A standby refuses what node agents send, for them to retry with the leader.
+		if str(t, cfg, "receivers", "ztunnel", "enforcer") != "enforcer" {
+			t.Error("the ztunnel receiver is not gated by the enforcer's leadership")
 		}
 	default:
 		rc := at(cfg, "receivers", receiver)
