@@ -67,7 +67,9 @@ service:
 	// learns the record it takes.
 	t.Cleanup(func() { resetGuarded(t) })
 	a, b := start("a"), start("b")
-	leading := func(r replica) bool { return strings.Contains(r.output.String(), "Leading: streaming flows and writing") }
+	leading := func(r replica) bool {
+		return strings.Contains(r.output.String(), "Leading: streaming flows and writing")
+	}
 	var leader, standby replica
 	waitFor(t, "a leader", time.Minute, func() bool {
 		switch {
