@@ -44,9 +44,10 @@ help: ## Show this help.
 
 ##@ Demo
 
+# DEMO_ARGS=-once ends the demo after the walk-through instead of at Ctrl-C.
 .PHONY: demo
 demo: build controlplane $(HELM) ## Run the product on a local control plane with recorded Cilium flows: learn, promote, enforce, report. Ctrl-C stops it.
-	go run ./hack/demo
+	go run ./hack/demo $(DEMO_ARGS)
 
 ##@ Development
 
