@@ -153,13 +153,18 @@ func (d *demo) startProcess(name, config string) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(filepath.Join(d.root, "bin", "network-enforcer"), "--config", config)
+	bin, err := testenv.Binary()
+	if err != nil {
+		out.Close()
+		return nil, err
+	}
+	p.cmd = exec.Command(bin, "--config", config)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+d.kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		out.Close()
-		return nil, fmt.Errorf("starting %s: %w (run `make build` first)", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	go func() {
 		_ = p.cmd.Wait()

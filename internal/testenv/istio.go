@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,7 @@ const istioCRDsFile = "kubernetes/customresourcedefinitions.gen.yaml"
 
 // istioCRD returns the CRD called name from Istio's CRD file.
 func istioCRD(root, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	dir, err := moduleDir(root, istioAPIModule)
+	dir, err := ModuleDir(root, istioAPIModule)
 	if err != nil {
 		return nil, err
 	}
@@ -47,13 +48,15 @@ func istioCRD(root, name string) (*apiextensionsv1.CustomResourceDefinition, err
 	return nil, fmt.Errorf("%s has no CRD %s", path, name)
 }
 
-// moduleDir returns the folder of module at the version that root's go.mod
-// selects, downloading it when the module cache lacks it. The go command is
-// asked because only it knows where that folder is (GOMODCACHE, GOPATH and the
-// escaping of module paths all play a part).
-func moduleDir(root, module string) (string, error) {
+// ModuleDir returns the folder of module (a path, or path@version), at the
+// version that the go.mod of dir selects when none is given, downloading it when
+// the module cache lacks it. The go command is asked because only it knows where
+// that folder is (GOMODCACHE, GOPATH and the escaping of module paths all play
+// a part).
+func ModuleDir(dir, module string) (string, error) {
 	cmd := exec.Command("go", "mod", "download", "-json", module)
-	cmd.Dir = root
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, runErr := cmd.Output()

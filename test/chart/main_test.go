@@ -7,13 +7,9 @@ package chart
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -149,20 +145,7 @@ func moduleDir(moduleAtVersion string) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	cmd := exec.Command("go", "mod", "download", "-json", moduleAtVersion)
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, runErr := cmd.Output()
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", moduleAtVersion, errors.Join(runErr, err, errors.New(stderr.String())))
-	}
-	if mod.Error != "" || mod.Dir == "" {
-		return "", fmt.Errorf("go mod download %s: %s", moduleAtVersion, mod.Error)
-	}
-	return mod.Dir, nil
+	return testenv.ModuleDir(tmp, moduleAtVersion)
 }
 
 func createNamespaces(c client.Client, names []string) error {

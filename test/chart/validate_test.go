@@ -49,13 +49,9 @@ func validateConfigs(t *testing.T, r *rendered) {
 // run when it has not been built.
 func binaryPath(t *testing.T) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	bin, err := testenv.Binary()
 	if err != nil {
 		t.Fatal(err)
-	}
-	bin := filepath.Join(root, "bin", "network-enforcer")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is missing: run `make build` first", bin)
 	}
 	return bin
 }

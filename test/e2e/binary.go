@@ -21,13 +21,9 @@ import (
 // when it has not been built.
 func binaryPath(t *testing.T) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	bin, err := testenv.Binary()
 	if err != nil {
 		t.Fatal(err)
-	}
-	bin := filepath.Join(root, "bin", "network-enforcer")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is missing: run `make build` first", bin)
 	}
 	return bin
 }
