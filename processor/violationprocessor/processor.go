@@ -2,6 +2,7 @@ package violationprocessor
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -28,6 +29,8 @@ type violationProcessor struct {
 	enforcer  enforcerextension.Enforcer
 	buffer    *buffer
 	telemetry *telemetry
+	// reported holds the unknown acknowledge annotations already logged.
+	reported sync.Map
 }
 
 func newViolationProcessor(set processor.Settings, cfg *Config, next consumer.Logs) (*violationProcessor, error) {

@@ -120,10 +120,14 @@ func (p *violationProcessor) syncPolicy(ctx context.Context, pol *v1alpha1.Workl
 		return nil, err
 	}
 	for _, id := range acks.unknown {
-		p.logger.Warn("An acknowledge annotation names no violation record; it stays",
-			zap.String("namespace", pol.Namespace), zap.String("name", pol.Name), zap.String("id", id))
+		// Once per annotation, not every sync: the condition keeps saying it.
+		if _, seen := p.reported.LoadOrStore(pol.Namespace+"/"+pol.Name+"/"+id, struct{}{}); !seen {
+			p.logger.Warn("An acknowledge annotation names no violation record; it stays",
+				zap.String("namespace", pol.Namespace), zap.String("name", pol.Name), zap.String("id", id))
+			p.telemetry.acknowledged(ctx, 0, 1)
+		}
 	}
-	p.telemetry.acknowledged(ctx, len(acks.moved), len(acks.unknown))
+	p.telemetry.acknowledged(ctx, len(acks.moved), 0)
 	if len(acks.done) > 0 {
 		if err := p.removeAnnotations(ctx, pol, acks.done); err != nil {
 			// The records are acknowledged; the next sync finds them so and
