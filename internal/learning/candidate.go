@@ -33,3 +33,18 @@ func AppendCandidate(sl plog.ScopeLogs, flow plog.LogRecord, target enforcerexte
 	a.PutStr(AttrTargetName, target.Name)
 	a.PutStr(AttrTargetDirection, string(d))
 }
+
+// ReadCandidate returns the target and direction that AppendCandidate added to
+// a candidate; false for a record that is not a candidate.
+func ReadCandidate(lr plog.LogRecord) (enforcerextension.WorkloadRef, v1alpha1.Direction, bool) {
+	if lr.EventName() != CandidateEventName {
+		return enforcerextension.WorkloadRef{}, "", false
+	}
+	a := lr.Attributes()
+	target := enforcerextension.WorkloadRef{
+		Namespace: str(a, AttrTargetNamespace),
+		Kind:      v1alpha1.WorkloadKind(str(a, AttrTargetKind)),
+		Name:      str(a, AttrTargetName),
+	}
+	return target, v1alpha1.Direction(str(a, AttrTargetDirection)), true
+}

@@ -43,12 +43,7 @@ func (b *buffer) add(o *observation) bool {
 	records := b.policies[o.policy]
 	if p, ok := records[o.key]; ok {
 		p.count += o.count
-		if o.time.After(p.last) {
-			p.last = o.time
-		}
-		if o.time.Before(p.first) {
-			p.first = o.time
-		}
+		p.first, p.last = minTime(p.first, o.time), maxTime(p.last, o.time)
 		return true
 	}
 	if b.n >= b.max {

@@ -58,16 +58,12 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 	m := &memo{policies: map[policyKey][]v1alpha1.WorkloadNetworkPolicy{}, selectors: selectorCache{}}
 	var rec flow.Record // one for the batch, as in the learning processor
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
-		if lr.EventName() != learning.CandidateEventName {
+		target, direction, ok := learning.ReadCandidate(lr)
+		if !ok {
 			return
 		}
 		rec.ReadFrom(lr)
-		cand := candidate{rec: &rec, direction: v1alpha1.Direction(str(lr, learning.AttrTargetDirection))}
-		cand.target = enforcerextension.WorkloadRef{
-			Namespace: str(lr, learning.AttrTargetNamespace),
-			Kind:      v1alpha1.WorkloadKind(str(lr, learning.AttrTargetKind)),
-			Name:      str(lr, learning.AttrTargetName),
-		}
+		cand := candidate{rec: &rec, target: target, direction: direction}
 		o, reason := p.observe(&cand, m)
 		switch reason {
 		case "":
@@ -153,11 +149,4 @@ func (p *violationProcessor) observe(c *candidate, m *memo) (observation, string
 		o.key.Source, o.key.Destination = o.key.Destination, o.key.Source
 	}
 	return o, ""
-}
-
-func str(lr plog.LogRecord, k string) string {
-	if v, ok := lr.Attributes().Get(k); ok {
-		return v.Str()
-	}
-	return ""
 }
