@@ -13,17 +13,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // env is the control plane that every test of this package shares: starting one
 // costs seconds, and each test works in a namespace of its own.
-var env *testenv.Env
+var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
 	start := time.Now()
 	var err error
-	env, err = testenv.New(testenv.Options{ControllerManager: true})
+	env, err = controlplanetest.New(controlplanetest.Options{ControllerManager: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if env != nil {

@@ -12,19 +12,19 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubewarden/network-enforcer/internal/fakecluster"
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/clustertest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // env is the control plane the package's tests share, with the fixtures' cluster
 // created in it.
-var env *testenv.Env
+var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
 	var err error
-	env, err = testenv.New(testenv.Options{})
+	env, err = controlplanetest.New(controlplanetest.Options{})
 	if err == nil {
-		err = fakecluster.Create(context.Background(), env.Client)
+		err = clustertest.Create(context.Background(), env.Client)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -49,7 +49,7 @@ func startEnforcer(t *testing.T, lease string) *enforcer {
 }
 
 // startEnforcerOn starts an enforcer as startEnforcer does, on control plane cp.
-func startEnforcerOn(t *testing.T, cp *testenv.Env, lease string) *enforcer {
+func startEnforcerOn(t *testing.T, cp *controlplanetest.Env, lease string) *enforcer {
 	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	cfg.LeaderElection = LeaderElectionConfig{

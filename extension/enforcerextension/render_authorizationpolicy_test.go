@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 const frontendPrincipal = "cluster.local/ns/shop/sa/frontend"
@@ -206,7 +206,7 @@ func TestRenderAuthorizationPolicy(t *testing.T) {
 // on an istio-backend policy that it cannot render it.
 func TestWithoutIstio(t *testing.T) {
 	ctx := context.Background()
-	cp := testenv.Start(t, testenv.Options{WithoutIstio: true})
+	cp := controlplanetest.Start(t, controlplanetest.Options{WithoutIstio: true})
 	startEnforcerOn(t, cp, "without-istio")
 
 	istio := istioPolicy("default", "deployment-cart-istio", v1alpha1.PolicyModeProtect)

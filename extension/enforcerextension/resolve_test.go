@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/internal/fakecluster"
+	"github.com/kubewarden/network-enforcer/internal/clustertest"
 )
 
 // TestResolveEveryFixturePod: every pod of the fixtures' cluster resolves, by IP,
@@ -17,7 +17,7 @@ import (
 func TestResolveEveryFixturePod(t *testing.T) {
 	e := startEnforcer(t, "resolve")
 	kinds := map[string]bool{}
-	for _, p := range fakecluster.Pods() {
+	for _, p := range clustertest.Pods() {
 		want := Workload{WorkloadRef: WorkloadRef{Namespace: p.Namespace, Kind: v1alpha1.WorkloadKind(p.WorkloadKind), Name: p.WorkloadName}}
 		var wantReason UnresolvedReason
 		switch {
@@ -58,7 +58,7 @@ func TestResolveEveryFixturePod(t *testing.T) {
 // pods, and a Job's or CronJob's leaves out the labels of one run.
 func TestSelectorOfEveryWorkload(t *testing.T) {
 	e := startEnforcer(t, "selector")
-	for _, w := range fakecluster.Workloads() {
+	for _, w := range clustertest.Workloads() {
 		ref := WorkloadRef{Namespace: w.Namespace, Kind: v1alpha1.WorkloadKind(w.Kind), Name: w.Name}
 		sel, uid, ok := e.Selector(context.Background(), ref)
 		if !ok || uid == "" {
@@ -69,7 +69,7 @@ func TestSelectorOfEveryWorkload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range fakecluster.Pods() {
+		for _, p := range clustertest.Pods() {
 			if p.Namespace == w.Namespace && p.WorkloadKind == w.Kind && p.WorkloadName == w.Name {
 				var pod = podLabels(t, p.Namespace, p.Name)
 				if !ls.Matches(pod) {

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 const mib = 1 << 20
@@ -86,7 +86,7 @@ func run(ctx context.Context, o options) (err error) {
 
 	start := time.Now()
 	logf("starting the control plane")
-	env, err := testenv.New(testenv.Options{})
+	env, err := controlplanetest.New(controlplanetest.Options{})
 	if err != nil {
 		return fmt.Errorf("starting the control plane: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubewarden/network-enforcer/internal/helmchart"
+	"github.com/kubewarden/network-enforcer/internal/charttest"
 )
 
 // relayServerName is the name in Hubble Relay's certificate that Cilium's
@@ -36,7 +36,7 @@ func (d *demo) startCollectors(ctx context.Context) error {
 	if err := d.createRelaySecret(ctx); err != nil {
 		return err
 	}
-	objs, err := helmchart.Render(ctx, "network-enforcer", namespace, map[string]any{
+	objs, err := charttest.Render(ctx, "network-enforcer", namespace, map[string]any{
 		"controller": map[string]any{
 			"replicas":           1,
 			"statusSyncInterval": "5s",

@@ -18,10 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubewarden/network-enforcer/internal/fakecluster"
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
-	"github.com/kubewarden/network-enforcer/internal/testcerts"
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/clustertest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 )
 
 // namespace is where the chart would install the enforcer; its Lease lives here.
@@ -32,10 +32,10 @@ type demo struct {
 	root, dir  string
 	started    time.Time
 	steps      int
-	env        *testenv.Env
+	env        *controlplanetest.Env
 	kubeconfig string
-	ca         *testcerts.CA
-	relay      *fakeflows.HubbleRelay
+	ca         *certtest.CA
+	relay      *dataplanetest.HubbleRelay
 	relayAddr  string
 	relaySrv   *grpc.Server
 	procs      []*process
@@ -53,7 +53,7 @@ func (d *demo) step(title string) {
 func (d *demo) info(format string, args ...any) { fmt.Printf("    "+format+"\n", args...) }
 
 func (d *demo) startControlPlane(ctx context.Context) error {
-	env, err := testenv.New(testenv.Options{ControllerManager: true})
+	env, err := controlplanetest.New(controlplanetest.Options{ControllerManager: true})
 	if err != nil {
 		return err
 	}
@@ -72,12 +72,12 @@ func (d *demo) startControlPlane(ctx context.Context) error {
 }
 
 func (d *demo) createWorkloads(ctx context.Context) error {
-	if err := fakecluster.Create(ctx, d.env.Client); err != nil {
+	if err := clustertest.Create(ctx, d.env.Client); err != nil {
 		return err
 	}
 	byNS := map[string][]string{}
 	var order []string
-	for _, w := range fakecluster.Workloads() {
+	for _, w := range clustertest.Workloads() {
 		if _, ok := byNS[w.Namespace]; !ok {
 			order = append(order, w.Namespace)
 		}
@@ -94,7 +94,7 @@ func (d *demo) startRelay(context.Context) error {
 	if err := os.MkdirAll(certs, 0o700); err != nil {
 		return err
 	}
-	ca, err := testcerts.NewCAIn(certs, "demo")
+	ca, err := certtest.NewCAIn(certs, "demo")
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (d *demo) startRelay(context.Context) error {
 	if err != nil {
 		return err
 	}
-	flows, err := fakeflows.LoadHubble(filepath.Join(d.root, fakeflows.HubbleFixture))
+	flows, err := dataplanetest.LoadHubble(filepath.Join(d.root, dataplanetest.HubbleFixture))
 	if err != nil {
 		return err
 	}
@@ -126,14 +126,14 @@ func (d *demo) startRelay(context.Context) error {
 			fl.Time = at
 		}
 	}
-	d.relay = fakeflows.NewHubbleRelay(flows)
+	d.relay = dataplanetest.NewHubbleRelay(flows)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	d.relayAddr = lis.Addr().String()
 	// Mutual TLS, as Hubble Relay with hubble.tls enabled.
-	d.relaySrv = grpc.NewServer(grpc.Creds(credentials.NewTLS(testcerts.ServerTLS(pair, ca))))
+	d.relaySrv = grpc.NewServer(grpc.Creds(credentials.NewTLS(certtest.ServerTLS(pair, ca))))
 	observer.RegisterObserverServer(d.relaySrv, d.relay)
 	go func() { _ = d.relaySrv.Serve(lis) }()
 	d.info("Hubble Relay (Observer.GetFlows) at %s, %d recorded flows", d.relayAddr, len(flows))
@@ -153,7 +153,7 @@ func (d *demo) startProcess(name, config string) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, err := testenv.Binary()
+	bin, err := controlplanetest.Binary()
 	if err != nil {
 		out.Close()
 		return nil, err

@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 func main() {
@@ -34,7 +34,7 @@ func main() {
 }
 
 func run(ctx context.Context, once bool) error {
-	root, err := testenv.RepoRoot()
+	root, err := controlplanetest.RepoRoot()
 	if err != nil {
 		return err
 	}

@@ -17,15 +17,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 )
 
 // The proposal that the demo promotes, and the connection that then violates
 // it: the probe in default was never seen talking to the cart.
 var (
 	promoted = types.NamespacedName{Namespace: "shop", Name: "deployment-cart-ingress"}
-	cart     = fakeflows.HubbleEnd{Namespace: "shop", Pod: "cart-7f8e9d0c1-fghij", IP: "10.0.1.11", Workload: "cart", Identity: 51235}
-	probe    = fakeflows.HubbleEnd{Namespace: "default", Pod: "probe-6f8d9c7b5-vwxyz", IP: "10.0.1.31", Workload: "probe", Identity: 51300}
+	cart     = dataplanetest.HubbleEnd{Namespace: "shop", Pod: "cart-7f8e9d0c1-fghij", IP: "10.0.1.11", Workload: "cart", Identity: 51235}
+	probe    = dataplanetest.HubbleEnd{Namespace: "default", Pod: "probe-6f8d9c7b5-vwxyz", IP: "10.0.1.31", Workload: "probe", Identity: 51300}
 )
 
 func (d *demo) waitForProposals(ctx context.Context) error {
@@ -134,7 +134,7 @@ func (d *demo) waitForNetworkPolicy(ctx context.Context) error {
 
 func (d *demo) violate(ctx context.Context) error {
 	d.info("default/probe connects to shop/cart on 8080; Cilium drops it (POLICY_DENIED)")
-	d.relay.Push(fakeflows.NewHubbleFlow(probe, cart, 40123, 8080, flowpb.Verdict_DROPPED, flowpb.DropReason_POLICY_DENIED))
+	d.relay.Push(dataplanetest.NewHubbleFlow(probe, cart, 40123, 8080, flowpb.Verdict_DROPPED, flowpb.DropReason_POLICY_DENIED))
 	if err := d.waitLog(ctx, d.collector, "policy_violation_observed", 30*time.Second); err != nil {
 		return err
 	}

@@ -4,14 +4,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
 )
 
 // loadFixtures reads the shared Goldmane fixture.
 func loadFixtures(tb testing.TB) []*pb.FlowResult {
 	tb.Helper()
-	out, err := fakeflows.LoadGoldmane(filepath.Join("..", "..", fakeflows.GoldmaneFixture))
+	out, err := dataplanetest.LoadGoldmane(filepath.Join("..", "..", dataplanetest.GoldmaneFixture))
 	if err != nil {
 		tb.Fatal(err)
 	}

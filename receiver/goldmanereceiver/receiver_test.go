@@ -9,10 +9,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
-	"github.com/kubewarden/network-enforcer/internal/testcerts"
 	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
 )
 
@@ -41,12 +41,12 @@ var wantFixtureRecords = []string{
 
 // mtlsSetup is a Goldmane that requires client certificates signed by its CA, and
 // a receiver config with such a certificate.
-func mtlsSetup(t *testing.T, g *fakeflows.Goldmane, opts ...grpc.ServerOption) (*grpctest.Server, *Config) {
+func mtlsSetup(t *testing.T, g *dataplanetest.Goldmane, opts ...grpc.ServerOption) (*grpctest.Server, *Config) {
 	t.Helper()
-	ca := testcerts.NewCA(t, "tigera-ca")
+	ca := certtest.NewCA(t, "tigera-ca")
 	server := ca.Server(t, "goldmane", "goldmane.calico-system.svc")
 	client := ca.Client(t, "network-enforcer")
-	srv := grpctest.Start(t, testcerts.ServerTLS(server, ca), func(s *grpc.Server) { pb.RegisterFlowsServer(s, g) }, opts...)
+	srv := grpctest.Start(t, certtest.ServerTLS(server, ca), func(s *grpc.Server) { pb.RegisterFlowsServer(s, g) }, opts...)
 	cfg := createDefaultConfig().(*Config)
 	cfg.Endpoint = srv.Addr
 	cfg.TLS.CAFile = ca.CertFile
@@ -71,7 +71,7 @@ func startReceiver(t *testing.T, cfg *Config) (*flowsourcetest.Harness, *goldman
 }
 
 func TestFixturesArriveAsRecords(t *testing.T) {
-	g := fakeflows.NewGoldmane(loadFixtures(t))
+	g := dataplanetest.NewGoldmane(loadFixtures(t))
 	_, cfg := mtlsSetup(t, g)
 	h, _ := startReceiver(t, cfg)
 
@@ -87,9 +87,9 @@ func TestFixturesArriveAsRecords(t *testing.T) {
 }
 
 func TestClientWithoutCertificateIsRefused(t *testing.T) {
-	g := fakeflows.NewGoldmane(loadFixtures(t))
+	g := dataplanetest.NewGoldmane(loadFixtures(t))
 	_, cfg := mtlsSetup(t, g)
-	other := testcerts.NewCA(t, "other-ca").Client(t, "intruder")
+	other := certtest.NewCA(t, "other-ca").Client(t, "intruder")
 	cfg.TLS.CertFile, cfg.TLS.KeyFile = other.CertFile, other.KeyFile
 	h, _ := startReceiver(t, cfg)
 
@@ -101,9 +101,9 @@ func TestClientWithoutCertificateIsRefused(t *testing.T) {
 }
 
 func TestWrongCAFailsClosed(t *testing.T) {
-	g := fakeflows.NewGoldmane(loadFixtures(t))
+	g := dataplanetest.NewGoldmane(loadFixtures(t))
 	_, cfg := mtlsSetup(t, g)
-	cfg.TLS.CAFile = testcerts.NewCA(t, "other-ca").CertFile
+	cfg.TLS.CAFile = certtest.NewCA(t, "other-ca").CertFile
 	h, _ := startReceiver(t, cfg)
 
 	h.WaitLog(t, "certificate signed by unknown authority")
@@ -113,7 +113,7 @@ func TestWrongCAFailsClosed(t *testing.T) {
 }
 
 func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
-	g := fakeflows.NewGoldmane(loadFixtures(t))
+	g := dataplanetest.NewGoldmane(loadFixtures(t))
 	_, cfg := mtlsSetup(t, g)
 	plain := grpctest.Start(t, nil, func(s *grpc.Server) { pb.RegisterFlowsServer(s, g) })
 	cfg.Endpoint = plain.Addr
@@ -128,7 +128,7 @@ func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
 
 func TestReconnectsAfterServerRestart(t *testing.T) {
 	all := loadFixtures(t)
-	g := fakeflows.NewGoldmane(all[:5]) // buckets 0 and 1
+	g := dataplanetest.NewGoldmane(all[:5]) // buckets 0 and 1
 	srv, cfg := mtlsSetup(t, g)
 	h, _ := startReceiver(t, cfg)
 	h.WaitRecords(t, 5)
@@ -155,7 +155,7 @@ func TestReconnectsAfterServerRestart(t *testing.T) {
 }
 
 func TestStopAndStartStreaming(t *testing.T) {
-	g := fakeflows.NewGoldmane(nil)
+	g := dataplanetest.NewGoldmane(nil)
 	_, cfg := mtlsSetup(t, g)
 	h, recv := startReceiver(t, cfg)
 	<-g.Opened
@@ -180,7 +180,7 @@ func TestBadMessagesAreCountedDrops(t *testing.T) {
 	noReporter.GetFlow().GetKey().Reporter = pb.Reporter_ReporterUnspecified
 	truncated := proto.Clone(fixtures[1]).(*pb.FlowResult)
 	truncated.Id = 666
-	g := fakeflows.NewGoldmane([]*pb.FlowResult{unknownAction, unknownType, noReporter, truncated})
+	g := dataplanetest.NewGoldmane([]*pb.FlowResult{unknownAction, unknownType, noReporter, truncated})
 	_, cfg := mtlsSetup(t, g, grpctest.TruncateMessages(func(m proto.Message) bool {
 		res, ok := m.(*pb.FlowResult)
 		return ok && res.GetId() == 666

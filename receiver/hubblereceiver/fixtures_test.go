@@ -6,13 +6,13 @@ import (
 
 	"github.com/cilium/cilium/api/v1/observer"
 
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 )
 
 // loadFixtures reads the shared Hubble fixture.
 func loadFixtures(tb testing.TB) []*observer.GetFlowsResponse {
 	tb.Helper()
-	out, err := fakeflows.LoadHubble(filepath.Join("..", "..", fakeflows.HubbleFixture))
+	out, err := dataplanetest.LoadHubble(filepath.Join("..", "..", dataplanetest.HubbleFixture))
 	if err != nil {
 		tb.Fatal(err)
 	}

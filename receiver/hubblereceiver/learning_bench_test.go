@@ -10,11 +10,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kubewarden/network-enforcer/internal/fakecluster"
+	"github.com/kubewarden/network-enforcer/internal/clustertest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
-	"github.com/kubewarden/network-enforcer/internal/pipelinetest"
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/test/pipelinetest"
 )
 
 // learningBatch is how many flows go through the learning path at once, as the
@@ -28,12 +28,12 @@ const learningBatch = 1000
 // decoding of the same messages alone. It reports both rates and their ratio.
 // It needs the test control plane (KUBEBUILDER_ASSETS, as make test sets it).
 func BenchmarkLearningPath(b *testing.B) {
-	env, err := testenv.New(testenv.Options{})
+	env, err := controlplanetest.New(controlplanetest.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = env.Stop() })
-	if err := fakecluster.Create(context.Background(), env.Client); err != nil {
+	if err := clustertest.Create(context.Background(), env.Client); err != nil {
 		b.Fatal(err)
 	}
 	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")

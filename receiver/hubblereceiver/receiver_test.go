@@ -12,10 +12,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
-	"github.com/kubewarden/network-enforcer/internal/testcerts"
 )
 
 // startReceiver starts a receiver with cfg, reporting into a harness.
@@ -58,12 +58,12 @@ var wantFixtureDrops = map[string]int64{"reply": 1, "no_policy_verdict": 1, "uns
 
 // tlsSetup is a relay with a server certificate and required client certificates,
 // and a receiver config that trusts it.
-func tlsSetup(t *testing.T, relay *fakeflows.HubbleRelay, opts ...grpc.ServerOption) (*grpctest.Server, *Config) {
+func tlsSetup(t *testing.T, relay *dataplanetest.HubbleRelay, opts ...grpc.ServerOption) (*grpctest.Server, *Config) {
 	t.Helper()
-	ca := testcerts.NewCA(t, "cilium-ca")
+	ca := certtest.NewCA(t, "cilium-ca")
 	server := ca.Server(t, "relay", "ui.hubble-relay.cilium.io")
 	client := ca.Client(t, "hubble-relay-client")
-	srv := grpctest.Start(t, testcerts.ServerTLS(server, ca), func(s *grpc.Server) {
+	srv := grpctest.Start(t, certtest.ServerTLS(server, ca), func(s *grpc.Server) {
 		observer.RegisterObserverServer(s, relay)
 	}, opts...)
 	cfg := createDefaultConfig().(*Config)
@@ -79,7 +79,7 @@ func tlsSetup(t *testing.T, relay *fakeflows.HubbleRelay, opts ...grpc.ServerOpt
 }
 
 func TestFixturesArriveAsRecords(t *testing.T) {
-	relay := fakeflows.NewHubbleRelay(loadFixtures(t))
+	relay := dataplanetest.NewHubbleRelay(loadFixtures(t))
 	_, cfg := tlsSetup(t, relay)
 	h, _ := startReceiver(t, cfg)
 
@@ -103,7 +103,7 @@ func TestFixturesArriveAsRecords(t *testing.T) {
 }
 
 func TestBackfillByNumberAndOff(t *testing.T) {
-	relay := fakeflows.NewHubbleRelay(loadFixtures(t))
+	relay := dataplanetest.NewHubbleRelay(loadFixtures(t))
 	_, cfg := tlsSetup(t, relay)
 	cfg.Backfill.Number = 4
 	_, recv := startReceiver(t, cfg)
@@ -123,9 +123,9 @@ func TestBackfillByNumberAndOff(t *testing.T) {
 }
 
 func TestWrongCAFailsClosed(t *testing.T) {
-	relay := fakeflows.NewHubbleRelay(loadFixtures(t))
+	relay := dataplanetest.NewHubbleRelay(loadFixtures(t))
 	_, cfg := tlsSetup(t, relay)
-	cfg.TLS.CAFile = testcerts.NewCA(t, "other-ca").CertFile
+	cfg.TLS.CAFile = certtest.NewCA(t, "other-ca").CertFile
 	h, _ := startReceiver(t, cfg)
 
 	h.WaitLog(t, "certificate signed by unknown authority")
@@ -138,11 +138,11 @@ func TestWrongCAFailsClosed(t *testing.T) {
 }
 
 func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
-	relay := fakeflows.NewHubbleRelay(loadFixtures(t))
+	relay := dataplanetest.NewHubbleRelay(loadFixtures(t))
 	srv := grpctest.Start(t, nil, func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) })
 	cfg := createDefaultConfig().(*Config)
 	cfg.Endpoint = srv.Addr
-	cfg.TLS.CAFile = testcerts.NewCA(t, "cilium-ca").CertFile
+	cfg.TLS.CAFile = certtest.NewCA(t, "cilium-ca").CertFile
 	cfg.Reconnect.InitialInterval = 20 * time.Millisecond
 	h, _ := startReceiver(t, cfg)
 
@@ -154,7 +154,7 @@ func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
 }
 
 func TestPlaintextOnlyWhenInsecure(t *testing.T) {
-	relay := fakeflows.NewHubbleRelay(loadFixtures(t))
+	relay := dataplanetest.NewHubbleRelay(loadFixtures(t))
 	srv := grpctest.Start(t, nil, func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) })
 	cfg := createDefaultConfig().(*Config)
 	cfg.Endpoint = srv.Addr
@@ -166,7 +166,7 @@ func TestPlaintextOnlyWhenInsecure(t *testing.T) {
 
 func TestReconnectsAfterServerRestart(t *testing.T) {
 	all := loadFixtures(t)
-	relay := fakeflows.NewHubbleRelay(all[:8])
+	relay := dataplanetest.NewHubbleRelay(all[:8])
 	srv, cfg := tlsSetup(t, relay)
 	h, _ := startReceiver(t, cfg)
 	h.WaitRecords(t, 7) // the first 8 lines hold 7 records and a reply
@@ -184,7 +184,7 @@ func TestReconnectsAfterServerRestart(t *testing.T) {
 }
 
 func TestStopAndStartStreaming(t *testing.T) {
-	relay := fakeflows.NewHubbleRelay(nil)
+	relay := dataplanetest.NewHubbleRelay(nil)
 	_, cfg := tlsSetup(t, relay)
 	h, recv := startReceiver(t, cfg)
 	<-relay.Opened
@@ -208,7 +208,7 @@ func TestBadMessagesAreCountedDrops(t *testing.T) {
 	truncated := proto.Clone(fixtures[1]).(*observer.GetFlowsResponse)
 	truncated.NodeName = "truncate-me"
 	truncated.GetFlow().Time = timestamppb.New(fixtures[1].GetFlow().GetTime().AsTime().Add(-time.Millisecond))
-	relay := fakeflows.NewHubbleRelay([]*observer.GetFlowsResponse{unknownVerdict, unknownDirection, truncated, fixtures[3]})
+	relay := dataplanetest.NewHubbleRelay([]*observer.GetFlowsResponse{unknownVerdict, unknownDirection, truncated, fixtures[3]})
 	_, cfg := tlsSetup(t, relay, grpctest.TruncateMessages(func(m proto.Message) bool {
 		resp, ok := m.(*observer.GetFlowsResponse)
 		return ok && resp.GetNodeName() == "truncate-me"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 )
 
@@ -18,7 +18,7 @@ const testWindow = 300 * time.Millisecond
 // loadFixture reads the shared ztunnel fixture.
 func loadFixture(tb testing.TB) []string {
 	tb.Helper()
-	out, err := fakeflows.LoadZtunnel(filepath.Join("..", "..", fakeflows.ZtunnelFixture))
+	out, err := dataplanetest.LoadZtunnel(filepath.Join("..", "..", dataplanetest.ZtunnelFixture))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func checkFixtureOutput(t *testing.T, h *flowsourcetest.Harness) {
 
 func TestFixtureAsCRIFileLines(t *testing.T) {
 	r, h := startBare(t)
-	cri := fakeflows.CRI(loadFixture(t), time.Now(), 200)
+	cri := dataplanetest.CRI(loadFixture(t), time.Now(), 200)
 	var tokens [][]byte
 	for _, l := range splitLines(cri) {
 		tokens = append(tokens, []byte(l))

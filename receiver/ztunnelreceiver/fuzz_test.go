@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 )
@@ -36,7 +36,7 @@ func FuzzLine(f *testing.F) {
 	for _, l := range fixture {
 		f.Add([]byte(l))
 	}
-	for _, l := range splitLines(fakeflows.CRI(fixture, time.Unix(0, 0), 100)) {
+	for _, l := range splitLines(dataplanetest.CRI(fixture, time.Unix(0, 0), 100)) {
 		f.Add([]byte(l))
 	}
 	r, _ := fuzzReceiver(f)

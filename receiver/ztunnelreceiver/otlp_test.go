@@ -20,10 +20,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
-	"github.com/kubewarden/network-enforcer/internal/testcerts"
 )
 
 // otlpEnv is a receiver listening on OTLP/gRPC and OTLP/HTTP with TLS that
@@ -46,7 +46,7 @@ func freeAddr(t *testing.T) string {
 
 func startOTLP(t *testing.T) *otlpEnv {
 	t.Helper()
-	ca := testcerts.NewCA(t, "otlp")
+	ca := certtest.NewCA(t, "otlp")
 	server := ca.Server(t, "ztunnel-receiver")
 	client := ca.Client(t, "fluent-bit")
 	tlsCfg := configtls.NewDefaultServerConfig()
@@ -112,7 +112,7 @@ var bodyShapes = map[string]func(t *testing.T, lines []string) plog.Logs{
 		return logsOf(lines, func(l string, lr plog.LogRecord) { lr.Body().SetStr(l) })
 	},
 	"whole line with CRI prefix and partial lines": func(_ *testing.T, lines []string) plog.Logs {
-		cri := splitLines(fakeflows.CRI(lines, time.Now(), 200))
+		cri := splitLines(dataplanetest.CRI(lines, time.Now(), 200))
 		return logsOf(cri, func(l string, lr plog.LogRecord) {
 			lr.Body().SetStr(l)
 			lr.Attributes().PutStr("log.file.path", "/var/log/pods/istio-system_ztunnel-a_1/istio-proxy/0.log")

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubewarden/network-enforcer/internal/helmchart"
+	"github.com/kubewarden/network-enforcer/internal/charttest"
 )
 
 // vals builds chart values from dotted paths: vals("a.b", 1, "a.c", "x").
@@ -63,7 +63,7 @@ type rendered struct {
 
 func render(t *testing.T, values map[string]any) *rendered {
 	t.Helper()
-	objs, err := helmchart.Render(context.Background(), release, namespace, values)
+	objs, err := charttest.Render(context.Background(), release, namespace, values)
 	if err != nil {
 		t.Fatal(err)
 	}

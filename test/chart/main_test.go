@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // The release the tests render.
@@ -50,7 +50,7 @@ var certManagerCRDs = []string{
 	"cert-manager.io_certificaterequests.yaml",
 }
 
-var env *testenv.Env
+var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -58,7 +58,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	var err error
-	env, err = testenv.New(testenv.Options{})
+	env, err = controlplanetest.New(controlplanetest.Options{})
 	if err == nil {
 		err = installCertManagerCRDs(env)
 	}
@@ -82,14 +82,14 @@ func run(m *testing.M) int {
 
 // installCertManagerCRDs creates cert-manager's CRDs from its module and waits
 // until the API server serves them.
-func installCertManagerCRDs(e *testenv.Env) error {
+func installCertManagerCRDs(e *controlplanetest.Env) error {
 	dir, err := moduleDir(certManagerModule)
 	if err != nil {
 		return err
 	}
 	var names []string
 	for _, file := range certManagerCRDs {
-		objs, err := testenv.ReadManifest(filepath.Join(dir, certManagerCRDDir, file))
+		objs, err := controlplanetest.ReadManifest(filepath.Join(dir, certManagerCRDDir, file))
 		if err != nil {
 			return err
 		}
@@ -145,7 +145,7 @@ func moduleDir(moduleAtVersion string) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	return testenv.ModuleDir(tmp, moduleAtVersion)
+	return controlplanetest.ModuleDir(tmp, moduleAtVersion)
 }
 
 func createNamespaces(c client.Client, names []string) error {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubewarden/network-enforcer/internal/helmchart"
+	"github.com/kubewarden/network-enforcer/internal/charttest"
 )
 
 // accepted renders values and checks that the API server and the binary accept
@@ -414,7 +414,7 @@ func TestOptionalParts(t *testing.T) {
 func TestLint(t *testing.T) {
 	for _, provider := range []string{"istio", "calico", "cilium"} {
 		t.Run(provider, func(t *testing.T) {
-			out, err := helmchart.Lint(context.Background(), vals("controller.provider.name", provider))
+			out, err := charttest.Lint(context.Background(), vals("controller.provider.name", provider))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -428,7 +428,7 @@ func TestLint(t *testing.T) {
 // TestReadmeListsEveryValue: chart/README.md has a row for each value of
 // values.yaml, so a new value comes with its documentation.
 func TestReadmeListsEveryValue(t *testing.T) {
-	dir, err := helmchart.Chart()
+	dir, err := charttest.Chart()
 	if err != nil {
 		t.Fatal(err)
 	}

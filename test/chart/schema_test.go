@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubewarden/network-enforcer/internal/helmchart"
+	"github.com/kubewarden/network-enforcer/internal/charttest"
 )
 
 // TestRefusedValues: a wrong value fails `helm template` (as it fails `helm
@@ -59,7 +59,7 @@ func TestRefusedValues(t *testing.T) {
 			[]string{"telemetry.external.tls.existingSecret: set both certKey and keyKey, or neither"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := helmchart.Render(context.Background(), release, namespace, tc.values)
+			_, err := charttest.Render(context.Background(), release, namespace, tc.values)
 			if err == nil {
 				t.Fatal("rendered")
 			}
@@ -75,11 +75,11 @@ func TestRefusedValues(t *testing.T) {
 // TestCalicoInsecureRefusedByTemplate: without the schema (helm's
 // --skip-schema-validation), the template still refuses Calico in plaintext.
 func TestCalicoInsecureRefusedByTemplate(t *testing.T) {
-	helm, err := helmchart.Path()
+	helm, err := charttest.Path()
 	if err != nil {
 		t.Fatal(err)
 	}
-	chart, err := helmchart.Chart()
+	chart, err := charttest.Chart()
 	if err != nil {
 		t.Fatal(err)
 	}

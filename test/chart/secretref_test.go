@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubewarden/network-enforcer/internal/testcerts"
+	"github.com/kubewarden/network-enforcer/internal/certtest"
 )
 
 // TestSecretReferencesResolve: the enforcer's configuration names a flow
@@ -43,7 +43,7 @@ func TestSecretReferencesResolve(t *testing.T) {
 			}
 
 			// The Secret, as the data plane (or cert-manager) writes it.
-			ca := testcerts.NewCA(t, tc.provider)
+			ca := certtest.NewCA(t, tc.provider)
 			pair := ca.Client(t, "network-enforcer")
 			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tc.secretNS, Name: tc.secretName},
 				Data: map[string][]byte{"ca.crt": readFile(t, ca.CertFile), "tls.crt": readFile(t, pair.CertFile), "tls.key": readFile(t, pair.KeyFile)}}

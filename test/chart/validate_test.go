@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // secretRef is the secret confmap provider's syntax, which the binary resolves
@@ -49,7 +49,7 @@ func validateConfigs(t *testing.T, r *rendered) {
 // run when it has not been built.
 func binaryPath(t *testing.T) string {
 	t.Helper()
-	bin, err := testenv.Binary()
+	bin, err := controlplanetest.Binary()
 	if err != nil {
 		t.Fatal(err)
 	}

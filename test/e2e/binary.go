@@ -14,14 +14,14 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // binaryPath returns bin/network-enforcer, failing the test with the command to run
 // when it has not been built.
 func binaryPath(t *testing.T) string {
 	t.Helper()
-	bin, err := testenv.Binary()
+	bin, err := controlplanetest.Binary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func binaryPath(t *testing.T) string {
 // repoFile returns the absolute path of a file of the repository.
 func repoFile(t *testing.T, rel string) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	root, err := controlplanetest.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,10 @@ import (
 	"github.com/cilium/cilium/api/v1/observer"
 	"google.golang.org/grpc"
 
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
-	"github.com/kubewarden/network-enforcer/internal/testcerts"
 	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
 )
 
@@ -20,19 +20,19 @@ import (
 // the fixtures, and reads the flow records that its otlp exporter sends to a real
 // OTLP receiver.
 func TestBinaryStreamsFromHubbleAndGoldmane(t *testing.T) {
-	hubbleFlows, err := fakeflows.LoadHubble(repoFile(t, fakeflows.HubbleFixture))
+	hubbleFlows, err := dataplanetest.LoadHubble(repoFile(t, dataplanetest.HubbleFixture))
 	if err != nil {
 		t.Fatal(err)
 	}
-	goldmaneFlows, err := fakeflows.LoadGoldmane(repoFile(t, fakeflows.GoldmaneFixture))
+	goldmaneFlows, err := dataplanetest.LoadGoldmane(repoFile(t, dataplanetest.GoldmaneFixture))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca := testcerts.NewCA(t, "cluster-ca")
-	relay := grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
-		func(s *grpc.Server) { observer.RegisterObserverServer(s, fakeflows.NewHubbleRelay(hubbleFlows)) })
-	goldmane := grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "goldmane", "goldmane.calico-system.svc"), ca),
-		func(s *grpc.Server) { pb.RegisterFlowsServer(s, fakeflows.NewGoldmane(goldmaneFlows)) })
+	ca := certtest.NewCA(t, "cluster-ca")
+	relay := grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
+		func(s *grpc.Server) { observer.RegisterObserverServer(s, dataplanetest.NewHubbleRelay(hubbleFlows)) })
+	goldmane := grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "goldmane", "goldmane.calico-system.svc"), ca),
+		func(s *grpc.Server) { pb.RegisterFlowsServer(s, dataplanetest.NewGoldmane(goldmaneFlows)) })
 	client := ca.Client(t, "network-enforcer")
 	sink := startOTLPSink(t)
 	health := freeAddr(t)

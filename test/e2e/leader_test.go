@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
-	"github.com/kubewarden/network-enforcer/internal/testcerts"
-	"github.com/kubewarden/network-enforcer/internal/testenv"
 )
 
 // leaseDuration and retryPeriod are the test's lease: a killed leader is replaced
@@ -42,13 +42,13 @@ type replica struct {
 // before the kill, is written again by the new leader, and nothing else is).
 func TestTwoReplicasOneWriter(t *testing.T) {
 	ctx := context.Background()
-	flows, err := fakeflows.LoadHubble(repoFile(t, fakeflows.HubbleFixture))
+	flows, err := dataplanetest.LoadHubble(repoFile(t, dataplanetest.HubbleFixture))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca := testcerts.NewCA(t, "cluster-ca")
-	relay := grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
-		func(s *grpc.Server) { observer.RegisterObserverServer(s, fakeflows.NewHubbleRelay(flows)) })
+	ca := certtest.NewCA(t, "cluster-ca")
+	relay := grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
+		func(s *grpc.Server) { observer.RegisterObserverServer(s, dataplanetest.NewHubbleRelay(flows)) })
 
 	start := func(name string) *replica {
 		metrics := freeAddr(t)
@@ -198,7 +198,7 @@ func (r *replica) counter(t *testing.T, name string) int64 {
 
 // settledProposals waits until the proposals stop changing and returns their
 // resourceVersions by namespace/name.
-func settledProposals(t *testing.T, env *testenv.Env) map[string]string {
+func settledProposals(t *testing.T, env *controlplanetest.Env) map[string]string {
 	t.Helper()
 	var last string
 	var out map[string]string

@@ -10,15 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubewarden/network-enforcer/internal/fakecluster"
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/clustertest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // env is the control plane that the binaries of the package's tests talk to, with
 // the fixtures' cluster and the namespace of the sample configuration's Lease;
 // kubeconfig reaches it.
 var (
-	env        *testenv.Env
+	env        *controlplanetest.Env
 	kubeconfig string
 )
 
@@ -34,9 +34,9 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	// The controller manager collects a deleted policy's native object.
-	env, err = testenv.New(testenv.Options{ControllerManager: true})
+	env, err = controlplanetest.New(controlplanetest.Options{ControllerManager: true})
 	if err == nil {
-		err = fakecluster.Create(context.Background(), env.Client)
+		err = clustertest.Create(context.Background(), env.Client)
 	}
 	if err == nil {
 		err = env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "network-enforcer"}})

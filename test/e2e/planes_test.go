@@ -18,10 +18,10 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
-	"github.com/kubewarden/network-enforcer/internal/testcerts"
 	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
 )
 
@@ -61,16 +61,16 @@ type plane interface {
 
 // cilium is a Hubble Relay over TLS.
 type cilium struct {
-	relay   *fakeflows.HubbleRelay
+	relay   *dataplanetest.HubbleRelay
 	addr    string
 	caFile  string
 	clients int
 }
 
 func newCilium(t *testing.T) plane {
-	ca := testcerts.NewCA(t, "cilium-ca")
-	c := &cilium{relay: fakeflows.NewHubbleRelay(nil), caFile: ca.CertFile}
-	c.addr = grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
+	ca := certtest.NewCA(t, "cilium-ca")
+	c := &cilium{relay: dataplanetest.NewHubbleRelay(nil), caFile: ca.CertFile}
+	c.addr = grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
 		func(s *grpc.Server) { observer.RegisterObserverServer(s, c.relay) }).Addr
 	return c
 }
@@ -107,25 +107,25 @@ func (c *cilium) violation(_ *testing.T, src, dst guardedPod, port uint32, mode 
 // flow is the destination node's ingress event of a new connection.
 func (c *cilium) flow(src, dst guardedPod, port uint32, verdict flowpb.Verdict, reason flowpb.DropReason) *observer.GetFlowsResponse {
 	c.clients++
-	end := func(p guardedPod, id uint32) fakeflows.HubbleEnd {
-		return fakeflows.HubbleEnd{Namespace: "guarded", Pod: p.pod, IP: p.ip, Workload: p.workload, Identity: id}
+	end := func(p guardedPod, id uint32) dataplanetest.HubbleEnd {
+		return dataplanetest.HubbleEnd{Namespace: "guarded", Pod: p.pod, IP: p.ip, Workload: p.workload, Identity: id}
 	}
-	return fakeflows.NewHubbleFlow(end(src, 4101), end(dst, 4102), uint32(40000+c.clients), port, verdict, reason)
+	return dataplanetest.NewHubbleFlow(end(src, 4101), end(dst, 4102), uint32(40000+c.clients), port, verdict, reason)
 }
 
 // calico is a Goldmane over mutual TLS.
 type calico struct {
-	goldmane                  *fakeflows.Goldmane
+	goldmane                  *dataplanetest.Goldmane
 	addr                      string
 	caFile, certFile, keyFile string
 }
 
 func newCalico(t *testing.T) plane {
-	ca := testcerts.NewCA(t, "calico-ca")
-	c := &calico{goldmane: fakeflows.NewGoldmane(nil), caFile: ca.CertFile}
+	ca := certtest.NewCA(t, "calico-ca")
+	c := &calico{goldmane: dataplanetest.NewGoldmane(nil), caFile: ca.CertFile}
 	cert := ca.Client(t, "network-enforcer")
 	c.certFile, c.keyFile = cert.CertFile, cert.KeyFile
-	c.addr = grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "goldmane", "goldmane.calico-system.svc"), ca),
+	c.addr = grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "goldmane", "goldmane.calico-system.svc"), ca),
 		func(s *grpc.Server) { pb.RegisterFlowsServer(s, c.goldmane) }).Addr
 	return c
 }
@@ -190,7 +190,7 @@ type istio struct {
 }
 
 func newIstio(t *testing.T) plane {
-	ca := testcerts.NewCA(t, "network-enforcer-ca")
+	ca := certtest.NewCA(t, "network-enforcer-ca")
 	server := ca.Server(t, "controller")
 	fluentBit := ca.Client(t, "fluent-bit")
 	i := &istio{otlp: freeAddr(t), certFile: server.CertFile, keyFile: server.KeyFile, caFile: ca.CertFile, serverCA: ca.CertFile}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubewarden/network-enforcer/internal/helmchart"
+	"github.com/kubewarden/network-enforcer/internal/charttest"
 )
 
 // chartNamespace is where the RBAC test installs the chart's objects.
@@ -23,7 +23,7 @@ const chartNamespace = "network-enforcer"
 // and ClusterRoles that the chart renders: learning, promotion, rendering, the
 // status sync and the acknowledgement all work with exactly those grants.
 func TestJourneyAsTheChartServiceAccount(t *testing.T) {
-	objs, err := helmchart.Render(context.Background(), "network-enforcer", chartNamespace, map[string]any{
+	objs, err := charttest.Render(context.Background(), "network-enforcer", chartNamespace, map[string]any{
 		"controller": map[string]any{"provider": map[string]any{"name": "cilium"}},
 		"telemetry":  map[string]any{"collectorStrategy": "none"},
 	})

@@ -14,7 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kubewarden/network-enforcer/internal/testcerts"
+	"github.com/kubewarden/network-enforcer/internal/certtest"
 )
 
 // TestSampleConfigStartsAndStops runs the binary with the sample configuration,
@@ -26,7 +26,7 @@ func TestSampleConfigStartsAndStops(t *testing.T) {
 	p := startBinary(t, repoFile(t, "testdata/collector/sample.yaml"),
 		"NE_HEALTH_ENDPOINT="+health,
 		"NE_HUBBLE_ENDPOINT="+freeAddr(t),
-		"NE_HUBBLE_CA_FILE="+testcerts.NewCA(t, "cilium-ca").CertFile,
+		"NE_HUBBLE_CA_FILE="+certtest.NewCA(t, "cilium-ca").CertFile,
 		"NE_PROMETHEUS_ENDPOINT="+freeAddr(t),
 		"KUBECONFIG="+kubeconfig)
 

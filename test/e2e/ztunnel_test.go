@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
-	"github.com/kubewarden/network-enforcer/internal/testcerts"
 )
 
 // TestNodeAgentForwardsZtunnelFlowsToController runs the built binary twice: as
@@ -17,7 +17,7 @@ import (
 // the flow records over OTLP with mutual TLS; and as the controller, whose ztunnel
 // receiver takes them and whose otlp exporter sends them to a real OTLP receiver.
 func TestNodeAgentForwardsZtunnelFlowsToController(t *testing.T) {
-	lines, err := fakeflows.LoadZtunnel(repoFile(t, fakeflows.ZtunnelFixture))
+	lines, err := dataplanetest.LoadZtunnel(repoFile(t, dataplanetest.ZtunnelFixture))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,11 +26,11 @@ func TestNodeAgentForwardsZtunnelFlowsToController(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "0.log"), []byte(fakeflows.CRI(lines, time.Now(), 300)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "0.log"), []byte(dataplanetest.CRI(lines, time.Now(), 300)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	ca := testcerts.NewCA(t, "network-enforcer-ca")
+	ca := certtest.NewCA(t, "network-enforcer-ca")
 	server := ca.Server(t, "controller")
 	client := ca.Client(t, "node-agent")
 	sink := startOTLPSink(t)

@@ -4,12 +4,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 func repoFile(t *testing.T, rel string) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	root, err := controlplanetest.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

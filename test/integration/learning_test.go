@@ -23,7 +23,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files from what the test sees")
 
 // proposalsGolden holds the proposals that the Hubble and Goldmane fixtures
-// teach, with the cluster that fakecluster creates.
+// teach, with the cluster that clustertest creates.
 const proposalsGolden = "testdata/proposals.golden.yaml"
 
 // provenProposal is what the golden file keeps of a proposal: what a user sees.

@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kubewarden/network-enforcer/internal/fakecluster"
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/clustertest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // env is the control plane of the package's tests, with the fixtures' cluster.
-var env *testenv.Env
+var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -23,9 +23,9 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	var err error
-	env, err = testenv.New(testenv.Options{ControllerManager: true})
+	env, err = controlplanetest.New(controlplanetest.Options{ControllerManager: true})
 	if err == nil {
-		err = fakecluster.Create(context.Background(), env.Client)
+		err = clustertest.Create(context.Background(), env.Client)
 	}
 	dir, derr := os.MkdirTemp("", "network-enforcer-integration-")
 	if err == nil && derr == nil {

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 )
 
 // outage is how long the API server is out of reach.
@@ -26,7 +26,7 @@ const outage = time.Minute
 func TestAPIServerOutage(t *testing.T) {
 	target, err := env.APIServerAddr()
 	must(t, err)
-	proxy, err := testenv.StartProxy(target)
+	proxy, err := controlplanetest.StartProxy(target)
 	must(t, err)
 	t.Cleanup(proxy.Cut)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
@@ -35,7 +35,7 @@ func TestAPIServerOutage(t *testing.T) {
 
 	p := startPipeline(t, sources{ztunnel: true})
 	waitUntil(t, "leadership", 30*time.Second, p.Enforcer.IsLeader)
-	lines, err := fakeflows.LoadZtunnel(repoFile(t, fakeflows.ZtunnelFixture))
+	lines, err := dataplanetest.LoadZtunnel(repoFile(t, dataplanetest.ZtunnelFixture))
 	must(t, err)
 
 	proxy.Cut()

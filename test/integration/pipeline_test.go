@@ -12,14 +12,14 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"google.golang.org/grpc"
 
-	"github.com/kubewarden/network-enforcer/internal/fakeflows"
+	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
-	"github.com/kubewarden/network-enforcer/internal/pipelinetest"
-	"github.com/kubewarden/network-enforcer/internal/testcerts"
 	"github.com/kubewarden/network-enforcer/receiver/goldmanereceiver"
 	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
 	"github.com/kubewarden/network-enforcer/receiver/hubblereceiver"
 	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver"
+	"github.com/kubewarden/network-enforcer/test/pipelinetest"
 )
 
 // pipeline is the learning path with flow receivers gated by the enforcer's
@@ -42,7 +42,7 @@ var enforcerID = pipelinetest.EnforcerID
 func startPipeline(t *testing.T, src sources) *pipeline {
 	t.Helper()
 	p := &pipeline{Learning: pipelinetest.StartLearning(t)}
-	ca := testcerts.NewCA(t, "cluster-ca")
+	ca := certtest.NewCA(t, "cluster-ca")
 	if src.hubble {
 		p.Add(t, hubbleReceiver(t, ca, p.Settings, p.Processor))
 	}
@@ -57,11 +57,11 @@ func startPipeline(t *testing.T, src sources) *pipeline {
 	return p
 }
 
-func hubbleReceiver(t *testing.T, ca *testcerts.CA, tset component.TelemetrySettings, next consumer.Logs) receiver.Logs {
-	flows, err := fakeflows.LoadHubble(repoFile(t, fakeflows.HubbleFixture))
+func hubbleReceiver(t *testing.T, ca *certtest.CA, tset component.TelemetrySettings, next consumer.Logs) receiver.Logs {
+	flows, err := dataplanetest.LoadHubble(repoFile(t, dataplanetest.HubbleFixture))
 	must(t, err)
-	relay := grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
-		func(s *grpc.Server) { observer.RegisterObserverServer(s, fakeflows.NewHubbleRelay(flows)) })
+	relay := grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
+		func(s *grpc.Server) { observer.RegisterObserverServer(s, dataplanetest.NewHubbleRelay(flows)) })
 	f := hubblereceiver.NewFactory()
 	cfg := f.CreateDefaultConfig().(*hubblereceiver.Config)
 	cfg.Endpoint = relay.Addr
@@ -75,11 +75,11 @@ func hubbleReceiver(t *testing.T, ca *testcerts.CA, tset component.TelemetrySett
 	return r
 }
 
-func goldmaneReceiver(t *testing.T, ca *testcerts.CA, tset component.TelemetrySettings, next consumer.Logs) receiver.Logs {
-	flows, err := fakeflows.LoadGoldmane(repoFile(t, fakeflows.GoldmaneFixture))
+func goldmaneReceiver(t *testing.T, ca *certtest.CA, tset component.TelemetrySettings, next consumer.Logs) receiver.Logs {
+	flows, err := dataplanetest.LoadGoldmane(repoFile(t, dataplanetest.GoldmaneFixture))
 	must(t, err)
-	srv := grpctest.Start(t, testcerts.ServerTLS(ca.Server(t, "goldmane", "goldmane.calico-system.svc"), ca),
-		func(s *grpc.Server) { pb.RegisterFlowsServer(s, fakeflows.NewGoldmane(flows)) })
+	srv := grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "goldmane", "goldmane.calico-system.svc"), ca),
+		func(s *grpc.Server) { pb.RegisterFlowsServer(s, dataplanetest.NewGoldmane(flows)) })
 	client := ca.Client(t, "network-enforcer")
 	f := goldmanereceiver.NewFactory()
 	cfg := f.CreateDefaultConfig().(*goldmanereceiver.Config)

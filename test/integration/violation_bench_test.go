@@ -17,8 +17,8 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
-	"github.com/kubewarden/network-enforcer/internal/pipelinetest"
 	"github.com/kubewarden/network-enforcer/processor/violationprocessor"
+	"github.com/kubewarden/network-enforcer/test/pipelinetest"
 )
 
 // violationBatch is how many flow records go into the path at once, as a

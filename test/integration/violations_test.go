@@ -18,8 +18,8 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flow"
-	"github.com/kubewarden/network-enforcer/internal/pipelinetest"
 	"github.com/kubewarden/network-enforcer/processor/violationprocessor"
+	"github.com/kubewarden/network-enforcer/test/pipelinetest"
 )
 
 // The guarded namespace's pods, which no fixture has.

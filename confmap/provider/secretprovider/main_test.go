@@ -14,15 +14,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // env is the control plane the package's tests share.
-var env *testenv.Env
+var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
 	var err error
-	env, err = testenv.New(testenv.Options{})
+	env, err = controlplanetest.New(controlplanetest.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if env != nil {

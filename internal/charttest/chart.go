@@ -1,6 +1,6 @@
-// Package helmchart renders the project's Helm chart (chart/) with the pinned
+// Package charttest renders the project's Helm chart (chart/) with the pinned
 // helm binary, for tests and tools that need the objects a release would create.
-package helmchart
+package charttest
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // Version is the helm release that the Makefile installs (HELM_VERSION).
@@ -37,7 +37,7 @@ func Path() (string, error) {
 		}
 		return p, nil
 	}
-	root, err := testenv.RepoRoot()
+	root, err := controlplanetest.RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -50,7 +50,7 @@ func Path() (string, error) {
 
 // Chart returns the absolute path of the chart's folder.
 func Chart() (string, error) {
-	root, err := testenv.RepoRoot()
+	root, err := controlplanetest.RepoRoot()
 	if err != nil {
 		return "", err
 	}

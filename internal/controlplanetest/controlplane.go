@@ -1,10 +1,10 @@
-// Package testenv starts a real Kubernetes control plane for tests: etcd and
+// Package controlplanetest starts a real Kubernetes control plane for tests: etcd and
 // kube-apiserver through controller-runtime's envtest, with the project's CRDs and
 // admission policies and Istio's AuthorizationPolicy CRD installed, and optionally
 // kube-controller-manager running the garbage collector. The binaries come from
 // hack/controlplane.sh, which builds them from Go modules into a versioned cache
 // folder.
-package testenv
+package controlplanetest
 
 import (
 	"errors"

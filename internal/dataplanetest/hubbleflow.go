@@ -1,4 +1,4 @@
-package fakeflows
+package dataplanetest
 
 import (
 	flowpb "github.com/cilium/cilium/api/v1/flow"

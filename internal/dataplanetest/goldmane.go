@@ -1,4 +1,4 @@
-package fakeflows
+package dataplanetest
 
 import (
 	"sync"

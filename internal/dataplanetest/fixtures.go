@@ -1,8 +1,8 @@
-// Package fakeflows serves recorded flows over the data planes' own gRPC APIs: a
+// Package dataplanetest serves recorded flows over the data planes' own gRPC APIs: a
 // Hubble Relay (Cilium's Observer service) and a Goldmane (Calico's Flows service)
 // that replay the fixtures under testdata/. Tests, benchmarks and the demo use them
 // in place of a cluster.
-package fakeflows
+package dataplanetest
 
 import (
 	"bufio"

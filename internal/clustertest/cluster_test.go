@@ -1,4 +1,4 @@
-package fakecluster_test
+package clustertest_test
 
 import (
 	"context"
@@ -15,26 +15,26 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubewarden/network-enforcer/internal/fakecluster"
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/clustertest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // chainKinds are the kinds met from a pod up to a workload of each kind, the
 // path that resolution must walk.
 var chainKinds = map[string][]string{
-	fakecluster.KindDeployment:  {"ReplicaSet", fakecluster.KindDeployment},
-	fakecluster.KindStatefulSet: {fakecluster.KindStatefulSet},
-	fakecluster.KindDaemonSet:   {fakecluster.KindDaemonSet},
-	fakecluster.KindCronJob:     {fakecluster.KindJob, fakecluster.KindCronJob},
-	fakecluster.KindJob:         {fakecluster.KindJob},
+	clustertest.KindDeployment:  {"ReplicaSet", clustertest.KindDeployment},
+	clustertest.KindStatefulSet: {clustertest.KindStatefulSet},
+	clustertest.KindDaemonSet:   {clustertest.KindDaemonSet},
+	clustertest.KindCronJob:     {clustertest.KindJob, clustertest.KindCronJob},
+	clustertest.KindJob:         {clustertest.KindJob},
 	"":                          nil,
 }
 
 func TestCreate(t *testing.T) {
 	fixtures := loadFixtureEnds(t)
-	env := testenv.Start(t, testenv.Options{})
+	env := controlplanetest.Start(t, controlplanetest.Options{})
 	ctx := t.Context()
-	if err := fakecluster.Create(ctx, env.Client); err != nil {
+	if err := clustertest.Create(ctx, env.Client); err != nil {
 		t.Fatal(err)
 	}
 	r := resolver{c: env.Client}
@@ -99,9 +99,9 @@ func checkEnd(ctx context.Context, t *testing.T, r resolver, e end) {
 // that is no pod.
 func checkTable(ctx context.Context, t *testing.T, r resolver, fixtures *fixtureEnds) {
 	ips := map[string]string{}
-	tops := map[fakecluster.Workload]bool{}
+	tops := map[clustertest.Workload]bool{}
 	hostNetwork := 0
-	for _, want := range fakecluster.Pods() {
+	for _, want := range clustertest.Pods() {
 		id := want.Namespace + "/" + want.Name
 		if other, ok := ips[want.IP]; ok {
 			t.Errorf("pods %s and %s share IP %s", other, id, want.IP)
@@ -145,13 +145,13 @@ func checkTable(ctx context.Context, t *testing.T, r resolver, fixtures *fixture
 			t.Errorf("pod %s resolves to %s/%s, want %s/%s", id, kind, name, want.WorkloadKind, want.WorkloadName)
 		}
 		if kind != "" {
-			tops[fakecluster.Workload{Namespace: want.Namespace, Kind: kind, Name: name}] = true
+			tops[clustertest.Workload{Namespace: want.Namespace, Kind: kind, Name: name}] = true
 		}
 	}
 	if hostNetwork != 1 {
 		t.Errorf("%d host-network pods, want 1", hostNetwork)
 	}
-	workloads := fakecluster.Workloads()
+	workloads := clustertest.Workloads()
 	for _, w := range workloads {
 		if !tops[w] {
 			t.Errorf("workload %v owns no pod", w)
@@ -260,7 +260,7 @@ func selector(obj client.Object) *metav1.LabelSelector {
 // TestTableKinds needs no control plane: it checks that every pod's names follow
 // the naming of its controller, as a resolver that parses names expects.
 func TestTableKinds(t *testing.T) {
-	for _, p := range fakecluster.Pods() {
+	for _, p := range clustertest.Pods() {
 		if _, ok := chainKinds[p.WorkloadKind]; !ok {
 			t.Errorf("pod %s/%s: workload kind %q", p.Namespace, p.Name, p.WorkloadKind)
 		}

@@ -1,7 +1,7 @@
-// Package testcerts makes a certificate authority and certificates signed by it,
+// Package certtest makes a certificate authority and certificates signed by it,
 // written as PEM files, for tests of TLS and mutual TLS over real connections,
 // and for the demo.
-package testcerts
+package certtest
 
 import (
 	"crypto/ecdsa"

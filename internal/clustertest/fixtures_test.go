@@ -1,4 +1,4 @@
-package fakecluster_test
+package clustertest_test
 
 import (
 	"bufio"

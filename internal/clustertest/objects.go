@@ -1,4 +1,4 @@
-package fakecluster
+package clustertest
 
 import (
 	"maps"

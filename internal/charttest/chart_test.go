@@ -1,4 +1,4 @@
-package helmchart
+package charttest
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubewarden/network-enforcer/internal/testenv"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // TestVersionMatchesMakefile: Path looks for the binary that the Makefile
 // installs, so the two versions must be one.
 func TestVersionMatchesMakefile(t *testing.T) {
-	root, err := testenv.RepoRoot()
+	root, err := controlplanetest.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestVersionMatchesMakefile(t *testing.T) {
 		t.Fatal("the Makefile pins no HELM_VERSION")
 	}
 	if string(m[1]) != Version {
-		t.Fatalf("Makefile HELM_VERSION %s, helmchart.Version %s", m[1], Version)
+		t.Fatalf("Makefile HELM_VERSION %s, charttest.Version %s", m[1], Version)
 	}
 }
 

@@ -1,4 +1,4 @@
-// Package fakecluster creates, in a Kubernetes API server, the namespaces,
+// Package clustertest creates, in a Kubernetes API server, the namespaces,
 // workloads and pods that the recorded flow fixtures under testdata/ name, so that
 // tests and the demo resolve each flow end (a pod by IP or by name, or Goldmane's
 // aggregated "<generateName>*") to its workload as they would in a cluster.
@@ -6,7 +6,7 @@
 // No controller runs in a test API server, so Create writes by hand what the
 // controllers would: the ReplicaSets and Jobs between the workloads and their pods,
 // the controller owner references, and the pods' status with their IPs.
-package fakecluster
+package clustertest
 
 import "maps"
 

@@ -1,4 +1,4 @@
-package fakecluster
+package clustertest
 
 // table is the cluster that the fixtures describe. Hubble gives pod IPs, labels
 // and workload kinds; ztunnel gives pod IPs and service accounts but no labels, so

@@ -1,4 +1,4 @@
-package fakecluster
+package clustertest
 
 // row is one workload of the table with its pods. A bare pod is a row of its own
 // with an empty kind.
