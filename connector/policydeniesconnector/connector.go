@@ -14,12 +14,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
-	"github.com/kubewarden/network-enforcer/processor/violationprocessor"
+	"github.com/kubewarden/network-enforcer/internal/violationevent"
 )
 
 // EventName is the event name of a violation observation, the only log records
 // the connector counts.
-const EventName = violationprocessor.EventObserved
+const EventName = violationevent.Observed
 
 // The metric the connector emits.
 const (
@@ -35,16 +35,16 @@ const scopeName = "github.com/kubewarden/network-enforcer/connector/policydenies
 // copied from the event's log attribute of the same key, as a string (an integer
 // port as its decimal digits), and is empty when the event lacks it.
 var labelKeys = [...]string{
-	"enforcement.provider",
-	"action",
-	"network.transport",
-	"source.workload.namespace",
-	"source.workload.name",
-	"destination.workload.namespace",
-	"destination.workload.name",
-	"destination.port",
-	"policy.ref.namespace",
-	"policy.ref.name",
+	violationevent.AttrProvider,
+	violationevent.AttrAction,
+	violationevent.AttrTransport,
+	violationevent.AttrSourceNamespace,
+	violationevent.AttrSourceName,
+	violationevent.AttrDestinationNamespace,
+	violationevent.AttrDestinationName,
+	violationevent.AttrDestinationPort,
+	violationevent.AttrPolicyNamespace,
+	violationevent.AttrPolicyName,
 }
 
 // seriesKey is the label set of one series, as the values of labelKeys.

@@ -4,19 +4,19 @@ import (
 	"sync"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // proposalKey identifies a proposal: one workload, one direction.
 type proposalKey struct {
-	workload  enforcerextension.WorkloadRef
+	workload  workload.Ref
 	direction v1alpha1.Direction
 }
 
 // peerRef is the other end of an edge: a workload, or an Istio principal.
 type peerRef struct {
-	workload  enforcerextension.WorkloadRef
+	workload  workload.Ref
 	principal string
 }
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // maxNameLength keeps a proposal's name usable as a label value (at most 63
@@ -18,7 +18,7 @@ const maxNameLength = 63
 // is longer than 63 characters, the workload name is cut and followed by the first
 // 8 hex digits of the SHA-256 of "<kind>/<name>", so that two long names that
 // share a beginning still get different proposals.
-func ProposalName(w enforcerextension.WorkloadRef, d v1alpha1.Direction) string {
+func ProposalName(w workload.Ref, d v1alpha1.Direction) string {
 	kind, dir := strings.ToLower(string(w.Kind)), strings.ToLower(string(d))
 	name := kind + "-" + w.Name + "-" + dir
 	if len(name) <= maxNameLength {

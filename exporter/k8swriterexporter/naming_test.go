@@ -7,12 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 func TestProposalName(t *testing.T) {
-	ref := func(kind v1alpha1.WorkloadKind, name string) enforcerextension.WorkloadRef {
-		return enforcerextension.WorkloadRef{Namespace: "shop", Kind: kind, Name: name}
+	ref := func(kind v1alpha1.WorkloadKind, name string) workload.Ref {
+		return workload.Ref{Namespace: "shop", Kind: kind, Name: name}
 	}
 	if got := ProposalName(ref("Deployment", "web"), "Ingress"); got != "deployment-web-ingress" {
 		t.Errorf("got %q", got)

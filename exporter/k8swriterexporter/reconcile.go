@@ -17,13 +17,6 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
 
-// ManagedByLabel marks the proposals the writer made; one without it was made by
-// someone else and is never changed.
-const (
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedBy      = "network-enforcer"
-)
-
 // errWorkloadGone: the workload no longer exists; its proposal goes with it.
 var errWorkloadGone = errors.New("workload gone")
 
@@ -73,7 +66,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned) err
 			p := &v1alpha1.WorkloadNetworkPolicyProposal{
 				ObjectMeta: metav1.ObjectMeta{
 					Name: name, Namespace: nn.Namespace,
-					Labels:          map[string]string{ManagedByLabel: ManagedBy},
+					Labels:          map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedBy},
 					OwnerReferences: []metav1.OwnerReference{ownerRef(key.workload.Kind, key.workload.Name, uid)},
 				},
 				Spec: render(l.backend, target, key.direction, podSelector, learnedRules),
@@ -83,7 +76,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned) err
 		if err != nil {
 			return err
 		}
-		if existing.Labels[ManagedByLabel] != ManagedBy || !ownedBy(&existing, uid) || existing.Spec.Backend != l.backend {
+		if existing.Labels[v1alpha1.ManagedByLabel] != v1alpha1.ManagedBy || !ownedBy(&existing, uid) || existing.Spec.Backend != l.backend {
 			// Made by someone else, for an earlier workload of that name, or for
 			// another data plane: not the writer's to change.
 			w.set.Logger.Debug("Leaving a proposal that is not the writer's to change",

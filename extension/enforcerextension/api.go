@@ -3,7 +3,6 @@ package enforcerextension
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"go.opentelemetry.io/collector/component"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // Enforcer is what the enforcer extension offers the other Network Enforcer
@@ -24,18 +24,18 @@ type Enforcer interface {
 	ResolvePod(namespace, name string) (Workload, UnresolvedReason)
 	// HasPolicy reports whether a WorkloadNetworkPolicy targets the workload in
 	// that direction.
-	HasPolicy(w WorkloadRef, direction v1alpha1.Direction) bool
+	HasPolicy(w workload.Ref, direction v1alpha1.Direction) bool
 	// Selector returns the workload's current pod selector, or false when the
 	// workload is gone or selects nothing that a policy could name.
-	Selector(ctx context.Context, w WorkloadRef) (*metav1.LabelSelector, types.UID, bool)
+	Selector(ctx context.Context, w workload.Ref) (*metav1.LabelSelector, types.UID, bool)
 	// Labels returns the labels that the workload's pods carry (its pod
 	// template's) and the labels of its namespace, which a policy's pod and
 	// namespace selectors match; false when the workload is not known. The maps
 	// are shared: callers must not change them.
-	Labels(w WorkloadRef) (pod, namespace map[string]string, ok bool)
+	Labels(w workload.Ref) (pod, namespace map[string]string, ok bool)
 	// Policies returns the WorkloadNetworkPolicies that target the workload in
 	// that direction, straight from the cache: callers must not change them.
-	Policies(w WorkloadRef, direction v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy
+	Policies(w workload.Ref, direction v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy
 
 	// Reader reads proposals and policies from the shared cache.
 	Reader() client.Reader
@@ -50,32 +50,9 @@ type Enforcer interface {
 	IsLeader() bool
 }
 
-// WorkloadRef names a workload.
-type WorkloadRef struct {
-	Namespace string
-	Kind      v1alpha1.WorkloadKind
-	Name      string
-}
-
-// String writes the reference as <namespace>/<Kind>/<name>.
-func (w WorkloadRef) String() string { return w.Namespace + "/" + string(w.Kind) + "/" + w.Name }
-
-// ParseWorkloadRef reads what String writes; anything else is the zero ref.
-func ParseWorkloadRef(s string) WorkloadRef {
-	ns, rest, ok := strings.Cut(s, "/")
-	if !ok {
-		return WorkloadRef{}
-	}
-	kind, name, ok := strings.Cut(rest, "/")
-	if !ok {
-		return WorkloadRef{}
-	}
-	return WorkloadRef{Namespace: ns, Kind: v1alpha1.WorkloadKind(kind), Name: name}
-}
-
 // Workload is one end of a flow resolved to its workload.
 type Workload struct {
-	WorkloadRef
+	workload.Ref
 }
 
 // UnresolvedReason says why an end did not resolve to a workload; empty when it

@@ -17,26 +17,6 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
 
-// ConditionRendered reports on a policy whether its native object is as the
-// policy and its mode say.
-const ConditionRendered = "Rendered"
-
-// Reasons of the Rendered condition.
-const (
-	// ReasonMonitor: the native object is as monitor mode asks (none for the
-	// kubernetes backend, a dry-run AuthorizationPolicy for istio).
-	ReasonMonitor = "Monitor"
-	// ReasonProtect: the native object is rendered and the data plane enforces it.
-	ReasonProtect = "Protect"
-	// ReasonNotOwned: an object of the policy's name and kind exists that the
-	// policy does not control; it is left as it is, and the policy is not
-	// rendered.
-	ReasonNotOwned = "NotOwned"
-	// ReasonNoAuthorizationPolicyCRD: the policy has the istio backend, and the
-	// cluster did not serve AuthorizationPolicies when the collector started.
-	ReasonNoAuthorizationPolicyCRD = "NoAuthorizationPolicyCRD"
-)
-
 // renderer keeps each WorkloadNetworkPolicy rendered as the native object of its
 // backend, with the policy's name and namespace and a controller owner reference
 // to it: a NetworkPolicy for kubernetes (render_networkpolicy.go), an
@@ -79,7 +59,7 @@ func (r *renderer) reconcile(ctx context.Context, p *v1alpha1.WorkloadNetworkPol
 		if !r.authorizationPolicies {
 			// A condition, not an error: nothing changes until the collector
 			// restarts, so retrying every round would only fill the log.
-			return r.setRendered(ctx, p, metav1.ConditionFalse, ReasonNoAuthorizationPolicyCRD,
+			return r.setRendered(ctx, p, metav1.ConditionFalse, v1alpha1.ReasonNoAuthorizationPolicyCRD,
 				"the cluster did not serve security.istio.io/v1 AuthorizationPolicies when the collector started: install Istio, then restart the collector")
 		}
 		return render(ctx, r, p, authorizationPolicies{})
@@ -121,7 +101,7 @@ func render[T client.Object](ctx context.Context, r *renderer, p *v1alpha1.Workl
 		return err
 	}
 	if exists && !metav1.IsControlledBy(have, p) {
-		return r.setRendered(ctx, p, metav1.ConditionFalse, ReasonNotOwned,
+		return r.setRendered(ctx, p, metav1.ConditionFalse, v1alpha1.ReasonNotOwned,
 			fmt.Sprintf("a %s %s/%s exists that this policy does not own; it is left as it is", k.kind(), p.Namespace, p.Name))
 	}
 	wanted, reason, msg := k.outcome(p)
@@ -162,13 +142,13 @@ func render[T client.Object](ctx context.Context, r *renderer, p *v1alpha1.Workl
 
 // setRendered writes the Rendered condition when it changes.
 func (r *renderer) setRendered(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicy, status metav1.ConditionStatus, reason, msg string) error {
-	c := meta.FindStatusCondition(p.Status.Conditions, ConditionRendered)
+	c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRendered)
 	if c != nil && c.Status == status && c.Reason == reason && c.Message == msg && c.ObservedGeneration == p.Generation {
 		return nil
 	}
 	patch := client.MergeFrom(p.DeepCopy())
 	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
-		Type: ConditionRendered, Status: status, Reason: reason, Message: msg,
+		Type: v1alpha1.ConditionRendered, Status: status, Reason: reason, Message: msg,
 		ObservedGeneration: p.Generation, LastTransitionTime: metav1.NewTime(time.Now()),
 	})
 	return r.client.Status().Patch(ctx, p, patch)

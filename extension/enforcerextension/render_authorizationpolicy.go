@@ -38,9 +38,9 @@ func (authorizationPolicies) empty() *securityv1.AuthorizationPolicy {
 
 func (authorizationPolicies) outcome(p *v1alpha1.WorkloadNetworkPolicy) (bool, string, string) {
 	if p.Spec.Mode != v1alpha1.PolicyModeProtect {
-		return true, ReasonMonitor, "monitor mode: dry-run AuthorizationPolicy: ztunnel logs, does not block"
+		return true, v1alpha1.ReasonMonitor, "monitor mode: dry-run AuthorizationPolicy: ztunnel logs, does not block"
 	}
-	return true, ReasonProtect, "protect mode: the AuthorizationPolicy is rendered; ztunnel blocks what it does not allow"
+	return true, v1alpha1.ReasonProtect, "protect mode: the AuthorizationPolicy is rendered; ztunnel blocks what it does not allow"
 }
 
 func (authorizationPolicies) desired(p *v1alpha1.WorkloadNetworkPolicy) (*securityv1.AuthorizationPolicy, error) {

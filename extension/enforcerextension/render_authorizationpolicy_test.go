@@ -77,7 +77,7 @@ func renderedReason(t *testing.T, c client.Client, namespace, name string) strin
 	if err := c.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, &p); err != nil {
 		t.Fatal(err)
 	}
-	if cond := meta.FindStatusCondition(p.Status.Conditions, ConditionRendered); cond != nil && cond.ObservedGeneration == p.Generation {
+	if cond := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRendered); cond != nil && cond.ObservedGeneration == p.Generation {
 		return cond.Reason
 	}
 	return ""
@@ -135,7 +135,7 @@ func TestRenderAuthorizationPolicy(t *testing.T) {
 		t.Fatalf("stored spec.action %q, want ALLOW", action)
 	}
 	waitFor(t, "Rendered reason Monitor", 20*time.Second, func() bool {
-		return renderedReason(t, env.Client, "shop", policy.Name) == ReasonMonitor
+		return renderedReason(t, env.Client, "shop", policy.Name) == v1alpha1.ReasonMonitor
 	})
 
 	setMode(t, policy, v1alpha1.PolicyModeProtect)
@@ -148,7 +148,7 @@ func TestRenderAuthorizationPolicy(t *testing.T) {
 		t.Fatalf("after the mode change: UID %s (was %s), spec %v", ap.UID, uid, &ap.Spec)
 	}
 	waitFor(t, "Rendered reason Protect", 20*time.Second, func() bool {
-		return renderedReason(t, env.Client, "shop", policy.Name) == ReasonProtect
+		return renderedReason(t, env.Client, "shop", policy.Name) == v1alpha1.ReasonProtect
 	})
 
 	ap, _ = authorizationPolicy(t, policy.Name)
@@ -185,13 +185,13 @@ func TestRenderAuthorizationPolicy(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, other) })
 	waitFor(t, "the NotOwned condition", 20*time.Second, func() bool {
-		return renderedReason(t, env.Client, "shop", other.Name) == ReasonNotOwned
+		return renderedReason(t, env.Client, "shop", other.Name) == v1alpha1.ReasonNotOwned
 	})
 	var p v1alpha1.WorkloadNetworkPolicy
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(other), &p); err != nil {
 		t.Fatal(err)
 	}
-	if c := meta.FindStatusCondition(p.Status.Conditions, ConditionRendered); c.Status != metav1.ConditionFalse ||
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRendered); c.Status != metav1.ConditionFalse ||
 		!strings.Contains(c.Message, "AuthorizationPolicy") || !strings.Contains(c.Message, "does not own") {
 		t.Fatalf("condition %+v", c)
 	}
@@ -220,7 +220,7 @@ func TestWithoutIstio(t *testing.T) {
 		}
 	}
 	waitFor(t, "Rendered reason NoAuthorizationPolicyCRD", 20*time.Second, func() bool {
-		return renderedReason(t, cp.Client, "default", istio.Name) == ReasonNoAuthorizationPolicyCRD
+		return renderedReason(t, cp.Client, "default", istio.Name) == v1alpha1.ReasonNoAuthorizationPolicyCRD
 	})
 	waitFor(t, "the NetworkPolicy", 20*time.Second, func() bool {
 		err := cp.Client.Get(ctx, client.ObjectKeyFromObject(kube), &networkingv1.NetworkPolicy{})

@@ -25,9 +25,9 @@ func (networkPolicies) empty() *networkingv1.NetworkPolicy { return &networkingv
 
 func (networkPolicies) outcome(p *v1alpha1.WorkloadNetworkPolicy) (bool, string, string) {
 	if p.Spec.Mode != v1alpha1.PolicyModeProtect {
-		return false, ReasonMonitor, "monitor mode: no NetworkPolicy; flows are judged against spec.kubernetes"
+		return false, v1alpha1.ReasonMonitor, "monitor mode: no NetworkPolicy; flows are judged against spec.kubernetes"
 	}
-	return true, ReasonProtect, "protect mode: the NetworkPolicy is rendered"
+	return true, v1alpha1.ReasonProtect, "protect mode: the NetworkPolicy is rendered"
 }
 
 func (networkPolicies) desired(p *v1alpha1.WorkloadNetworkPolicy) (*networkingv1.NetworkPolicy, error) {

@@ -85,7 +85,7 @@ func TestRenderNetworkPolicy(t *testing.T) {
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "shop", Name: other.Name}, &p); err != nil {
 			return false
 		}
-		c := meta.FindStatusCondition(p.Status.Conditions, ConditionRendered)
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRendered)
 		return c != nil && c.Reason == "NotOwned" && strings.Contains(c.Message, "does not own")
 	})
 	if np, _ := networkPolicy(t, "deployment-orders-ingress"); np.Spec.PodSelector.MatchLabels["app"] != "mine" {

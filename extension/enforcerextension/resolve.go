@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // resolver resolves flow ends to workloads from the compact stores, and finds
@@ -61,7 +62,7 @@ func (r *resolver) resolvePod(p *podInfo) (Workload, UnresolvedReason) {
 	if p.ownerKind == "" {
 		return Workload{}, UnresolvedBarePod
 	}
-	w := Workload{WorkloadRef: WorkloadRef{Namespace: p.Namespace, Name: p.ownerName}}
+	w := Workload{Ref: workload.Ref{Namespace: p.Namespace, Name: p.ownerName}}
 	switch p.ownerKind {
 	case "ReplicaSet":
 		rs := r.stores.workload("ReplicaSet", p.Namespace, p.ownerName)
@@ -85,13 +86,13 @@ func (r *resolver) resolvePod(p *podInfo) (Workload, UnresolvedReason) {
 }
 
 // HasPolicy reports whether a WorkloadNetworkPolicy targets w in direction d.
-func (r *resolver) HasPolicy(w WorkloadRef, d v1alpha1.Direction) bool {
+func (r *resolver) HasPolicy(w workload.Ref, d v1alpha1.Direction) bool {
 	return len(r.Policies(w, d)) > 0
 }
 
 // Policies lists the policies that target w in direction d. The flow path asks
 // for every flow, so it reads the cached objects without copying them.
-func (r *resolver) Policies(w WorkloadRef, d v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy {
+func (r *resolver) Policies(w workload.Ref, d v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy {
 	var list v1alpha1.WorkloadNetworkPolicyList
 	err := r.reader.List(context.Background(), &list, client.InNamespace(w.Namespace),
 		client.MatchingFields{indexPolicyTarget: policyTargetKey(w.Kind, w.Name, d)}, client.UnsafeDisableDeepCopy)
@@ -102,7 +103,7 @@ func (r *resolver) Policies(w WorkloadRef, d v1alpha1.Direction) []v1alpha1.Work
 }
 
 // Labels returns the workload's pod template labels and its namespace's labels.
-func (r *resolver) Labels(w WorkloadRef) (pod, namespace map[string]string, ok bool) {
+func (r *resolver) Labels(w workload.Ref) (pod, namespace map[string]string, ok bool) {
 	info := r.stores.workload(string(w.Kind), w.Namespace, w.Name)
 	if info == nil {
 		return nil, nil, false
@@ -121,7 +122,7 @@ var jobLabels = []string{"controller-uid", "job-name", batchv1.ControllerUidLabe
 
 // Selector returns the workload's pod selector and UID. For Jobs and CronJobs,
 // whose generated selector names one run, it is the pod template's own labels.
-func (r *resolver) Selector(_ context.Context, w WorkloadRef) (*metav1.LabelSelector, types.UID, bool) {
+func (r *resolver) Selector(_ context.Context, w workload.Ref) (*metav1.LabelSelector, types.UID, bool) {
 	info := r.stores.workload(string(w.Kind), w.Namespace, w.Name)
 	if info == nil {
 		return nil, "", false

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/clustertest"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // TestResolveEveryFixturePod: every pod of the fixtures' cluster resolves, by IP,
@@ -18,7 +19,7 @@ func TestResolveEveryFixturePod(t *testing.T) {
 	e := startEnforcer(t, "resolve")
 	kinds := map[string]bool{}
 	for _, p := range clustertest.Pods() {
-		want := Workload{WorkloadRef: WorkloadRef{Namespace: p.Namespace, Kind: v1alpha1.WorkloadKind(p.WorkloadKind), Name: p.WorkloadName}}
+		want := Workload{Ref: workload.Ref{Namespace: p.Namespace, Kind: v1alpha1.WorkloadKind(p.WorkloadKind), Name: p.WorkloadName}}
 		var wantReason UnresolvedReason
 		switch {
 		case p.HostNetwork:
@@ -59,7 +60,7 @@ func TestResolveEveryFixturePod(t *testing.T) {
 func TestSelectorOfEveryWorkload(t *testing.T) {
 	e := startEnforcer(t, "selector")
 	for _, w := range clustertest.Workloads() {
-		ref := WorkloadRef{Namespace: w.Namespace, Kind: v1alpha1.WorkloadKind(w.Kind), Name: w.Name}
+		ref := workload.Ref{Namespace: w.Namespace, Kind: v1alpha1.WorkloadKind(w.Kind), Name: w.Name}
 		sel, uid, ok := e.Selector(context.Background(), ref)
 		if !ok || uid == "" {
 			t.Errorf("%s: no selector", ref)
@@ -81,7 +82,7 @@ func TestSelectorOfEveryWorkload(t *testing.T) {
 			t.Errorf("%s: selector %s names one run", ref, ls)
 		}
 	}
-	if _, _, ok := e.Selector(context.Background(), WorkloadRef{Namespace: "default", Kind: "Deployment", Name: "nope"}); ok {
+	if _, _, ok := e.Selector(context.Background(), workload.Ref{Namespace: "default", Kind: "Deployment", Name: "nope"}); ok {
 		t.Error("a selector for a workload that does not exist")
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // CandidateEventName is the event name of a violation candidate: a flow of a
@@ -23,7 +23,7 @@ const (
 
 // AppendCandidate appends flow, a flow record, to sl as a violation candidate of
 // target in direction d.
-func AppendCandidate(sl plog.ScopeLogs, flow plog.LogRecord, target enforcerextension.WorkloadRef, d v1alpha1.Direction) {
+func AppendCandidate(sl plog.ScopeLogs, flow plog.LogRecord, target workload.Ref, d v1alpha1.Direction) {
 	lr := sl.LogRecords().AppendEmpty()
 	flow.CopyTo(lr)
 	lr.SetEventName(CandidateEventName)
@@ -36,12 +36,12 @@ func AppendCandidate(sl plog.ScopeLogs, flow plog.LogRecord, target enforcerexte
 
 // ReadCandidate returns the target and direction that AppendCandidate added to
 // a candidate; false for a record that is not a candidate.
-func ReadCandidate(lr plog.LogRecord) (enforcerextension.WorkloadRef, v1alpha1.Direction, bool) {
+func ReadCandidate(lr plog.LogRecord) (workload.Ref, v1alpha1.Direction, bool) {
 	if lr.EventName() != CandidateEventName {
-		return enforcerextension.WorkloadRef{}, "", false
+		return workload.Ref{}, "", false
 	}
 	a := lr.Attributes()
-	target := enforcerextension.WorkloadRef{
+	target := workload.Ref{
 		Namespace: str(a, AttrTargetNamespace),
 		Kind:      v1alpha1.WorkloadKind(str(a, AttrTargetKind)),
 		Name:      str(a, AttrTargetName),

@@ -8,14 +8,14 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // EventName is the event name of a learned edge.
 const EventName = "network_enforcer.learning"
 
 // Attribute keys of a learned edge. A workload is one attribute,
-// "<namespace>/<Kind>/<name>" (WorkloadRef.String): an edge is written and read
+// "<namespace>/<Kind>/<name>" (workload.Ref.String): an edge is written and read
 // for every flow, and each attribute is an allocation.
 const (
 	AttrBackend       = "network_enforcer.backend"
@@ -32,10 +32,10 @@ const (
 // the destination port.
 type Edge struct {
 	Backend   v1alpha1.Backend
-	Workload  enforcerextension.WorkloadRef
+	Workload  workload.Ref
 	Direction v1alpha1.Direction
 	// Peer is the workload at the other end (kubernetes backend).
-	Peer enforcerextension.WorkloadRef
+	Peer workload.Ref
 	// Principal is the other end's identity, <trust-domain>/ns/<ns>/sa/<sa>
 	// (istio backend).
 	Principal string
@@ -72,8 +72,8 @@ func (e *Edge) ReadFrom(lr plog.LogRecord) bool {
 	*e = Edge{
 		Backend:   v1alpha1.Backend(str(a, AttrBackend)),
 		Direction: v1alpha1.Direction(str(a, AttrDirection)),
-		Workload:  enforcerextension.ParseWorkloadRef(str(a, AttrWorkload)),
-		Peer:      enforcerextension.ParseWorkloadRef(str(a, AttrPeerWorkload)),
+		Workload:  workload.ParseRef(str(a, AttrWorkload)),
+		Peer:      workload.ParseRef(str(a, AttrPeerWorkload)),
 		Principal: str(a, AttrPeerPrincipal),
 		Protocol:  str(a, AttrProtocol),
 	}

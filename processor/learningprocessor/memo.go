@@ -5,6 +5,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // memo remembers, for one batch, the answers of the enforcer's cache: a batch's
@@ -29,7 +30,7 @@ type resolved struct {
 }
 
 type policyKey struct {
-	workload  enforcerextension.WorkloadRef
+	workload  workload.Ref
 	direction v1alpha1.Direction
 }
 
@@ -56,7 +57,7 @@ func (m *memo) resolve(e *flow.Endpoint) (enforcerextension.Workload, string) {
 	return w, reason
 }
 
-func (m *memo) hasPolicy(w enforcerextension.WorkloadRef, d v1alpha1.Direction) bool {
+func (m *memo) hasPolicy(w workload.Ref, d v1alpha1.Direction) bool {
 	k := policyKey{workload: w, direction: d}
 	if has, ok := m.policies[k]; ok {
 		return has

@@ -13,6 +13,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // learningProcessor turns flow records into learned edges and violation
@@ -103,8 +104,8 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 			c.drop("target_" + reason)
 			continue
 		}
-		if m.hasPolicy(target.WorkloadRef, s.direction) {
-			learning.AppendCandidate(sl, lr, target.WorkloadRef, s.direction)
+		if m.hasPolicy(target.Ref, s.direction) {
+			learning.AppendCandidate(sl, lr, target.Ref, s.direction)
 			c.candidates++
 			continue
 		}
@@ -117,7 +118,7 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 			continue
 		}
 		edge := learning.Edge{
-			Backend: backendOf(rec.Provider), Workload: target.WorkloadRef, Direction: s.direction,
+			Backend: backendOf(rec.Provider), Workload: target.Ref, Direction: s.direction,
 			Protocol: string(rec.Transport), Port: rec.Destination.Port,
 		}
 		if edge.Backend == v1alpha1.BackendIstio {
@@ -132,7 +133,7 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 				c.drop("peer_" + reason)
 				continue
 			}
-			edge.Peer = peer.WorkloadRef
+			edge.Peer = peer.Ref
 		}
 		c.edges++
 		if m.seen(edge) {
@@ -148,14 +149,14 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 // lines name the AuthorizationPolicy but not the destination, which only a
 // joined access line gives; without one, the named policy still says whose
 // violation it is.
-func (p *learningProcessor) namedTarget(rec *flow.Record, d v1alpha1.Direction) (enforcerextension.WorkloadRef, bool) {
+func (p *learningProcessor) namedTarget(rec *flow.Record, d v1alpha1.Direction) (workload.Ref, bool) {
 	if rec.Outcome == flow.OutcomeAllowed || rec.Policy.Namespace == "" || rec.Policy.Name == "" {
-		return enforcerextension.WorkloadRef{}, false
+		return workload.Ref{}, false
 	}
 	var pol v1alpha1.WorkloadNetworkPolicy
 	key := types.NamespacedName{Namespace: rec.Policy.Namespace, Name: rec.Policy.Name}
 	if err := p.enforcer.Reader().Get(context.Background(), key, &pol); err != nil || pol.Spec.Direction != d {
-		return enforcerextension.WorkloadRef{}, false
+		return workload.Ref{}, false
 	}
-	return enforcerextension.WorkloadRef{Namespace: pol.Namespace, Kind: pol.Spec.TargetRef.Kind, Name: pol.Spec.TargetRef.Name}, true
+	return workload.Ref{Namespace: pol.Namespace, Kind: pol.Spec.TargetRef.Kind, Name: pol.Spec.TargetRef.Name}, true
 }

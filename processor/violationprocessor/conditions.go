@@ -11,25 +11,13 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
 
-// Conditions that the status sync keeps on each policy.
-const (
-	// ConditionAttributable is False while another policy targets the same
-	// workload and direction: a violation that the data plane does not
-	// attribute by name cannot be told apart between them, and is counted in
-	// network_enforcer_violations_unattributed instead of recorded.
-	ConditionAttributable = "Attributable"
-	// ConditionAcknowledged is False while an acknowledge annotation names no
-	// record; the annotation stays until someone removes or corrects it.
-	ConditionAcknowledged = "Acknowledged"
-)
-
-// setAttributable sets ConditionAttributable from the other policies that
+// setAttributable sets v1alpha1.ConditionAttributable from the other policies that
 // share the policy's target and direction.
 func setAttributable(p *v1alpha1.WorkloadNetworkPolicy, st *v1alpha1.WorkloadNetworkPolicyStatus, others []string) {
-	c := metav1.Condition{Type: ConditionAttributable, Status: metav1.ConditionTrue, Reason: "UniqueTarget",
+	c := metav1.Condition{Type: v1alpha1.ConditionAttributable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonUniqueTarget,
 		Message: "no other policy targets this workload and direction", ObservedGeneration: p.Generation}
 	if len(others) > 0 {
-		c.Status, c.Reason = metav1.ConditionFalse, "SharedTarget"
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonSharedTarget
 		c.Message = fmt.Sprintf("policies %s also target %s %s in direction %s: violations that the data plane does not attribute by name are counted, not recorded",
 			strings.Join(others, ", "), p.Spec.TargetRef.Kind, p.Spec.TargetRef.Name, p.Spec.Direction)
 	}
@@ -39,13 +27,13 @@ func setAttributable(p *v1alpha1.WorkloadNetworkPolicy, st *v1alpha1.WorkloadNet
 // setAcknowledged reports acknowledge annotations that name no record. A
 // policy that never had one gets no condition.
 func setAcknowledged(p *v1alpha1.WorkloadNetworkPolicy, st *v1alpha1.WorkloadNetworkPolicyStatus, unknown []string) {
-	if len(unknown) == 0 && meta.FindStatusCondition(st.Conditions, ConditionAcknowledged) == nil {
+	if len(unknown) == 0 && meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAcknowledged) == nil {
 		return
 	}
-	c := metav1.Condition{Type: ConditionAcknowledged, Status: metav1.ConditionTrue, Reason: "Applied",
+	c := metav1.Condition{Type: v1alpha1.ConditionAcknowledged, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonApplied,
 		Message: "every acknowledge annotation has been applied", ObservedGeneration: p.Generation}
 	if len(unknown) > 0 {
-		c.Status, c.Reason = metav1.ConditionFalse, "UnknownViolation"
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonUnknownViolation
 		c.Message = fmt.Sprintf("no violation record has id %s: the annotation stays until it is removed or names an active record",
 			strings.Join(unknown, ", "))
 	}

@@ -4,13 +4,14 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // KindPod is the kind of a violation end that is a pod without a workload.
 const KindPod = "Pod"
 
 // target is the end that the policy targets, as a violation record names it.
-func target(ref enforcerextension.WorkloadRef, end *flow.Endpoint) v1alpha1.ViolationEndpoint {
+func target(ref workload.Ref, end *flow.Endpoint) v1alpha1.ViolationEndpoint {
 	return v1alpha1.ViolationEndpoint{Namespace: ref.Namespace, Kind: string(ref.Kind), Name: ref.Name, Identity: end.Identity}
 }
 
@@ -25,7 +26,7 @@ func other(e enforcerextension.Enforcer, end *flow.Endpoint) (v1alpha1.Violation
 	case reason == "":
 		v.Namespace, v.Kind, v.Name = w.Namespace, string(w.Kind), w.Name
 		p.namespace = w.Namespace
-		p.podLabels, p.namespaceLabels, _ = e.Labels(w.WorkloadRef)
+		p.podLabels, p.namespaceLabels, _ = e.Labels(w.Ref)
 	case end.External == "" && end.Namespace != "" && end.Pod != "":
 		v.Namespace, v.Kind, v.Name = end.Namespace, KindPod, end.Pod
 		p.namespace = end.Namespace

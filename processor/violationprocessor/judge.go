@@ -4,8 +4,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // Reasons that a violation candidate is not a violation observation. Only
@@ -30,7 +30,7 @@ const (
 // on: the flow and the side of it that the policy targets.
 type candidate struct {
 	rec       *flow.Record
-	target    enforcerextension.WorkloadRef
+	target    workload.Ref
 	direction v1alpha1.Direction
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // violationProcessor turns violation candidates into observations: it sends
@@ -95,7 +96,7 @@ type memo struct {
 }
 
 type policyKey struct {
-	target    enforcerextension.WorkloadRef
+	target    workload.Ref
 	direction v1alpha1.Direction
 }
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flow"
-	"github.com/kubewarden/network-enforcer/processor/violationprocessor"
+	"github.com/kubewarden/network-enforcer/internal/violationevent"
 )
 
 // journeyConfig runs one data plane's receiver through learning to the writer,
@@ -151,7 +151,7 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 	// 4. A violation: its event arrives at once, its record on the sync.
 	sent := time.Now()
 	dp.violation(t, intruder, api, 8080, v1alpha1.PolicyModeMonitor)
-	event := waitEvent(t, sink, violationprocessor.EventObserved, "monitor")
+	event := waitEvent(t, sink, violationevent.Observed, "monitor")
 	t.Logf("%s: the monitor event arrived %s after the flow was sent", name, time.Since(sent).Round(time.Millisecond))
 	checkEvent(t, event, dp.provider(), "monitor", 8080)
 	policy = waitRecords(t, policyName, 1)
@@ -168,7 +168,7 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 
 	// 6. A protect violation.
 	dp.violation(t, intruder, api, 8080, v1alpha1.PolicyModeProtect)
-	checkEvent(t, waitEvent(t, sink, violationprocessor.EventObserved, "protect"), dp.provider(), "protect", 8080)
+	checkEvent(t, waitEvent(t, sink, violationevent.Observed, "protect"), dp.provider(), "protect", 8080)
 	policy = waitRecords(t, policyName, 2)
 	checkRecord(t, &policy.Status.Violations[0], "2", v1alpha1.PolicyModeProtect, 8080)
 	if policy.Status.ViolationCount != 2 || policy.Status.ActiveViolationCount != 2 {
@@ -206,8 +206,8 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 		policy.Status.ActiveViolationCount != 1 || policy.Status.Violations[0].ID != "1" {
 		t.Errorf("after the acknowledgement: %+v", policy.Status)
 	}
-	ackEvent := waitEvent(t, sink, violationprocessor.EventAcknowledged, "protect")
-	if id, _ := ackEvent.Get(violationprocessor.AttrViolationID); id != "2" {
+	ackEvent := waitEvent(t, sink, violationevent.Acknowledged, "protect")
+	if id, _ := ackEvent.Get(violationevent.AttrViolationID); id != "2" {
 		t.Errorf("acknowledgement event for %q", id)
 	}
 
@@ -354,7 +354,7 @@ func waitEvent(t *testing.T, sink *otlpSink, name, action string) eventAttrs {
 				continue
 			}
 			a := eventAttrs(lr.Attributes().AsRaw())
-			if v, _ := a.Get(violationprocessor.AttrAction); v == action {
+			if v, _ := a.Get(violationevent.AttrAction); v == action {
 				found = a
 			}
 		}

@@ -15,8 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/violationevent"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 	"github.com/kubewarden/network-enforcer/processor/violationprocessor"
 	"github.com/kubewarden/network-enforcer/test/pipelinetest"
 )
@@ -240,7 +241,7 @@ func (s *arrivalSink) consume(_ context.Context, ld plog.Logs) error {
 	defer s.mu.Unlock()
 	first := len(s.arrivals)
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
-		if lr.EventName() != violationprocessor.EventObserved {
+		if lr.EventName() != violationevent.Observed {
 			return
 		}
 		s.events++
@@ -294,7 +295,7 @@ func createBenchPolicy(b *testing.B, p *pipelinetest.Learning, pol *v1alpha1.Wor
 			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(pol), &v1alpha1.WorkloadNetworkPolicy{}))
 		})
 	})
-	target := enforcerextension.WorkloadRef{Namespace: pol.Namespace, Kind: pol.Spec.TargetRef.Kind, Name: pol.Spec.TargetRef.Name}
+	target := workload.Ref{Namespace: pol.Namespace, Kind: pol.Spec.TargetRef.Kind, Name: pol.Spec.TargetRef.Name}
 	if !waitFor(b, "the cache to see "+pol.Name+" as the only policy of its target", 30*time.Second, func() bool {
 		got := p.Enforcer.Policies(target, pol.Spec.Direction)
 		return len(got) == 1 && got[0].Name == pol.Name && got[0].Spec.Mode == pol.Spec.Mode

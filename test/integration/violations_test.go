@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/violationevent"
 	"github.com/kubewarden/network-enforcer/processor/violationprocessor"
 	"github.com/kubewarden/network-enforcer/test/pipelinetest"
 )
@@ -119,7 +120,7 @@ func TestMonitorViolationsOfAKubernetesPolicy(t *testing.T) {
 		cilium(guardedClient, guardedAPI, 9090, flow.OutcomeAllowed),   // a port it does not allow
 		cilium(guardedIntruder, guardedAPI, 8080, flow.OutcomeAllowed), // a repeat
 	)
-	observed := events(sink, violationprocessor.EventObserved)
+	observed := events(sink, violationevent.Observed)
 	if len(observed) != 3 {
 		t.Fatalf("%d observed events, want 3: %v", len(observed), observed)
 	}
@@ -156,7 +157,7 @@ func TestMonitorViolationsOfAKubernetesPolicy(t *testing.T) {
 	if r := byID["2"]; r.Source.Name != "client" || r.DstPort != 9090 {
 		t.Errorf("record 2: %+v", r)
 	}
-	if c := meta.FindStatusCondition(st.Conditions, violationprocessor.ConditionAttributable); c == nil || c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAttributable); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Attributable: %+v", c)
 	}
 
@@ -183,14 +184,14 @@ func TestMonitorViolationsOfAKubernetesPolicy(t *testing.T) {
 	if _, ok := pol.Annotations[v1alpha1.AcknowledgeAnnotation("7")]; !ok {
 		t.Error("the annotation for an unknown id was removed")
 	}
-	if c := meta.FindStatusCondition(pol.Status.Conditions, violationprocessor.ConditionAcknowledged); c == nil ||
+	if c := meta.FindStatusCondition(pol.Status.Conditions, v1alpha1.ConditionAcknowledged); c == nil ||
 		c.Status != metav1.ConditionFalse || c.Reason != "UnknownViolation" {
 		t.Errorf("Acknowledged: %+v", c)
 	}
 	waitUntil(t, "the acknowledgement event", 10*time.Second, func() bool {
-		return len(events(sink, violationprocessor.EventAcknowledged)) == 1
+		return len(events(sink, violationevent.Acknowledged)) == 1
 	})
-	if e := events(sink, violationprocessor.EventAcknowledged)[0]; e["violation.id"] != "1" ||
+	if e := events(sink, violationevent.Acknowledged)[0]; e["violation.id"] != "1" ||
 		e["violation.acknowledgement.reason"] != "the intruder is a load test" || e["source.workload.name"] != "intruder" {
 		t.Errorf("acknowledgement event %v", e)
 	}
@@ -212,7 +213,7 @@ func TestProtectViolationsAndAttribution(t *testing.T) {
 		cilium(guardedClient, guardedAPI, 8080, flow.OutcomeAllowed),
 		egressReport, // the source's end: not where api's ingress is enforced
 	)
-	observed := events(sink, violationprocessor.EventObserved)
+	observed := events(sink, violationevent.Observed)
 	if len(observed) != 1 || observed[0]["action"] != "protect" || observed[0]["source.workload.name"] != "intruder" {
 		t.Fatalf("observed %v", observed)
 	}
@@ -238,7 +239,7 @@ func TestProtectViolationsAndAttribution(t *testing.T) {
 	send(t, p, named)
 	for _, name := range []string{"api-protect", "api-second"} {
 		waitUntil(t, name+" to report the shared target", 20*time.Second, func() bool {
-			c := meta.FindStatusCondition(policyNow(t, name).Status.Conditions, violationprocessor.ConditionAttributable)
+			c := meta.FindStatusCondition(policyNow(t, name).Status.Conditions, v1alpha1.ConditionAttributable)
 			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "SharedTarget"
 		})
 	}
@@ -269,7 +270,7 @@ func TestUnjoinedIstioDecision(t *testing.T) {
 		Reporter: flow.ReporterDestination, Direction: flow.DirectionIngress, Transport: flow.TransportTCP,
 		Source: flow.Endpoint{Address: guardedIntruder.Address, Port: 41234},
 		Policy: flow.PolicyRef{Kind: "AuthorizationPolicy", Namespace: "guarded", Name: "api-mesh"}, Count: 1})
-	observed := events(sink, violationprocessor.EventObserved)
+	observed := events(sink, violationevent.Observed)
 	if len(observed) != 1 || observed[0]["destination.workload.name"] != "api" || observed[0]["destination.port"] != int64(0) ||
 		observed[0]["source.workload.name"] != "intruder" || observed[0]["action"] != "monitor" {
 		t.Fatalf("observed %v", observed)

@@ -1,0 +1,57 @@
+package v1alpha1
+
+// Condition types on a WorkloadNetworkPolicy. Each type has one writer, named
+// beside it; a writer changes only its own types, with an optimistic lock, so
+// that conditions written by two writers in quick succession all survive.
+const (
+	// ConditionRendered reports whether the native object (NetworkPolicy or
+	// AuthorizationPolicy) is as the policy and its mode say. Written by the
+	// render controller.
+	ConditionRendered = "Rendered"
+	// ConditionAttributable is False while another policy targets the same
+	// workload and direction: a violation that the data plane does not
+	// attribute by name cannot be told apart between them, and is counted in
+	// network_enforcer_violations_unattributed instead of recorded. Written by
+	// the status sync.
+	ConditionAttributable = "Attributable"
+	// ConditionAcknowledged is False while an acknowledge annotation names no
+	// record; the annotation stays until someone removes or corrects it.
+	// Written by the status sync.
+	ConditionAcknowledged = "Acknowledged"
+)
+
+// Reasons of ConditionRendered.
+const (
+	// ReasonMonitor: the native object is as monitor mode asks (none for the
+	// kubernetes backend, a dry-run AuthorizationPolicy for istio).
+	ReasonMonitor = "Monitor"
+	// ReasonProtect: the native object is rendered and the data plane enforces
+	// it.
+	ReasonProtect = "Protect"
+	// ReasonNotOwned: an object of the policy's name and kind exists that the
+	// policy does not control; it is left as it is, and the policy is not
+	// rendered.
+	ReasonNotOwned = "NotOwned"
+	// ReasonNoAuthorizationPolicyCRD: the policy has the istio backend, and the
+	// cluster did not serve AuthorizationPolicies when the collector started.
+	ReasonNoAuthorizationPolicyCRD = "NoAuthorizationPolicyCRD"
+	// ReasonRenderFailed: the API server refused to create, change or delete
+	// the native object; the message has its answer.
+	ReasonRenderFailed = "RenderFailed"
+)
+
+// Reasons of ConditionAttributable.
+const (
+	// ReasonUniqueTarget: no other policy targets this workload and direction.
+	ReasonUniqueTarget = "UniqueTarget"
+	// ReasonSharedTarget: other policies target this workload and direction.
+	ReasonSharedTarget = "SharedTarget"
+)
+
+// Reasons of ConditionAcknowledged.
+const (
+	// ReasonApplied: every acknowledge annotation has been applied.
+	ReasonApplied = "Applied"
+	// ReasonUnknownViolation: an acknowledge annotation names no active record.
+	ReasonUnknownViolation = "UnknownViolation"
+)

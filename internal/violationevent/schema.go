@@ -1,0 +1,82 @@
+// Package violationevent is the one owner of the violation events' schema: the
+// event names and attribute keys that the violation processor writes and that
+// the policy_denies connector (and any OTLP backend) reads.
+package violationevent
+
+import (
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+)
+
+// The event names.
+const (
+	// Observed is sent at once for each violation observation.
+	Observed = "policy_violation_observed"
+	// Acknowledged is sent when an acknowledgement has moved a record to
+	// status.acknowledgedViolations.
+	Acknowledged = "policy_violation_acknowledged"
+)
+
+// Attribute keys of both events.
+const (
+	AttrProvider               = flow.AttrProvider
+	AttrAction                 = "action"
+	AttrTransport              = flow.AttrTransport
+	AttrSourceNamespace        = "source.workload.namespace"
+	AttrSourceKind             = "source.workload.kind"
+	AttrSourceName             = "source.workload.name"
+	AttrSourceIdentity         = "source.workload.identity"
+	AttrDestinationNamespace   = "destination.workload.namespace"
+	AttrDestinationKind        = "destination.workload.kind"
+	AttrDestinationName        = "destination.workload.name"
+	AttrDestinationIdentity    = "destination.workload.identity"
+	AttrDestinationPort        = "destination.port"
+	AttrPolicyNamespace        = flow.AttrPolicyNamespace
+	AttrPolicyName             = flow.AttrPolicyName
+	attributeCount             = 15
+	acknowledgedAttributeCount = attributeCount + 2
+)
+
+// Attribute keys of Acknowledged events only.
+const (
+	AttrViolationID = "violation.id"
+	AttrReason      = "violation.acknowledgement.reason"
+)
+
+// Append appends an event named name about record r of a policy to sl, with
+// every attribute of the schema; provider may be empty.
+func Append(sl plog.ScopeLogs, name string, provider flow.Provider, r *v1alpha1.ViolationRecord, ts time.Time) plog.LogRecord {
+	lr := sl.LogRecords().AppendEmpty()
+	lr.SetEventName(name)
+	lr.SetTimestamp(pcommon.NewTimestampFromTime(ts))
+	lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+	a := lr.Attributes()
+	if name == Acknowledged {
+		a.EnsureCapacity(acknowledgedAttributeCount)
+	} else {
+		a.EnsureCapacity(attributeCount)
+	}
+	if provider != "" {
+		a.PutStr(AttrProvider, string(provider))
+	}
+	a.PutStr(AttrAction, string(r.Action))
+	a.PutStr(AttrSourceNamespace, r.Source.Namespace)
+	a.PutStr(AttrSourceKind, r.Source.Kind)
+	a.PutStr(AttrSourceName, r.Source.Name)
+	a.PutStr(AttrSourceIdentity, r.Source.Identity)
+	a.PutStr(AttrDestinationNamespace, r.Destination.Namespace)
+	a.PutStr(AttrDestinationKind, r.Destination.Kind)
+	a.PutStr(AttrDestinationName, r.Destination.Name)
+	a.PutStr(AttrDestinationIdentity, r.Destination.Identity)
+	a.PutStr(AttrTransport, strings.ToLower(string(r.Protocol)))
+	a.PutInt(AttrDestinationPort, int64(r.DstPort))
+	a.PutStr(AttrPolicyNamespace, r.Policy.Namespace)
+	a.PutStr(AttrPolicyName, r.Policy.Name)
+	return lr
+}
