@@ -3,6 +3,8 @@ package k8swriterexporter
 import (
 	"sync"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/workload"
@@ -29,6 +31,7 @@ type portRef struct {
 // learned is what the flows taught about one proposal.
 type learned struct {
 	backend v1alpha1.Backend
+	name    types.NamespacedName
 	peers   map[peerRef]map[portRef]struct{}
 }
 
@@ -39,21 +42,31 @@ type aggregate struct {
 	mu      sync.Mutex
 	learned map[proposalKey]*learned
 	dirty   map[proposalKey]struct{}
+	// keys finds a proposal's key by its object name, as the work queue names it.
+	keys map[types.NamespacedName]proposalKey
 }
 
 func newAggregate() *aggregate {
-	return &aggregate{learned: map[proposalKey]*learned{}, dirty: map[proposalKey]struct{}{}}
+	return &aggregate{learned: map[proposalKey]*learned{}, dirty: map[proposalKey]struct{}{},
+		keys: map[types.NamespacedName]proposalKey{}}
 }
 
-// add takes one edge and reports whether it was new.
-func (a *aggregate) add(e *learning.Edge) bool {
+// nameOf is the name of key's proposal.
+func nameOf(key proposalKey) types.NamespacedName {
+	return types.NamespacedName{Namespace: key.workload.Namespace, Name: ProposalName(key.workload, key.direction)}
+}
+
+// add takes one edge. It returns the proposal's name, and whether the edge
+// made the proposal dirty: then it needs a write, which nobody asked for yet.
+func (a *aggregate) add(e *learning.Edge) (types.NamespacedName, bool) {
 	key := proposalKey{workload: e.Workload, direction: e.Direction}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	l := a.learned[key]
 	if l == nil {
-		l = &learned{backend: e.Backend, peers: map[peerRef]map[portRef]struct{}{}}
+		l = &learned{backend: e.Backend, peers: map[peerRef]map[portRef]struct{}{}, name: nameOf(key)}
 		a.learned[key] = l
+		a.keys[l.name] = key
 	}
 	peer := peerRef{workload: e.Peer, principal: e.Principal}
 	ports := l.peers[peer]
@@ -63,33 +76,37 @@ func (a *aggregate) add(e *learning.Edge) bool {
 	}
 	port := portRef{protocol: e.Protocol, port: e.Port}
 	if _, seen := ports[port]; seen {
-		return false
+		return l.name, false
 	}
 	ports[port] = struct{}{}
+	if _, dirty := a.dirty[key]; dirty {
+		return l.name, false
+	}
 	a.dirty[key] = struct{}{}
-	return true
+	return l.name, true
 }
 
-// takeDirty returns the proposals with unwritten learning, with a copy of what
-// each learned, and marks them clean; a failed write marks one dirty again.
-func (a *aggregate) takeDirty() map[proposalKey]*learned {
+// take returns, for the proposal name, its key and a copy of what it learned,
+// and marks it clean; a failed write marks it dirty again. ok is false when
+// nothing is learned for that name.
+func (a *aggregate) take(name types.NamespacedName) (proposalKey, *learned, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make(map[proposalKey]*learned, len(a.dirty))
-	for key := range a.dirty {
-		l := a.learned[key]
-		c := &learned{backend: l.backend, peers: make(map[peerRef]map[portRef]struct{}, len(l.peers))}
-		for p, ports := range l.peers {
-			cp := make(map[portRef]struct{}, len(ports))
-			for port := range ports {
-				cp[port] = struct{}{}
-			}
-			c.peers[p] = cp
-		}
-		out[key] = c
+	key, ok := a.keys[name]
+	if !ok {
+		return proposalKey{}, nil, false
 	}
-	a.dirty = map[proposalKey]struct{}{}
-	return out
+	delete(a.dirty, key)
+	l := a.learned[key]
+	c := &learned{backend: l.backend, name: l.name, peers: make(map[peerRef]map[portRef]struct{}, len(l.peers))}
+	for p, ports := range l.peers {
+		cp := make(map[portRef]struct{}, len(ports))
+		for port := range ports {
+			cp[port] = struct{}{}
+		}
+		c.peers[p] = cp
+	}
+	return key, c, true
 }
 
 // markDirty asks for key to be written again.
@@ -102,17 +119,21 @@ func (a *aggregate) markDirty(key proposalKey) {
 // forget drops what was learned about a workload that is gone.
 func (a *aggregate) forget(key proposalKey) {
 	a.mu.Lock()
+	delete(a.keys, nameOf(key))
 	delete(a.learned, key)
 	delete(a.dirty, key)
 	a.mu.Unlock()
 }
 
-// markAllDirty asks for every proposal to be checked, as a new leader does: the
-// previous leader may not have written everything.
-func (a *aggregate) markAllDirty() {
+// markAllDirty asks for every proposal to be checked, as a new leader does (the
+// previous leader may not have written everything), and returns their names.
+func (a *aggregate) markAllDirty() []types.NamespacedName {
 	a.mu.Lock()
-	for key := range a.learned {
+	defer a.mu.Unlock()
+	names := make([]types.NamespacedName, 0, len(a.learned))
+	for key, l := range a.learned {
 		a.dirty[key] = struct{}{}
+		names = append(names, l.name)
 	}
-	a.mu.Unlock()
+	return names
 }

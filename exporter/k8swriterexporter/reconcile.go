@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 )
 
 // errWorkloadGone: the workload no longer exists; its proposal goes with it.
@@ -25,7 +27,7 @@ var errWorkloadGone = errors.New("workload gone")
 // proposal holds and what was learned, so nothing learned before (by an earlier
 // run or another leader) is lost; when the union is what the proposal holds,
 // nothing is written.
-func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned) error {
+func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw enforcerextension.ProposalWriter) error {
 	if w.enforcer.HasPolicy(key.workload, key.direction) {
 		return nil // a policy governs it: learning for it is over
 	}
@@ -61,7 +63,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned) err
 
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var existing v1alpha1.WorkloadNetworkPolicyProposal
-		err := w.enforcer.Client().Get(ctx, nn, &existing)
+		err := pw.Get(ctx, nn, &existing)
 		if apierrors.IsNotFound(err) {
 			p := &v1alpha1.WorkloadNetworkPolicyProposal{
 				ObjectMeta: metav1.ObjectMeta{
@@ -71,7 +73,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned) err
 				},
 				Spec: render(l.backend, target, key.direction, podSelector, learnedRules),
 			}
-			return w.write(ctx, func() error { return w.enforcer.Client().Create(ctx, p) }, "create")
+			return w.write(ctx, pw, p, func() error { return pw.Create(ctx, p) }, "create")
 		}
 		if err != nil {
 			return err
@@ -92,20 +94,22 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned) err
 			return nil
 		}
 		existing.Spec = spec
-		return w.write(ctx, func() error { return w.enforcer.Client().Update(ctx, &existing) }, "update")
+		return w.write(ctx, pw, &existing, func() error { return pw.Update(ctx, &existing) }, "update")
 	})
 }
 
-// write waits for the rate limiter, then writes and counts.
-func (w *writer) write(ctx context.Context, do func() error, op string) error {
+// write waits for the rate limiter, then writes and counts. A write that the
+// API server refuses for what it holds is recorded as an Event on the proposal.
+func (w *writer) write(ctx context.Context, pw enforcerextension.ProposalWriter, p *v1alpha1.WorkloadNetworkPolicyProposal,
+	do func() error, op string) error {
 	if err := w.limiter.Wait(ctx); err != nil {
 		return err
 	}
-	if !w.enforcer.IsLeader() {
-		return fmt.Errorf("not the leader any more")
-	}
 	err := do()
 	w.telemetry.wrote(ctx, op, err)
+	if enforcerextension.IsRefused(err) {
+		pw.Event(p, corev1.EventTypeWarning, v1alpha1.EventReasonWriteRefused, fmt.Sprintf("the proposal could not be written (%s): %v", op, err))
+	}
 	return err
 }
 

@@ -12,15 +12,16 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 )
 
-// writeInterval is how often the leader writes what changed: the edges of a burst
-// of new flows go out together, one write per proposal, and a write that failed
-// (the API server unreachable) is tried again on the next round.
+// writeInterval is how long a proposal's first unwritten edge waits for its
+// write: the edges of a burst of new flows go out together, one write per
+// proposal.
 const writeInterval = time.Second
 
 // writer is the exporter: it aggregates learned edges in memory and, while this
@@ -29,6 +30,7 @@ type writer struct {
 	cfg       *Config
 	set       exporter.Settings
 	enforcer  enforcerextension.Enforcer
+	queue     enforcerextension.Queue
 	agg       *aggregate
 	limiter   *rate.Limiter
 	telemetry *telemetry
@@ -45,14 +47,21 @@ func newWriter(set exporter.Settings, cfg *Config) (*writer, error) {
 	}, nil
 }
 
-// Start finds the enforcer and writes whenever this replica leads.
+// Start finds the enforcer and has it run the writer's controller on each term
+// of leadership.
 func (w *writer) Start(_ context.Context, host component.Host) error {
 	e, err := enforcerextension.Find(host, w.cfg.Enforcer)
 	if err != nil {
 		return err
 	}
 	w.enforcer = e
-	e.OnLeading(w.lead)
+	w.queue = e.WriteProposals(w.reconcileKey, func(enqueue func(types.NamespacedName)) {
+		// A new leader checks every proposal it knows of, since the previous
+		// one may have stopped mid-way.
+		for _, name := range w.agg.markAllDirty() {
+			enqueue(name)
+		}
+	})
 	return nil
 }
 
@@ -64,51 +73,41 @@ func (w *writer) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
 }
 
-// ConsumeLogs takes learned edges; other records are not the writer's.
+// ConsumeLogs takes learned edges; other records are not the writer's. The
+// first new edge of a proposal asks for its write one writeInterval later, so
+// that a burst of new edges goes out in one write.
 func (w *writer) ConsumeLogs(_ context.Context, ld plog.Logs) error {
 	var e learning.Edge
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
-		if e.ReadFrom(lr) {
-			w.agg.add(&e)
+		if !e.ReadFrom(lr) {
+			return
+		}
+		if name, dirty := w.agg.add(&e); dirty {
+			w.queue.Enqueue(name, writeInterval)
 		}
 	})
 	return nil
 }
 
-// lead writes while ctx, this term of leadership, lasts. A new leader checks
-// every proposal it knows of, since the previous one may have stopped mid-way.
-func (w *writer) lead(ctx context.Context) {
-	w.agg.markAllDirty()
-	tick := time.NewTicker(writeInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			w.writeDirty(ctx)
+// reconcileKey writes one proposal, as its controller asks. A failure marks it
+// dirty again and returns the error, which retries it with backoff.
+func (w *writer) reconcileKey(ctx context.Context, name types.NamespacedName, pw enforcerextension.ProposalWriter) error {
+	key, l, ok := w.agg.take(name)
+	if !ok {
+		return nil
+	}
+	err := w.reconcile(ctx, key, l, pw)
+	switch {
+	case err == nil:
+	case errors.Is(err, errWorkloadGone):
+		w.agg.forget(key)
+		return nil
+	default:
+		w.agg.markDirty(key)
+		if ctx.Err() == nil {
+			w.set.Logger.Warn("Could not write a proposal; retrying",
+				zap.String("proposal", fmt.Sprintf("%s/%s", name.Namespace, name.Name)), zap.Error(err))
 		}
 	}
-}
-
-func (w *writer) writeDirty(ctx context.Context) {
-	for key, l := range w.agg.takeDirty() {
-		if ctx.Err() != nil {
-			w.agg.markDirty(key)
-			continue
-		}
-		err := w.reconcile(ctx, key, l)
-		switch {
-		case err == nil:
-		case errors.Is(err, errWorkloadGone):
-			w.agg.forget(key)
-		default:
-			w.agg.markDirty(key)
-			if ctx.Err() == nil {
-				w.set.Logger.Warn("Could not write a proposal; retrying",
-					zap.String("proposal", fmt.Sprintf("%s/%s", key.workload.Namespace, ProposalName(key.workload, key.direction))),
-					zap.Error(err))
-			}
-		}
-	}
+	return err
 }

@@ -3,11 +3,11 @@ package enforcerextension
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/workload"
@@ -37,17 +37,71 @@ type Enforcer interface {
 	// that direction, straight from the cache: callers must not change them.
 	Policies(w workload.Ref, direction v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy
 
-	// Reader reads proposals and policies from the shared cache.
-	Reader() client.Reader
-	// Client writes to the API server. Only a leader's callbacks may write.
-	Client() client.Client
+	// Policy returns the WorkloadNetworkPolicy key from the shared cache (a
+	// copy), or false when there is none.
+	Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool)
 
 	// OnLeading registers run, called in its own goroutine each time this
 	// replica becomes the leader, with a context that ends when it stops being
-	// the leader or the collector shuts down.
+	// the leader or the collector shuts down. It is for readers that follow
+	// leadership (a flow source streams only on the leader); writers register
+	// a controller instead.
 	OnLeading(run func(ctx context.Context))
 	// IsLeader reports whether this replica leads now.
 	IsLeader() bool
+
+	// WriteProposals registers the proposal writer. Each term of leadership
+	// runs a controller that calls reconcile once for each key given to the
+	// returned Queue, with a ProposalWriter for that term; an error retries the
+	// key with backoff. resync, when set, is called at the start of each term
+	// to enqueue what the previous leader may have left unwritten.
+	WriteProposals(reconcile func(ctx context.Context, key types.NamespacedName, w ProposalWriter) error,
+		resync func(enqueue func(types.NamespacedName))) Queue
+	// SyncPolicyStatus registers the owner of the violation status. Each term
+	// runs a controller that calls reconcile for each policy that is created
+	// or whose spec or annotations change, and for each key given to the
+	// returned Queue, with a PolicyStatusWriter for that term.
+	SyncPolicyStatus(reconcile func(ctx context.Context, key types.NamespacedName, w PolicyStatusWriter) error) Queue
+}
+
+// Queue asks a writer's controller for reconciles.
+type Queue interface {
+	// Enqueue asks for a reconcile of key after delay. Keys enqueued again
+	// before their reconcile are reconciled once; keys enqueued while this
+	// replica does not lead are reconciled when it next leads.
+	Enqueue(key types.NamespacedName, delay time.Duration)
+}
+
+// ProposalWriter is the proposal writer's client for one term of leadership:
+// it reads proposals from the API server and creates and updates them, nothing
+// else. Its writes fail once the term has ended.
+type ProposalWriter interface {
+	// Get reads a proposal from the API server (not the cache), so that an
+	// update carries its current resourceVersion.
+	Get(ctx context.Context, key types.NamespacedName, p *v1alpha1.WorkloadNetworkPolicyProposal) error
+	Create(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicyProposal) error
+	Update(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicyProposal) error
+	// Event records a Kubernetes Event on the proposal.
+	Event(p *v1alpha1.WorkloadNetworkPolicyProposal, eventType, reason, message string)
+}
+
+// PolicyStatusWriter is the status owner's client for one term of leadership:
+// it changes policies' status and removes acknowledge annotations, nothing
+// else. Its writes fail once the term has ended.
+type PolicyStatusWriter interface {
+	// UpdateStatus writes the status of policy key as mutate leaves it. mutate
+	// gets the newest copy the enforcer has (the cache's first, the API
+	// server's after a conflict) and reports whether it changed anything; the
+	// write carries that copy's resourceVersion, so that what another writer
+	// wrote in the meantime is never overwritten. It returns the policy as
+	// written (or as read, when nothing changed).
+	UpdateStatus(ctx context.Context, key types.NamespacedName,
+		mutate func(*v1alpha1.WorkloadNetworkPolicy) bool) (*v1alpha1.WorkloadNetworkPolicy, error)
+	// RemoveAnnotations deletes annotation keys from the policy; it touches
+	// nothing else.
+	RemoveAnnotations(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicy, keys []string) error
+	// Event records a Kubernetes Event on the policy.
+	Event(p *v1alpha1.WorkloadNetworkPolicy, eventType, reason, message string)
 }
 
 // Workload is one end of a flow resolved to its workload.

@@ -4,15 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // cacheSyncTimeout bounds the wait for the shared cache at start: a collector
@@ -32,6 +40,12 @@ type enforcer struct {
 
 	client client.Client
 	cache  cache.Cache
+	// events records Kubernetes Events for the controllers; recorder is its
+	// recorder, which the writers' clients share.
+	events   record.EventBroadcaster
+	recorder record.EventRecorder
+	// promotion and render are the controllers of the extension's own.
+	promotion, render *termController
 	// authorizationPolicies is whether the cluster served AuthorizationPolicies
 	// at start, and so whether they are watched and rendered.
 	authorizationPolicies bool
@@ -114,11 +128,11 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 		return fmt.Errorf("the shared cache did not sync (%w): is the API server reachable, and may the service account list and watch pods, workloads, namespaces, proposals, policies and the policy objects it renders?", err)
 	}
 	e.resolver = &resolver{stores: st, reader: e.cache}
-	if err := e.startPromoter(runCtx); err != nil {
-		cancel()
-		<-e.done
-		return err
-	}
+	e.events = record.NewBroadcaster(record.WithContext(runCtx))
+	e.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	e.recorder = e.events.NewRecorder(scheme, corev1.EventSource{Component: eventComponent})
+	e.promotion = e.runController(e.promotionController())
+	e.render = e.runController(e.renderController())
 	return e.leadership.run(runCtx, cs)
 }
 
@@ -131,33 +145,73 @@ func (e *enforcer) Shutdown(context.Context) error {
 		if e.resolver != nil {
 			e.resolver.stores.factory.Shutdown()
 		}
+		if e.events != nil {
+			e.events.Shutdown()
+		}
 	}
 	return nil
 }
 
-// Reader reads from the shared cache.
-func (e *enforcer) Reader() client.Reader { return e.cache }
+// eventComponent is the source of the Events that the enforcer records.
+const eventComponent = "network-enforcer"
 
-// Client writes to the API server.
-func (e *enforcer) Client() client.Client { return e.client }
+// runController runs c on each term of leadership.
+func (e *enforcer) runController(c *termController) *termController {
+	e.OnLeading(func(ctx context.Context) { c.run(ctx, e) })
+	return c
+}
 
-// startPromoter runs the promotion and rendering reconcilers whenever this
-// replica leads. A change to any cached object, a rendered one included (drift),
-// asks them for a round.
-func (e *enforcer) startPromoter(ctx context.Context) error {
-	p := &promoter{logger: e.set.Logger, reader: e.cache, client: e.client, kick: make(chan struct{}, 1),
-		render: &renderer{logger: e.set.Logger, reader: e.cache, client: e.client, authorizationPolicies: e.authorizationPolicies}}
-	var informers []handlerAdder
-	for _, obj := range cachedTypes(e.authorizationPolicies) {
-		inf, err := e.cache.GetInformer(ctx, obj)
-		if err != nil {
-			return err
-		}
-		informers = append(informers, inf)
+// termWriter returns the base of the writers' clients for the term ctx.
+func (e *enforcer) termWriter(ctx context.Context) termWriter {
+	return termWriter{term: ctx, client: e.client, reader: e.cache, recorder: e.recorder}
+}
+
+// WriteProposals runs the proposal writer as a controller on each term.
+func (e *enforcer) WriteProposals(reconcile func(context.Context, types.NamespacedName, ProposalWriter) error,
+	resync func(enqueue func(types.NamespacedName))) Queue {
+	c := &termController{name: "proposal-writer", resync: resync}
+	c.reconcile = func(ctx context.Context, key types.NamespacedName) error {
+		return reconcile(ctx, key, &proposalWriter{e.termWriter(ctx)})
 	}
-	if err := p.watch(informers...); err != nil {
-		return err
+	return e.runController(c)
+}
+
+// SyncPolicyStatus runs the status owner as a controller on each term, told of
+// every policy that is created or deleted or whose spec or annotations change,
+// and of the policies that share its target and direction (whether a target is
+// shared is in their status too). Its own status writes do not ask it for
+// another round.
+func (e *enforcer) SyncPolicyStatus(reconcile func(context.Context, types.NamespacedName, PolicyStatusWriter) error) Queue {
+	c := &termController{name: "policy-status", watches: []watch{{
+		obj: &v1alpha1.WorkloadNetworkPolicy{},
+		keys: func(o client.Object) []types.NamespacedName {
+			p, ok := o.(*v1alpha1.WorkloadNetworkPolicy)
+			if !ok {
+				return nil
+			}
+			keys := []types.NamespacedName{client.ObjectKeyFromObject(p)}
+			for _, other := range e.Policies(workload.Target(p.Namespace, p.Spec.TargetRef), p.Spec.Direction) {
+				if other.Name != p.Name {
+					keys = append(keys, client.ObjectKeyFromObject(&other))
+				}
+			}
+			return keys
+		},
+		onUpdate: func(old, o client.Object) bool {
+			return old.GetGeneration() != o.GetGeneration() || !maps.Equal(old.GetAnnotations(), o.GetAnnotations())
+		},
+	}}}
+	c.reconcile = func(ctx context.Context, key types.NamespacedName) error {
+		return reconcile(ctx, key, &policyStatusWriter{e.termWriter(ctx)})
 	}
-	e.OnLeading(p.run)
-	return nil
+	return e.runController(c)
+}
+
+// Policy reads a policy from the shared cache.
+func (e *enforcer) Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool) {
+	var p v1alpha1.WorkloadNetworkPolicy
+	if err := e.cache.Get(context.Background(), key, &p); err != nil {
+		return nil, false
+	}
+	return &p, true
 }

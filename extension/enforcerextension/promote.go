@@ -2,90 +2,42 @@ package enforcerextension
 
 import (
 	"context"
-	"time"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
 
-// promoteResync is how often the promotion reconciler looks at every proposal,
-// besides the changes it is told of.
-const promoteResync = 30 * time.Second
-
 // promoter turns a proposal that a person labelled with the promote label into
 // a WorkloadNetworkPolicy, and deletes proposals that a promoted policy has
-// replaced. It runs on the leader only.
+// replaced. It runs as a controller on each term of leadership, one proposal a
+// reconcile, told of every change to a proposal or a policy of the same name.
 type promoter struct {
-	logger *zap.Logger
-	reader client.Reader
-	client client.Client
-	kick   chan struct{}
-	// render renders the policies in the same rounds.
-	render *renderer
+	logger   *zap.Logger
+	reader   client.Reader
+	client   client.Client
+	recorder record.EventRecorder
 }
 
-// handlerAdder is an informer that takes event handlers.
-type handlerAdder interface {
-	AddEventHandler(toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error)
-}
-
-// watch asks for a round whenever a proposal, a policy or a rendered object
-// changes: a change to a rendered object may be drift to revert.
-func (p *promoter) watch(informers ...handlerAdder) error {
-	kick := func(any) {
-		select {
-		case p.kick <- struct{}{}:
-		default:
-		}
-	}
-	for _, inf := range informers {
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: kick, UpdateFunc: func(_, o any) { kick(o) }, DeleteFunc: kick,
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// run reconciles every proposal and renders every policy on each change and
-// every promoteResync, until ctx (this term of leadership) ends.
-func (p *promoter) run(ctx context.Context) {
-	resync := time.NewTicker(promoteResync)
-	defer resync.Stop()
-	for {
-		p.reconcileAll(ctx)
-		if p.render != nil {
-			p.render.reconcileAll(ctx)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.kick:
-		case <-resync.C:
-		}
-	}
-}
-
-func (p *promoter) reconcileAll(ctx context.Context) {
-	var list v1alpha1.WorkloadNetworkPolicyProposalList
-	if err := p.reader.List(ctx, &list); err != nil {
-		return
-	}
-	for i := range list.Items {
-		if ctx.Err() != nil {
-			return
-		}
-		if err := p.reconcile(ctx, &list.Items[i]); err != nil {
-			p.logger.Warn("Could not reconcile a proposal; retrying", zap.String("namespace", list.Items[i].Namespace),
-				zap.String("name", list.Items[i].Name), zap.Error(err))
-		}
+// promotionController is the promoter on each term.
+func (e *enforcer) promotionController() *termController {
+	p := &promoter{logger: e.set.Logger, reader: e.cache, client: e.client, recorder: e.recorder}
+	return &termController{
+		name:    "promotion",
+		watches: []watch{{obj: &v1alpha1.WorkloadNetworkPolicyProposal{}}, {obj: &v1alpha1.WorkloadNetworkPolicy{}}},
+		reconcile: func(ctx context.Context, key types.NamespacedName) error {
+			var proposal v1alpha1.WorkloadNetworkPolicyProposal
+			if err := p.reader.Get(ctx, key, &proposal); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			return p.reconcile(ctx, &proposal)
+		},
 	}
 }
 
@@ -95,7 +47,7 @@ func (p *promoter) reconcileAll(ctx context.Context) {
 func (p *promoter) reconcile(ctx context.Context, proposal *v1alpha1.WorkloadNetworkPolicyProposal) error {
 	nn := types.NamespacedName{Namespace: proposal.Namespace, Name: proposal.Name}
 	var policy v1alpha1.WorkloadNetworkPolicy
-	err := p.reader.Get(ctx, nn, &policy) // the cache: a round looks at every proposal
+	err := p.reader.Get(ctx, nn, &policy) // the cache: a policy created since is a change we are told of
 	switch {
 	case err == nil:
 		if policy.Labels[v1alpha1.PromotedFromLabel] != proposal.Name {
@@ -116,11 +68,20 @@ func (p *promoter) reconcile(ctx context.Context, proposal *v1alpha1.WorkloadNet
 		},
 		Spec: v1alpha1.WorkloadNetworkPolicySpec{PolicySpec: *proposal.Spec.DeepCopy(), Mode: mode},
 	}
-	if err := p.client.Create(ctx, &policy); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := p.client.Create(ctx, &policy); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil // the cache was behind; the policy's add event brings the proposal back as a leftover
+		}
+		if IsRefused(err) {
+			p.recorder.Eventf(proposal, corev1.EventTypeWarning, v1alpha1.EventReasonWriteRefused,
+				"could not create the policy %s: %v", policy.Name, err)
+		}
 		return err
 	}
 	p.logger.Info("Promoted a proposal", zap.String("namespace", policy.Namespace), zap.String("name", policy.Name),
 		zap.String("mode", string(mode)))
+	p.recorder.Eventf(&policy, corev1.EventTypeNormal, v1alpha1.EventReasonPromoted,
+		"promoted from proposal %s in %s mode", proposal.Name, mode)
 	return p.delete(ctx, proposal, "promoted")
 }
 

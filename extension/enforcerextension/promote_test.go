@@ -40,7 +40,7 @@ func gone(name string) func() bool {
 // as a leftover; one whose name a hand-made policy has stays.
 func TestPromotion(t *testing.T) {
 	ctx := context.Background()
-	startEnforcer(t, "promotion")
+	e := startEnforcer(t, "promotion")
 	for _, mode := range []v1alpha1.PolicyMode{v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect} {
 		name := "promote-" + string(mode)
 		p := proposal(name, map[string]string{v1alpha1.PromoteLabel: string(mode)})
@@ -71,11 +71,14 @@ func TestPromotion(t *testing.T) {
 	if err := env.Client.Create(ctx, handMade); err != nil {
 		t.Fatal(err)
 	}
+	key := types.NamespacedName{Namespace: "shop", Name: "hand-made"}
+	waitFor(t, "the promotion round of the hand-made policy", 20*time.Second, func() bool { return e.promotion.Rounds(key) > 0 })
+	before := e.promotion.Rounds(key)
 	same := proposal("hand-made", nil)
 	if err := env.Client.Create(ctx, same); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // a round of the reconciler, after the change it was told of
+	waitFor(t, "the promotion round of the proposal", 20*time.Second, func() bool { return e.promotion.Rounds(key) > before })
 	if gone("hand-made")() {
 		t.Fatal("a proposal named like a hand-made policy was deleted")
 	}

@@ -3,13 +3,16 @@ package enforcerextension
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -24,30 +27,48 @@ import (
 // object is reverted; an object of that name that the policy does not control is
 // left alone and reported in the Rendered condition.
 type renderer struct {
-	logger *zap.Logger
-	reader client.Reader
-	client client.Client
+	logger   *zap.Logger
+	reader   client.Reader
+	client   client.Client
+	recorder record.EventRecorder
 	// authorizationPolicies is whether the cluster serves AuthorizationPolicies,
 	// as discovery said at start. Without Istio they are neither watched nor
 	// rendered.
 	authorizationPolicies bool
 }
 
-func (r *renderer) reconcileAll(ctx context.Context) {
-	var list v1alpha1.WorkloadNetworkPolicyList
-	if err := r.reader.List(ctx, &list); err != nil {
-		return
+// renderController is the renderer on each term: one policy a reconcile, told
+// of every change to a policy's spec and of every change to an object of a
+// rendered kind, which has its policy's name (drift, or an object in the way
+// that goes).
+func (e *enforcer) renderController() *termController {
+	r := &renderer{logger: e.set.Logger, reader: e.cache, client: e.client, recorder: e.recorder,
+		authorizationPolicies: e.authorizationPolicies}
+	watches := []watch{{obj: &v1alpha1.WorkloadNetworkPolicy{}, onUpdate: func(old, o client.Object) bool {
+		return old.GetGeneration() != o.GetGeneration()
+	}}}
+	for _, obj := range cachedTypes(e.authorizationPolicies)[2:] { // the native kinds
+		watches = append(watches, watch{obj: obj})
 	}
-	for i := range list.Items {
-		if ctx.Err() != nil {
-			return
+	return &termController{name: "render", watches: watches, reconcile: func(ctx context.Context, key types.NamespacedName) error {
+		var p v1alpha1.WorkloadNetworkPolicy
+		if err := r.reader.Get(ctx, key, &p); err != nil {
+			// A policy that is gone takes its native object with it (the
+			// owner reference); nothing is ours to do.
+			return client.IgnoreNotFound(err)
 		}
-		p := &list.Items[i]
-		if err := r.reconcile(ctx, p); err != nil {
-			r.logger.Warn("Could not render a policy; retrying", zap.String("namespace", p.Namespace),
-				zap.String("name", p.Name), zap.Error(err))
+		err := r.reconcile(ctx, &p)
+		if err != nil && ctx.Err() == nil {
+			r.recorder.Eventf(&p, corev1.EventTypeWarning, v1alpha1.EventReasonRenderFailed, "%v", err)
+			if IsRefused(err) {
+				// Retrying will not help until the policy changes: say so on it.
+				if cerr := r.setRendered(ctx, &p, metav1.ConditionFalse, v1alpha1.ReasonRenderFailed, err.Error()); cerr != nil {
+					r.logger.Warn("Could not write the Rendered condition", zap.Error(cerr))
+				}
+			}
 		}
-	}
+		return err
+	}}
 }
 
 // reconcile renders one policy with the native object of its backend.
@@ -101,6 +122,10 @@ func render[T client.Object](ctx context.Context, r *renderer, p *v1alpha1.Workl
 		return err
 	}
 	if exists && !metav1.IsControlledBy(have, p) {
+		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRendered); c == nil || c.Reason != v1alpha1.ReasonNotOwned {
+			r.recorder.Eventf(p, corev1.EventTypeWarning, v1alpha1.EventReasonNotOwned,
+				"a %s %s/%s exists that this policy does not own; it is left as it is", k.kind(), p.Namespace, p.Name)
+		}
 		return r.setRendered(ctx, p, metav1.ConditionFalse, v1alpha1.ReasonNotOwned,
 			fmt.Sprintf("a %s %s/%s exists that this policy does not own; it is left as it is", k.kind(), p.Namespace, p.Name))
 	}
@@ -111,6 +136,7 @@ func render[T client.Object](ctx context.Context, r *renderer, p *v1alpha1.Workl
 		if err := r.client.Delete(ctx, have, client.Preconditions{UID: ptr.To(have.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
+		r.recorder.Eventf(p, corev1.EventTypeNormal, v1alpha1.EventReasonRendered, "deleted the %s: %s", k.kind(), msg)
 	case wanted:
 		want, err := k.desired(p)
 		if err != nil {
@@ -124,9 +150,13 @@ func render[T client.Object](ctx context.Context, r *renderer, p *v1alpha1.Workl
 			if err != nil {
 				return err
 			}
-			if err := r.client.Create(ctx, enc); err != nil && !apierrors.IsAlreadyExists(err) {
+			if err := r.client.Create(ctx, enc); err != nil {
+				if apierrors.IsAlreadyExists(err) {
+					return nil // the cache was behind: the object's add event brings the policy back
+				}
 				return err
 			}
+			r.recorder.Eventf(p, corev1.EventTypeNormal, v1alpha1.EventReasonRendered, "created the %s: %s", k.kind(), msg)
 		} else if k.sync(have, want) { // drift, a changed policy or a mode change
 			enc, err := k.encode(have)
 			if err != nil {
@@ -135,21 +165,41 @@ func render[T client.Object](ctx context.Context, r *renderer, p *v1alpha1.Workl
 			if err := r.client.Update(ctx, enc); err != nil {
 				return err
 			}
+			r.recorder.Eventf(p, corev1.EventTypeNormal, v1alpha1.EventReasonRendered, "updated the %s: %s", k.kind(), msg)
 		}
 	}
 	return r.setRendered(ctx, p, metav1.ConditionTrue, reason, msg)
 }
 
-// setRendered writes the Rendered condition when it changes.
+// setRendered writes the Rendered condition when it changes, with the
+// optimistic lock that every status writer uses, so that the status owner's
+// conditions and records, written a moment before, stay.
 func (r *renderer) setRendered(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicy, status metav1.ConditionStatus, reason, msg string) error {
-	c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRendered)
-	if c != nil && c.Status == status && c.Reason == reason && c.Message == msg && c.ObservedGeneration == p.Generation {
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRendered); c != nil && c.Status == status &&
+		c.Reason == reason && c.Message == msg && c.ObservedGeneration == p.Generation {
 		return nil
 	}
-	patch := client.MergeFrom(p.DeepCopy())
-	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionRendered, Status: status, Reason: reason, Message: msg,
-		ObservedGeneration: p.Generation, LastTransitionTime: metav1.NewTime(time.Now()),
+	var previous string
+	_, err := updatePolicyStatus(ctx, r.reader, r.client, client.ObjectKeyFromObject(p), func(fresh *v1alpha1.WorkloadNetworkPolicy) bool {
+		c := meta.FindStatusCondition(fresh.Status.Conditions, v1alpha1.ConditionRendered)
+		if c != nil && c.Status == status && c.Reason == reason && c.Message == msg && c.ObservedGeneration == fresh.Generation {
+			return false
+		}
+		if c != nil {
+			previous = c.Reason
+		}
+		meta.SetStatusCondition(&fresh.Status.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionRendered, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: fresh.Generation, LastTransitionTime: metav1.NewTime(time.Now()),
+		})
+		return true
 	})
-	return r.client.Status().Patch(ctx, p, patch)
+	if err == nil && isMode(previous) && isMode(reason) && previous != reason {
+		r.recorder.Eventf(p, corev1.EventTypeNormal, v1alpha1.EventReasonModeChanged, "%s mode: %s", strings.ToLower(reason), msg)
+	}
+	return err
+}
+
+func isMode(reason string) bool {
+	return reason == v1alpha1.ReasonMonitor || reason == v1alpha1.ReasonProtect
 }

@@ -31,3 +31,8 @@ func ParseRef(s string) Ref {
 	}
 	return Ref{Namespace: ns, Kind: v1alpha1.WorkloadKind(kind), Name: name}
 }
+
+// Target is the workload that a proposal or policy in namespace targets.
+func Target(namespace string, t v1alpha1.TargetRef) Ref {
+	return Ref{Namespace: namespace, Kind: t.Kind, Name: t.Name}
+}

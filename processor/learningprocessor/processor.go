@@ -153,10 +153,9 @@ func (p *learningProcessor) namedTarget(rec *flow.Record, d v1alpha1.Direction) 
 	if rec.Outcome == flow.OutcomeAllowed || rec.Policy.Namespace == "" || rec.Policy.Name == "" {
 		return workload.Ref{}, false
 	}
-	var pol v1alpha1.WorkloadNetworkPolicy
-	key := types.NamespacedName{Namespace: rec.Policy.Namespace, Name: rec.Policy.Name}
-	if err := p.enforcer.Reader().Get(context.Background(), key, &pol); err != nil || pol.Spec.Direction != d {
+	pol, ok := p.enforcer.Policy(types.NamespacedName{Namespace: rec.Policy.Namespace, Name: rec.Policy.Name})
+	if !ok || pol.Spec.Direction != d {
 		return workload.Ref{}, false
 	}
-	return workload.Ref{Namespace: pol.Namespace, Kind: pol.Spec.TargetRef.Kind, Name: pol.Spec.TargetRef.Name}, true
+	return workload.Target(pol.Namespace, pol.Spec.TargetRef), true
 }

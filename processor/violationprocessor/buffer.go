@@ -34,37 +34,40 @@ func newBuffer(maxRecords int) *buffer {
 	return &buffer{max: maxRecords, policies: map[types.NamespacedName]map[recordKey]*pending{}}
 }
 
-// add buffers an observation; false when it is a new record and the buffer is
-// full.
-func (b *buffer) add(o *observation) bool {
+// add buffers an observation. ok is false when it is a new record and the
+// buffer is full; first is true when it is the policy's first record since its
+// last take, the moment to ask for its status sync.
+func (b *buffer) add(o *observation) (ok, first bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.provider = o.provider
 	records := b.policies[o.policy]
-	if p, ok := records[o.key]; ok {
+	if p, found := records[o.key]; found {
 		p.count += o.count
 		p.first, p.last = minTime(p.first, o.time), maxTime(p.last, o.time)
-		return true
+		return true, false
 	}
 	if b.n >= b.max {
-		return false
+		return false, false
 	}
 	if records == nil {
 		records = map[recordKey]*pending{}
 		b.policies[o.policy] = records
+		first = true
 	}
 	records[o.key] = &pending{first: o.time, last: o.time, count: o.count}
 	b.n++
-	return true
+	return true, first
 }
 
-// take removes and returns everything buffered.
-func (b *buffer) take() (map[types.NamespacedName]map[recordKey]*pending, flow.Provider) {
+// take removes and returns what is buffered for one policy.
+func (b *buffer) take(policy types.NamespacedName) map[recordKey]*pending {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := b.policies
-	b.policies, b.n = map[types.NamespacedName]map[recordKey]*pending{}, 0
-	return out, b.provider
+	out := b.policies[policy]
+	delete(b.policies, policy)
+	b.n -= len(out)
+	return out
 }
 
 // putBack returns what a failed status write took, so that the next sync tries

@@ -24,10 +24,12 @@ import (
 // status sync, which the leader runs every status sync interval. Its output is
 // the events only: learning events and flows stay in the pipeline that feeds it.
 type violationProcessor struct {
-	cfg       *Config
-	logger    *zap.Logger
-	next      consumer.Logs
-	enforcer  enforcerextension.Enforcer
+	cfg      *Config
+	logger   *zap.Logger
+	next     consumer.Logs
+	enforcer enforcerextension.Enforcer
+	// status asks the enforcer's status controller for a policy's sync.
+	status    enforcerextension.Queue
 	buffer    *buffer
 	telemetry *telemetry
 	// reported holds the unknown acknowledge annotations already logged.
@@ -48,7 +50,7 @@ func (p *violationProcessor) start(_ context.Context, host component.Host) error
 		return err
 	}
 	p.enforcer = e
-	e.OnLeading(p.runSync)
+	p.status = e.SyncPolicyStatus(p.reconcileStatus)
 	return nil
 }
 
@@ -77,8 +79,12 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 		}
 		c.observe(string(o.key.Action))
 		appendObserved(sl, &o)
-		if !p.buffer.add(&o) {
+		ok, first := p.buffer.add(&o)
+		switch {
+		case !ok:
 			c.dropped += o.count
+		case first:
+			p.status.Enqueue(o.policy, p.cfg.StatusSyncInterval)
 		}
 	})
 	p.telemetry.record(ctx, &c)

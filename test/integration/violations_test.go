@@ -90,8 +90,8 @@ func createPolicy(t *testing.T, p *pipelinetest.Learning, pol *v1alpha1.Workload
 	must(t, env.Client.Create(ctx, pol))
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, pol) })
 	waitUntil(t, "the cache to see "+pol.Name, 10*time.Second, func() bool {
-		var got v1alpha1.WorkloadNetworkPolicy
-		return p.Enforcer.Reader().Get(ctx, client.ObjectKeyFromObject(pol), &got) == nil && got.Spec.Mode == pol.Spec.Mode
+		got, ok := p.Enforcer.Policy(client.ObjectKeyFromObject(pol))
+		return ok && got.Spec.Mode == pol.Spec.Mode
 	})
 }
 
