@@ -165,6 +165,11 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 	policy.Spec.Mode = v1alpha1.PolicyModeProtect
 	must(t, env.Client.Patch(ctx, policy, patch))
 	native = checkNative(t, policy, v1alpha1.PolicyModeProtect, native)
+	// What kubectl describe shows of it: the promotion and the mode change,
+	// recorded as Events on this policy (with the chart's RBAC too).
+	for _, reason := range []string{v1alpha1.EventReasonPromoted, v1alpha1.EventReasonModeChanged} {
+		waitKubeEvent(t, policy, reason)
+	}
 
 	// 6. A protect violation.
 	dp.violation(t, intruder, api, 8080, v1alpha1.PolicyModeProtect)
@@ -485,4 +490,20 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// waitKubeEvent waits for a Kubernetes Event with reason on obj itself (its
+// UID: an earlier object of the same name has Events of its own).
+func waitKubeEvent(t *testing.T, obj client.Object, reason string) {
+	t.Helper()
+	waitFor(t, "the "+reason+" event on "+obj.GetName(), 30*time.Second, func() bool {
+		var events corev1.EventList
+		must(t, env.Client.List(context.Background(), &events, client.InNamespace(obj.GetNamespace())))
+		for _, e := range events.Items {
+			if e.InvolvedObject.UID == obj.GetUID() && e.Reason == reason {
+				return true
+			}
+		}
+		return false
+	})
 }
