@@ -57,7 +57,10 @@ func (c BatchConfig) Check(key string) []error {
 
 // batcher collects records into batches and hands each batch to the pipeline,
 // in order. The stream's goroutine adds records and sends the batches that
-// fill; a timer sends a batch that lingered.
+// fill; a timer sends a batch that lingered. A goroutine of its own writes each
+// batch as log records and hands it to the pipeline, so that the stream reads
+// and converts the next batch meanwhile: one batch is in the pipeline, one
+// waits for it, and the stream fills a third.
 type batcher struct {
 	cfg    BatchConfig
 	next   consumer.Logs
@@ -65,18 +68,31 @@ type batcher struct {
 	logger *zap.Logger
 
 	mu      sync.Mutex
-	logs    plog.Logs
-	records plog.LogRecordSlice
-	n       int
+	records []flow.Record
 	started time.Time
 	timer   *time.Timer
 
-	// sending orders the hand-offs: a batch is sent after the one before it.
+	// sending orders the hand-offs to the delivery goroutine: a batch is
+	// queued after the one before it.
 	sending sync.Mutex
+	queue   chan delivery
+	closed  bool // the queue; under sending
+	// free holds the slices of delivered batches, for the next ones.
+	free    chan []flow.Record
+	once    sync.Once
+	stopped chan struct{}
+}
+
+// delivery is a batch on its way to the pipeline; done, when not nil, is closed
+// once the pipeline has it.
+type delivery struct {
+	records []flow.Record
+	done    chan struct{}
 }
 
 func newBatcher(cfg BatchConfig, next consumer.Logs, tel *Telemetry, logger *zap.Logger) *batcher {
-	b := &batcher{cfg: cfg, next: next, tel: tel, logger: logger}
+	b := &batcher{cfg: cfg, next: next, tel: tel, logger: logger,
+		queue: make(chan delivery, 1), free: make(chan []flow.Record, 3), stopped: make(chan struct{})}
 	b.timer = time.AfterFunc(time.Hour, b.linger)
 	b.timer.Stop()
 	return b
@@ -85,27 +101,30 @@ func newBatcher(cfg BatchConfig, next consumer.Logs, tel *Telemetry, logger *zap
 // add puts rec into the open batch, and sends the batch when it is full.
 func (b *batcher) add(rec *flow.Record) {
 	b.mu.Lock()
-	if b.n == 0 {
-		b.logs = plog.NewLogs()
-		b.records = b.logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
-		b.records.EnsureCapacity(min(b.cfg.MaxSize, DefaultBatchSize))
+	if len(b.records) == 0 {
+		if b.records == nil {
+			select {
+			case b.records = <-b.free:
+			default:
+				b.records = make([]flow.Record, 0, min(b.cfg.MaxSize, DefaultBatchSize))
+			}
+		}
 		b.started = time.Now()
 		b.timer.Reset(b.cfg.Timeout)
 	}
-	rec.WriteTo(b.records.AppendEmpty())
-	b.n++
-	if b.n < b.cfg.MaxSize {
+	b.records = append(b.records, *rec)
+	if len(b.records) < b.cfg.MaxSize {
 		b.mu.Unlock()
 		return
 	}
 	b.timer.Stop()
-	b.sendLocked()
+	b.sendLocked(nil)
 }
 
 // linger sends the open batch when its first record has waited long enough.
 func (b *batcher) linger() {
 	b.mu.Lock()
-	if b.n == 0 {
+	if len(b.records) == 0 {
 		b.mu.Unlock()
 		return
 	}
@@ -115,41 +134,82 @@ func (b *batcher) linger() {
 		b.mu.Unlock()
 		return
 	}
-	b.sendLocked()
+	b.sendLocked(nil)
 }
 
-// flush sends the open batch, if any, and returns once it is in the pipeline.
+// flush sends the open batch, if any, and returns once every batch sent is in
+// the pipeline.
 func (b *batcher) flush() {
 	b.mu.Lock()
-	if b.n == 0 {
-		b.mu.Unlock()
-		return
-	}
 	b.timer.Stop()
-	b.sendLocked()
+	done := make(chan struct{})
+	b.sendLocked(done)
+	<-done
 }
 
-// sendLocked takes the open batch and hands it to the pipeline. It is called
-// with mu held and releases it once the batch is taken, so that the stream can
-// fill the next batch while the timer's batch is in the pipeline.
-func (b *batcher) sendLocked() {
-	logs, n := b.logs, b.n
-	b.logs, b.records, b.n = plog.Logs{}, plog.LogRecordSlice{}, 0
+// sendLocked queues the open batch for the pipeline; with done, also when it is
+// empty, to learn when the batches before it are in. It is called with mu held
+// and releases it once the batch is taken, so that the stream can fill the
+// next batch while the timer's batch waits for the pipeline.
+func (b *batcher) sendLocked(done chan struct{}) {
+	records := b.records
+	b.records = nil
 	b.sending.Lock()
 	b.mu.Unlock()
 	defer b.sending.Unlock()
-	// The batch outlives the stream that filled it: a stopped stream's last
-	// records still go out, so they are not sent with its context.
-	ctx := context.Background()
-	if err := b.next.ConsumeLogs(ctx, logs); err != nil {
-		b.logger.Error("the pipeline refused a batch of flow records", zap.Int("records", n), zap.Error(err))
+	if b.closed || (len(records) == 0 && done == nil) {
+		if done != nil {
+			close(done) // after stop, nothing is added: there is nothing to wait for
+		}
 		return
 	}
-	b.tel.Accepted(ctx, n)
+	b.once.Do(func() { go b.deliver() })
+	b.queue <- delivery{records: records, done: done}
 }
 
-// stop sends what is open and stops the timer.
+// deliver writes each queued batch as log records and hands it to the pipeline.
+func (b *batcher) deliver() {
+	defer close(b.stopped)
+	for d := range b.queue {
+		if n := len(d.records); n > 0 {
+			logs := plog.NewLogs()
+			lrs := logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+			lrs.EnsureCapacity(n)
+			for i := range d.records {
+				d.records[i].WriteTo(lrs.AppendEmpty())
+			}
+			// The batch outlives the stream that filled it: a stopped stream's
+			// last records still go out, so they are not sent with its context.
+			ctx := context.Background()
+			if err := b.next.ConsumeLogs(ctx, logs); err != nil {
+				b.logger.Error("the pipeline refused a batch of flow records", zap.Int("records", n), zap.Error(err))
+			} else {
+				b.tel.Accepted(ctx, n)
+			}
+			clear(d.records)
+			select {
+			case b.free <- d.records[:0]:
+			default:
+			}
+		}
+		if d.done != nil {
+			close(d.done)
+		}
+	}
+}
+
+// stop sends what is open, waits until it is in the pipeline and ends the
+// delivery goroutine.
 func (b *batcher) stop() {
 	b.flush()
 	b.timer.Stop()
+	b.sending.Lock()
+	defer b.sending.Unlock()
+	if b.closed {
+		return
+	}
+	b.closed = true
+	close(b.queue)
+	b.once.Do(func() { close(b.stopped) }) // never started
+	<-b.stopped
 }
