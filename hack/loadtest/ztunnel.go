@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -29,6 +31,12 @@ func (lt *loadtest) ztunnel(ctx context.Context) (result, error) {
 		return result{}, err
 	}
 	all, _ := repeat(lines, lt.opts.flows)
+	// Each copy is other connections: ztunnel joins a decision to its access
+	// line by the peer's address and port, and a peer port is not reused
+	// within the join window.
+	for i := range all {
+		all[i] = restampPorts(all[i], i/len(lines))
+	}
 	// The payload, as a node agent sends ztunnel's lines: one log record per
 	// line, its body the line. Both sides get the same requests.
 	var requests []plogotlp.ExportRequest
@@ -89,6 +97,19 @@ service:
 	}
 	r.enforcer, err = lt.sendOTLP(ctx, "enforcer-ztunnel", "enforcer: ztunnel receiver, flow pipeline", config, addr, metrics, requests)
 	return r, err
+}
+
+// peerAddr is the source address of an access line, or the peer of a decision.
+var peerAddr = regexp.MustCompile(`"(src\.addr|peer)":"([0-9.]+):([0-9]+)"`)
+
+// restampPorts moves the peer ports of a line of the copy-th copy, the same way
+// in every line of one copy.
+func restampPorts(line string, copy int) string {
+	return peerAddr.ReplaceAllStringFunc(line, func(m string) string {
+		sub := peerAddr.FindStringSubmatch(m)
+		port, _ := strconv.Atoi(sub[3])
+		return fmt.Sprintf(`"%s":"%s:%d"`, sub[1], sub[2], 1024+(port+copy)%64000)
+	})
 }
 
 func freeAddr2() (string, string, error) {
