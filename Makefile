@@ -92,6 +92,11 @@ test: ## Build what the tests need, then run unit, control-plane and binary test
 	$(MAKE) --no-print-directory -j3 build controlplane $(HELM)
 	hack/test.sh
 
+# LOADTEST_ARGS passes flags, e.g. LOADTEST_ARGS='-paths hubble -flows 2000000'.
+.PHONY: loadtest
+loadtest: build controlplane ## Measure the built binary under a million recorded flows of each data plane, against a receive-only baseline in the same run.
+	go run ./hack/loadtest $(LOADTEST_ARGS)
+
 .PHONY: helm-lint
 helm-lint: $(HELM) ## Lint the Helm chart (helm lint --strict) with each provider.
 	for provider in istio calico cilium; do \

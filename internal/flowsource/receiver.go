@@ -8,75 +8,74 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configgrpc"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/reconnect"
 )
 
+// Leadership is what gates a receiver's stream: run is called, in its own
+// goroutine, at the start of each term of leadership, and ctx ends with the
+// term. The enforcer extension provides it; the receiver finds the extension.
+type Leadership interface {
+	OnLeading(run func(ctx context.Context))
+}
+
 // GRPCReceiver is what the gRPC flow receivers share: the connection to the data
-// plane's service, the stream loop, the hand-off of records to the pipeline and
-// the counters. A receiver embeds it and supplies the stream itself.
+// plane's service, the stream loop, the hand-off of records to the pipeline in
+// batches and the counters. A receiver embeds it and supplies the stream itself.
 type GRPCReceiver struct {
 	Settings  receiver.Settings
 	Telemetry *Telemetry
 
 	client   *configgrpc.ClientConfig
-	next     consumer.Logs
+	batch    *batcher
 	streamer *Streamer
 	conn     *grpc.ClientConn
 	dialed   func(*grpc.ClientConn)
 
-	// leader names the enforcer extension whose leadership gates streaming; nil
-	// streams from start to shutdown.
-	leader *component.ID
 	mu     sync.Mutex
 	closed bool
 }
 
-// StreamWhileLeading makes the receiver stream only while the enforcer extension
-// id leads, so that a standby replica reads no flows; a nil id streams always.
-func (r *GRPCReceiver) StreamWhileLeading(id *component.ID) { r.leader = id }
-
 // NewGRPCReceiver prepares a receiver. dialed receives the connection at Start, to
-// build the service client from; open runs one stream on it.
+// build the service client from; open runs one stream on it. Records go to next
+// in batches as batch says; the open batch goes out whenever a stream ends.
 func NewGRPCReceiver(set receiver.Settings, client *configgrpc.ClientConfig, backoff reconnect.Config,
-	next consumer.Logs, dialed func(*grpc.ClientConn), open OpenFunc,
+	batch BatchConfig, next consumer.Logs, dialed func(*grpc.ClientConn), open OpenFunc,
 ) (*GRPCReceiver, error) {
 	tel, err := NewTelemetry(set.TelemetrySettings, set.ID)
 	if err != nil {
 		return nil, err
 	}
-	r := &GRPCReceiver{Settings: set, Telemetry: tel, client: client, next: next, dialed: dialed}
-	r.streamer = NewStreamer(set.Logger, backoff, open)
+	r := &GRPCReceiver{Settings: set, Telemetry: tel, client: client, dialed: dialed}
+	r.batch = newBatcher(batch, next, tel, set.Logger)
+	r.streamer = NewStreamer(set.Logger, backoff, func(ctx context.Context) (bool, error) {
+		defer r.batch.flush()
+		return open(ctx)
+	})
 	return r, nil
 }
 
-// Start creates the connection and starts streaming. gRPC connects lazily, so an
-// unreachable service is retried by the stream loop, not reported as a failure to
-// start.
-func (r *GRPCReceiver) Start(ctx context.Context, host component.Host) error {
+// Start creates the connection and starts streaming: at once when leader is nil,
+// else only while this replica leads, so that a standby reads no flows. gRPC
+// connects lazily, so an unreachable service is retried by the stream loop, not
+// reported as a failure to start.
+func (r *GRPCReceiver) Start(ctx context.Context, host component.Host, leader Leadership) error {
 	conn, err := r.client.ToClientConn(ctx, host.GetExtensions(), r.Settings.TelemetrySettings)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.client.Endpoint, err)
 	}
 	r.conn = conn
 	r.dialed(conn)
-	if r.leader == nil {
+	if leader == nil {
 		r.StartStreaming()
 		return nil
 	}
-	enf, err := enforcerextension.Find(host, *r.leader)
-	if err != nil {
-		return err
-	}
 	// Each term of leadership opens the stream, whose first request asks for the
 	// data plane's recent history (the backfill), and its end closes it.
-	enf.OnLeading(func(ctx context.Context) {
+	leader.OnLeading(func(ctx context.Context) {
 		r.mu.Lock()
 		if r.closed {
 			r.mu.Unlock()
@@ -90,12 +89,13 @@ func (r *GRPCReceiver) Start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// Shutdown stops streaming and closes the connection.
+// Shutdown stops streaming, hands on the open batch and closes the connection.
 func (r *GRPCReceiver) Shutdown(context.Context) error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
 	r.StopStreaming()
+	r.batch.stop()
 	if r.conn != nil {
 		return r.conn.Close()
 	}
@@ -105,19 +105,13 @@ func (r *GRPCReceiver) Shutdown(context.Context) error {
 // StartStreaming opens the flow stream; a no-op when it is open.
 func (r *GRPCReceiver) StartStreaming() { r.streamer.StartStreaming() }
 
-// StopStreaming closes the flow stream; the collector keeps running.
+// StopStreaming closes the flow stream, once the records received are in the
+// pipeline; the collector keeps running.
 func (r *GRPCReceiver) StopStreaming() { r.streamer.StopStreaming() }
 
-// Emit hands one record to the pipeline and counts it.
-func (r *GRPCReceiver) Emit(ctx context.Context, rec *flow.Record) {
-	logs := plog.NewLogs()
-	rec.AppendTo(logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty())
-	if err := r.next.ConsumeLogs(ctx, logs); err != nil {
-		r.Settings.Logger.Error("the pipeline refused a flow record", zap.Error(err))
-		return
-	}
-	r.Telemetry.Accepted(ctx, 1)
-}
+// Emit adds one record to the open batch; it is counted when its batch is in
+// the pipeline.
+func (r *GRPCReceiver) Emit(rec *flow.Record) { r.batch.add(rec) }
 
 // recvFailed counts a stream error that is an undecodable message.
 func (r *GRPCReceiver) recvFailed(ctx context.Context, err error) {

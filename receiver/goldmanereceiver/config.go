@@ -28,6 +28,10 @@ type Config struct {
 	// Reconnect is the backoff between attempts to re-open a broken stream.
 	Reconnect reconnect.Config `mapstructure:"reconnect"`
 
+	// Batch groups the records handed to the pipeline: up to max_size records,
+	// none waiting longer than timeout.
+	Batch flowsource.BatchConfig `mapstructure:"batch"`
+
 	// Enforcer, when set, names the enforcer extension whose leadership gates the
 	// stream: only the leader replica reads flows, and each new term starts with
 	// the backfill. Unset, the receiver streams from start to shutdown.
@@ -41,6 +45,7 @@ func createDefaultConfig() component.Config {
 		ClientConfig: flowsource.NewClientConfig("goldmane.calico-system.svc:7443"),
 		StartTimeGte: -300,
 		Reconnect:    reconnect.NewDefaultConfig(),
+		Batch:        flowsource.NewDefaultBatchConfig(),
 	}
 }
 
@@ -77,5 +82,6 @@ func (c *Config) Validate() error {
 		slices.Sort(missing)
 		errs = append(errs, fmt.Errorf("mutual TLS is required by Goldmane: tls::ca_file, tls::cert_file and tls::key_file must all be set (missing: %s)", strings.Join(missing, ", ")))
 	}
+	errs = append(errs, c.Batch.Check("batch")...)
 	return errors.Join(errs...)
 }

@@ -4,11 +4,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/kubewarden/network-enforcer/internal/configtest"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -18,12 +20,21 @@ func TestLoadConfig(t *testing.T) {
 	mtls.TLS.KeyFile = "/etc/goldmane/tls.key"
 	mtls.StartTimeGte = -600
 
+	batch := createDefaultConfig().(*Config)
+	batch.TLS = mtls.TLS
+	batch.Batch = flowsource.BatchConfig{MaxSize: 1, Timeout: time.Second}
+
 	leader := createDefaultConfig().(*Config)
 	primary := component.MustNewIDWithName("enforcer", "primary")
 	leader.Enforcer = &primary
 
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
 		{ID: component.NewIDWithName(Type, "mtls"), Want: mtls},
+		{ID: component.NewIDWithName(Type, "batch"), Want: batch},
+		{ID: component.NewIDWithName(Type, "bad_batch"), WantErr: []string{
+			"invalid batch::max_size -5: must be at least 1",
+			"invalid batch::timeout 2s: must be positive and at most 1s",
+		}},
 		{ID: component.NewIDWithName(Type, "no_tls"), WantErr: []string{
 			"mutual TLS is required by Goldmane: tls::ca_file, tls::cert_file and tls::key_file must all be set (missing: tls::ca_file, tls::cert_file, tls::key_file)",
 		}},

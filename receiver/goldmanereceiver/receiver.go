@@ -4,10 +4,12 @@ import (
 	"context"
 	"sync"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 	"google.golang.org/grpc"
 
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
@@ -33,14 +35,27 @@ type goldmaneReceiver struct {
 
 func newGoldmaneReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*goldmaneReceiver, error) {
 	r := &goldmaneReceiver{cfg: cfg}
-	base, err := flowsource.NewGRPCReceiver(set, &cfg.ClientConfig, cfg.Reconnect, next,
+	base, err := flowsource.NewGRPCReceiver(set, &cfg.ClientConfig, cfg.Reconnect, cfg.Batch, next,
 		func(conn *grpc.ClientConn) { r.client = pb.NewFlowsClient(conn) }, r.stream)
 	if err != nil {
 		return nil, err
 	}
-	base.StreamWhileLeading(cfg.Enforcer)
 	r.GRPCReceiver = base
 	return r, nil
+}
+
+// Start starts streaming: only while the configured enforcer extension leads,
+// or from start to shutdown when none is configured.
+func (r *goldmaneReceiver) Start(ctx context.Context, host component.Host) error {
+	var leader flowsource.Leadership
+	if r.cfg.Enforcer != nil {
+		e, err := enforcerextension.Find(host, *r.cfg.Enforcer)
+		if err != nil {
+			return err
+		}
+		leader = e
+	}
+	return r.GRPCReceiver.Start(ctx, host, leader)
 }
 
 func (r *goldmaneReceiver) request() *pb.FlowStreamRequest {
@@ -75,5 +90,5 @@ func (r *goldmaneReceiver) handleFlow(ctx context.Context, f *pb.Flow) {
 		r.Telemetry.Dropped(ctx, reason)
 		return
 	}
-	r.Emit(ctx, &rec)
+	r.Emit(&rec)
 }

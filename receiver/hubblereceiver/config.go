@@ -25,6 +25,10 @@ type Config struct {
 	// Reconnect is the backoff between attempts to re-open a broken stream.
 	Reconnect reconnect.Config `mapstructure:"reconnect"`
 
+	// Batch groups the records handed to the pipeline: up to max_size records,
+	// none waiting longer than timeout.
+	Batch flowsource.BatchConfig `mapstructure:"batch"`
+
 	// Enforcer, when set, names the enforcer extension whose leadership gates the
 	// stream: only the leader replica reads flows, and each new term starts with
 	// the backfill. Unset, the receiver streams from start to shutdown.
@@ -48,6 +52,7 @@ func createDefaultConfig() component.Config {
 		ClientConfig: flowsource.NewClientConfig("hubble-relay.kube-system.svc:443"),
 		Backfill:     BackfillConfig{Enabled: true, Since: 5 * time.Minute},
 		Reconnect:    reconnect.NewDefaultConfig(),
+		Batch:        flowsource.NewDefaultBatchConfig(),
 	}
 }
 
@@ -75,5 +80,6 @@ func (c *Config) Validate() error {
 	if c.Backfill.Since < 0 {
 		errs = append(errs, fmt.Errorf("invalid backfill::since %s: must not be negative", c.Backfill.Since))
 	}
+	errs = append(errs, c.Batch.Check("batch")...)
 	return errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/kubewarden/network-enforcer/internal/configtest"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -24,6 +25,9 @@ func TestLoadConfig(t *testing.T) {
 	plaintext.Endpoint = "hubble-relay.kube-system.svc:80"
 	plaintext.TLS.Insecure = true
 
+	batch := createDefaultConfig().(*Config)
+	batch.Batch = flowsource.BatchConfig{MaxSize: 256, Timeout: 20 * time.Millisecond}
+
 	leader := createDefaultConfig().(*Config)
 	primary := component.MustNewIDWithName("enforcer", "primary")
 	leader.Enforcer = &primary
@@ -33,6 +37,11 @@ func TestLoadConfig(t *testing.T) {
 		{ID: component.NewIDWithName(Type, "leader"), Want: leader},
 		{ID: component.NewIDWithName(Type, "bad_enforcer"), WantErr: []string{`invalid enforcer "health_check": must name an extension of type "enforcer"`}},
 		{ID: component.NewIDWithName(Type, "tls"), Want: withTLS},
+		{ID: component.NewIDWithName(Type, "batch"), Want: batch},
+		{ID: component.NewIDWithName(Type, "bad_batch"), WantErr: []string{
+			"invalid batch::max_size 0: must be at least 1",
+			"invalid batch::timeout 0s: must be positive and at most 1s",
+		}},
 		{ID: component.NewIDWithName(Type, "plaintext"), Want: plaintext},
 		{ID: component.NewIDWithName(Type, "insecure_with_ca"), WantErr: []string{
 			"tls::insecure is true but a CA, certificate or key is set",

@@ -7,12 +7,14 @@ import (
 
 	flowpb "github.com/cilium/cilium/api/v1/flow"
 	"github.com/cilium/cilium/api/v1/observer"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
@@ -31,14 +33,27 @@ type hubbleReceiver struct {
 
 func newHubbleReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*hubbleReceiver, error) {
 	r := &hubbleReceiver{cfg: cfg}
-	base, err := flowsource.NewGRPCReceiver(set, &cfg.ClientConfig, cfg.Reconnect, next,
+	base, err := flowsource.NewGRPCReceiver(set, &cfg.ClientConfig, cfg.Reconnect, cfg.Batch, next,
 		func(conn *grpc.ClientConn) { r.client = observer.NewObserverClient(conn) }, r.stream)
 	if err != nil {
 		return nil, err
 	}
-	base.StreamWhileLeading(cfg.Enforcer)
 	r.GRPCReceiver = base
 	return r, nil
+}
+
+// Start starts streaming: only while the configured enforcer extension leads,
+// or from start to shutdown when none is configured.
+func (r *hubbleReceiver) Start(ctx context.Context, host component.Host) error {
+	var leader flowsource.Leadership
+	if r.cfg.Enforcer != nil {
+		e, err := enforcerextension.Find(host, *r.cfg.Enforcer)
+		if err != nil {
+			return err
+		}
+		leader = e
+	}
+	return r.GRPCReceiver.Start(ctx, host, leader)
 }
 
 // request builds the GetFlows request: on the first open the backfill (the relay's
@@ -95,5 +110,5 @@ func (r *hubbleReceiver) handleFlow(ctx context.Context, f *flowpb.Flow) {
 		r.Telemetry.Dropped(ctx, reason)
 		return
 	}
-	r.Emit(ctx, &rec)
+	r.Emit(&rec)
 }

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/cilium/cilium/api/v1/observer"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
+	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
+)
+
+// Names in the data planes' server certificates, as in a cluster.
+const (
+	relayServerName    = "ui.hubble-relay.cilium.io"
+	goldmaneServerName = "goldmane.calico-system.svc"
+)
+
+// backfill is how far back both sides ask the data plane for flows: far enough
+// for the re-stamped fixture, however long the run takes.
+const backfill = time.Hour
+
+// repeat returns the fixture repeated until it has at least n messages, and how
+// many copies that is. The copies share the fixture's messages.
+func repeat[M any](fixture []M, n int) ([]M, int) {
+	copies := max(1, (n+len(fixture)-1)/len(fixture))
+	out := make([]M, 0, copies*len(fixture))
+	for range copies {
+		out = append(out, fixture...)
+	}
+	return out, copies
+}
+
+// streamSide is one stream of a gRPC path: the baseline opens it with open and
+// reads it with recv; opened signals the server's side of each stream.
+type streamSide struct {
+	open   func(ctx context.Context, conn *grpc.ClientConn) (recv func() error, err error)
+	opened <-chan struct{}
+}
+
+// baseline reads msgs messages from a stream of the server at addr and returns
+// how long that took from the stream's opening.
+func (lt *loadtest) baseline(ctx context.Context, addr, serverName string, s streamSide, msgs int) (side, error) {
+	conn, err := grpc.NewClient(addr, lt.clientTLS(serverName))
+	if err != nil {
+		return side{}, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, lt.opts.timeout)
+	defer cancel()
+	drain(s.opened)
+	recv, err := s.open(ctx, conn)
+	if err != nil {
+		return side{}, err
+	}
+	select {
+	case <-s.opened:
+	case <-ctx.Done():
+		return side{}, ctx.Err()
+	}
+	start := time.Now()
+	for i := range msgs {
+		if err := recv(); err != nil {
+			return side{}, fmt.Errorf("baseline client, message %d of %d: %w", i+1, msgs, err)
+		}
+	}
+	return side{name: "baseline: receive and decode", elapsed: time.Since(start)}, nil
+}
+
+// enforcer runs the binary with the flow pipeline and the receiver given, and
+// returns how long it took from the opening of its stream until its receiver
+// counted want flows, accepted or dropped.
+func (lt *loadtest) enforcer(ctx context.Context, name, receiver string, opened <-chan struct{}, want int64) (side, error) {
+	metrics, err := freeAddr()
+	if err != nil {
+		return side{}, err
+	}
+	config, err := lt.enforcerConfig(name, receiver, metrics)
+	if err != nil {
+		return side{}, err
+	}
+	drain(opened)
+	p, err := lt.start("enforcer-"+name, config, metrics)
+	if err != nil {
+		return side{}, err
+	}
+	defer p.stop()
+	// The stream opens once the enforcer leads and its cache is synced.
+	select {
+	case <-opened:
+	case <-p.exited:
+		return side{}, p.failed()
+	case <-time.After(2 * time.Minute):
+		return side{}, fmt.Errorf("%s opened no stream in 2m; see %s", p.name, p.log)
+	case <-ctx.Done():
+		return side{}, ctx.Err()
+	}
+	start := time.Now()
+	cpu0, err := p.cpu()
+	if err != nil {
+		return side{}, err
+	}
+	end, err := lt.waitCounters(ctx, p, want, flowsource.MetricFlowsAccepted, flowsource.MetricFlowsDropped)
+	if err != nil {
+		return side{}, err
+	}
+	return measured(p, "enforcer: "+name+" receiver, flow pipeline", start, end, cpu0)
+}
+
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+func (lt *loadtest) hubble(ctx context.Context) (result, error) {
+	fixture, err := dataplanetest.LoadHubble(filepath.Join(lt.root, dataplanetest.HubbleFixture))
+	if err != nil {
+		return result{}, err
+	}
+	// The recording is of a past day: re-stamp it as if it had just happened,
+	// for the relay to serve it to a backfill.
+	var last time.Time
+	for _, m := range fixture {
+		if t := m.GetTime(); t != nil && t.AsTime().After(last) {
+			last = t.AsTime()
+		}
+	}
+	shift := time.Since(last)
+	flowMsgs := 0
+	for _, m := range fixture {
+		if m.GetTime() != nil {
+			at := timestamppb.New(m.GetTime().AsTime().Add(shift))
+			m.Time = at
+			if f := m.GetFlow(); f != nil {
+				f.Time = at
+			}
+		}
+		if m.GetFlow() != nil {
+			flowMsgs++
+		}
+	}
+	msgs, copies := repeat(fixture, lt.opts.flows)
+	relay := dataplanetest.NewHubbleRelay(msgs)
+	addr, stop, err := lt.serve("hubble-relay", relayServerName, func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) })
+	if err != nil {
+		return result{}, err
+	}
+	defer stop()
+	r := result{path: "hubble", title: "hubble (Observer.GetFlows, mutual TLS)", flows: len(msgs)}
+	if r.baseline, err = lt.baseline(ctx, addr, relayServerName, streamSide{opened: relay.Opened,
+		open: func(ctx context.Context, conn *grpc.ClientConn) (func() error, error) {
+			stream, err := observer.NewObserverClient(conn).GetFlows(ctx,
+				&observer.GetFlowsRequest{Follow: true, Since: timestamppb.New(time.Now().Add(-backfill))})
+			if err != nil {
+				return nil, err
+			}
+			return func() error { _, err := stream.Recv(); return err }, nil
+		}}, len(msgs)); err != nil {
+		return result{}, err
+	}
+	r.enforcer, err = lt.enforcer(ctx, "hubble", fmt.Sprintf(`  hubble:
+    endpoint: %s
+    tls:
+      ca_file: %s
+      cert_file: %s
+      key_file: %s
+      server_name_override: %s
+    backfill:
+      since: %s
+    enforcer: enforcer`, addr, lt.ca.CertFile, lt.client.CertFile, lt.client.KeyFile, relayServerName, backfill),
+		relay.Opened, int64(copies*flowMsgs))
+	return r, err
+}
+
+func (lt *loadtest) goldmane(ctx context.Context) (result, error) {
+	fixture, err := dataplanetest.LoadGoldmane(filepath.Join(lt.root, dataplanetest.GoldmaneFixture))
+	if err != nil {
+		return result{}, err
+	}
+	// Re-stamped as if just aggregated, for start_time_gte to find.
+	var last int64
+	for _, m := range fixture {
+		last = max(last, m.GetFlow().GetStartTime())
+	}
+	shift := time.Now().Unix() - last
+	for _, m := range fixture {
+		if f := m.GetFlow(); f != nil && f.StartTime > 0 {
+			f.StartTime += shift
+			f.EndTime += shift
+		}
+	}
+	msgs, _ := repeat(fixture, lt.opts.flows)
+	g := dataplanetest.NewGoldmane(msgs)
+	addr, stop, err := lt.serve("goldmane", goldmaneServerName, func(s *grpc.Server) { pb.RegisterFlowsServer(s, g) })
+	if err != nil {
+		return result{}, err
+	}
+	defer stop()
+	gte := -int64(backfill / time.Second)
+	r := result{path: "goldmane", title: "goldmane (Flows.Stream, mutual TLS)", flows: len(msgs)}
+	if r.baseline, err = lt.baseline(ctx, addr, goldmaneServerName, streamSide{opened: g.Opened,
+		open: func(ctx context.Context, conn *grpc.ClientConn) (func() error, error) {
+			stream, err := pb.NewFlowsClient(conn).Stream(ctx, &pb.FlowStreamRequest{StartTimeGte: gte, AggregationInterval: 15})
+			if err != nil {
+				return nil, err
+			}
+			return func() error { _, err := stream.Recv(); return err }, nil
+		}}, len(msgs)); err != nil {
+		return result{}, err
+	}
+	r.enforcer, err = lt.enforcer(ctx, "goldmane", fmt.Sprintf(`  goldmane:
+    endpoint: %s
+    tls:
+      ca_file: %s
+      cert_file: %s
+      key_file: %s
+      server_name_override: %s
+    start_time_gte: %d
+    enforcer: enforcer`, addr, lt.ca.CertFile, lt.client.CertFile, lt.client.KeyFile, goldmaneServerName, gte),
+		g.Opened, int64(len(msgs)))
+	return r, err
+}

@@ -1,0 +1,215 @@
+package flowsource
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+
+	"github.com/kubewarden/network-enforcer/internal/flow"
+)
+
+// BatchConfig is how a flow receiver groups records before handing them to the
+// pipeline. A batch goes out when it holds MaxSize records or when its first
+// record has waited Timeout, whichever comes first, and when the stream ends.
+// The processors remember their answers for one batch (the workloads of the
+// ends, the policies of a target), so a batch of many flows costs them little
+// more than one flow.
+type BatchConfig struct {
+	// MaxSize is the most records in one batch.
+	MaxSize int `mapstructure:"max_size"`
+	// Timeout is the longest a record waits for its batch to fill.
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// Batch defaults: a busy stream fills batches of DefaultBatchSize, a quiet one
+// hands each record on within DefaultBatchTimeout.
+const (
+	DefaultBatchSize    = 1024
+	DefaultBatchTimeout = 5 * time.Millisecond
+	// maxBatchTimeout bounds the linger: a flow's violation event must go out
+	// promptly.
+	maxBatchTimeout = time.Second
+)
+
+// NewDefaultBatchConfig returns the defaults.
+func NewDefaultBatchConfig() BatchConfig {
+	return BatchConfig{MaxSize: DefaultBatchSize, Timeout: DefaultBatchTimeout}
+}
+
+// Check returns what is wrong with the settings, each error naming its key
+// under key: a positive size, and a timeout that is positive and short. A
+// receiver's Validate reports them with its own.
+func (c BatchConfig) Check(key string) []error {
+	var errs []error
+	if c.MaxSize < 1 {
+		errs = append(errs, fmt.Errorf("invalid %s::max_size %d: must be at least 1", key, c.MaxSize))
+	}
+	if c.Timeout <= 0 || c.Timeout > maxBatchTimeout {
+		errs = append(errs, fmt.Errorf("invalid %s::timeout %s: must be positive and at most %s", key, c.Timeout, maxBatchTimeout))
+	}
+	return errs
+}
+
+// batcher collects records into batches and hands each batch to the pipeline,
+// in order. The stream's goroutine adds records and sends the batches that
+// fill; a timer sends a batch that lingered. A goroutine of its own writes each
+// batch as log records and hands it to the pipeline, so that the stream reads
+// and converts the next batch meanwhile: one batch is in the pipeline, one
+// waits for it, and the stream fills a third.
+type batcher struct {
+	cfg    BatchConfig
+	next   consumer.Logs
+	tel    *Telemetry
+	logger *zap.Logger
+
+	mu      sync.Mutex
+	records []flow.Record
+	started time.Time
+	timer   *time.Timer
+
+	// sending orders the hand-offs to the delivery goroutine: a batch is
+	// queued after the one before it.
+	sending sync.Mutex
+	queue   chan delivery
+	closed  bool // the queue; under sending
+	// free holds the slices of delivered batches, for the next ones.
+	free    chan []flow.Record
+	once    sync.Once
+	stopped chan struct{}
+}
+
+// delivery is a batch on its way to the pipeline; done, when not nil, is closed
+// once the pipeline has it.
+type delivery struct {
+	records []flow.Record
+	done    chan struct{}
+}
+
+func newBatcher(cfg BatchConfig, next consumer.Logs, tel *Telemetry, logger *zap.Logger) *batcher {
+	b := &batcher{cfg: cfg, next: next, tel: tel, logger: logger,
+		queue: make(chan delivery, 1), free: make(chan []flow.Record, 3), stopped: make(chan struct{})}
+	b.timer = time.AfterFunc(time.Hour, b.linger)
+	b.timer.Stop()
+	return b
+}
+
+// add puts rec into the open batch, and sends the batch when it is full.
+func (b *batcher) add(rec *flow.Record) {
+	b.mu.Lock()
+	if len(b.records) == 0 {
+		if b.records == nil {
+			select {
+			case b.records = <-b.free:
+			default:
+				b.records = make([]flow.Record, 0, min(b.cfg.MaxSize, DefaultBatchSize))
+			}
+		}
+		b.started = time.Now()
+		b.timer.Reset(b.cfg.Timeout)
+	}
+	b.records = append(b.records, *rec)
+	if len(b.records) < b.cfg.MaxSize {
+		b.mu.Unlock()
+		return
+	}
+	b.timer.Stop()
+	b.sendLocked(nil)
+}
+
+// linger sends the open batch when its first record has waited long enough.
+func (b *batcher) linger() {
+	b.mu.Lock()
+	if len(b.records) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	// The timer may belong to a batch already sent full: this one is younger.
+	if wait := b.cfg.Timeout - time.Since(b.started); wait > 0 {
+		b.timer.Reset(wait)
+		b.mu.Unlock()
+		return
+	}
+	b.sendLocked(nil)
+}
+
+// flush sends the open batch, if any, and returns once every batch sent is in
+// the pipeline.
+func (b *batcher) flush() {
+	b.mu.Lock()
+	b.timer.Stop()
+	done := make(chan struct{})
+	b.sendLocked(done)
+	<-done
+}
+
+// sendLocked queues the open batch for the pipeline; with done, also when it is
+// empty, to learn when the batches before it are in. It is called with mu held
+// and releases it once the batch is taken, so that the stream can fill the
+// next batch while the timer's batch waits for the pipeline.
+func (b *batcher) sendLocked(done chan struct{}) {
+	records := b.records
+	b.records = nil
+	b.sending.Lock()
+	b.mu.Unlock()
+	defer b.sending.Unlock()
+	if b.closed || (len(records) == 0 && done == nil) {
+		if done != nil {
+			close(done) // after stop, nothing is added: there is nothing to wait for
+		}
+		return
+	}
+	b.once.Do(func() { go b.deliver() })
+	b.queue <- delivery{records: records, done: done}
+}
+
+// deliver writes each queued batch as log records and hands it to the pipeline.
+func (b *batcher) deliver() {
+	defer close(b.stopped)
+	for d := range b.queue {
+		if n := len(d.records); n > 0 {
+			logs := plog.NewLogs()
+			lrs := logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+			lrs.EnsureCapacity(n)
+			for i := range d.records {
+				d.records[i].WriteTo(lrs.AppendEmpty())
+			}
+			// The batch outlives the stream that filled it: a stopped stream's
+			// last records still go out, so they are not sent with its context.
+			ctx := context.Background()
+			if err := b.next.ConsumeLogs(ctx, logs); err != nil {
+				b.logger.Error("the pipeline refused a batch of flow records", zap.Int("records", n), zap.Error(err))
+			} else {
+				b.tel.Accepted(ctx, n)
+			}
+			clear(d.records)
+			select {
+			case b.free <- d.records[:0]:
+			default:
+			}
+		}
+		if d.done != nil {
+			close(d.done)
+		}
+	}
+}
+
+// stop sends what is open, waits until it is in the pipeline and ends the
+// delivery goroutine.
+func (b *batcher) stop() {
+	b.flush()
+	b.timer.Stop()
+	b.sending.Lock()
+	defer b.sending.Unlock()
+	if b.closed {
+		return
+	}
+	b.closed = true
+	close(b.queue)
+	b.once.Do(func() { close(b.stopped) }) // never started
+	<-b.stopped
+}

@@ -1,0 +1,186 @@
+package flowsource_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configgrpc"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"google.golang.org/grpc"
+
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
+	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
+	"github.com/kubewarden/network-enforcer/internal/reconnect"
+)
+
+// streamOf is a stream that emits n records, numbered from first, then ends
+// with err, or stays open until it is closed when err is nil.
+type streamOf struct {
+	first, n int
+	err      error
+}
+
+// batchSetup starts a receiver whose successive streams are streams, with
+// batch settings cfg. emitted receives a value when a stream has emitted all
+// of its records.
+func batchSetup(t *testing.T, cfg flowsource.BatchConfig, streams ...streamOf) (*flowsource.GRPCReceiver, *flowsourcetest.Harness, <-chan struct{}) {
+	t.Helper()
+	set, h := flowsourcetest.NewHarness(t, component.MustNewType("test"))
+	client := configgrpc.NewDefaultClientConfig()
+	client.Endpoint = "127.0.0.1:1" // never dialled: gRPC connects lazily
+	client.TLS.Insecure = true
+	backoff := reconnect.Config{InitialInterval: 10 * time.Millisecond, MaxInterval: 10 * time.Millisecond}
+	emitted := make(chan struct{}, len(streams))
+	var r *flowsource.GRPCReceiver
+	opened := 0
+	r, err := flowsource.NewGRPCReceiver(set, &client, backoff, cfg, h.Sink, func(*grpc.ClientConn) {},
+		func(ctx context.Context) (bool, error) {
+			if opened == len(streams) {
+				<-ctx.Done()
+				return false, ctx.Err()
+			}
+			s := streams[opened]
+			opened++
+			for i := range s.n {
+				r.Emit(&flow.Record{Provider: flow.ProviderCilium, Outcome: flow.OutcomeAllowed, Transport: flow.TransportTCP,
+					Source: flow.Endpoint{Namespace: "shop", Pod: strconv.Itoa(s.first + i)}})
+			}
+			emitted <- struct{}{}
+			if s.err != nil {
+				return true, s.err
+			}
+			<-ctx.Done()
+			return true, ctx.Err()
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background(), componenttest.NewNopHost(), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Shutdown(context.Background()) })
+	return r, h, emitted
+}
+
+// batches returns the size of each batch received, and checks that the records
+// arrived in order, each once.
+func batches(t *testing.T, h *flowsourcetest.Harness) []int {
+	t.Helper()
+	var sizes []int
+	next := 0
+	for _, ld := range h.Sink.AllLogs() {
+		sizes = append(sizes, ld.LogRecordCount())
+		flow.EachLogRecord(ld, func(lr plog.LogRecord) {
+			var rec flow.Record
+			rec.ReadFrom(lr)
+			if rec.Source.Pod != strconv.Itoa(next) {
+				t.Fatalf("record %s arrived where %d was due", rec.Source.Pod, next)
+			}
+			next++
+		})
+	}
+	return sizes
+}
+
+func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %s", what, within)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestBatchGoesOutFull(t *testing.T) {
+	r, h, emitted := batchSetup(t, flowsource.BatchConfig{MaxSize: 4, Timeout: time.Second}, streamOf{n: 10})
+	<-emitted
+	// Two full batches go out as they fill; the rest waits for its linger.
+	waitFor(t, "two full batches", 500*time.Millisecond, func() bool { return flowsourcetest.Read(h.Tel).Accepted == 8 })
+	time.Sleep(50 * time.Millisecond)
+	if got := batches(t, h); !slices.Equal(got, []int{4, 4}) {
+		t.Fatalf("batches %v, want [4 4] before the linger", got)
+	}
+	// Stopping the stream hands on the open batch before it returns.
+	r.StopStreaming()
+	if got := batches(t, h); !slices.Equal(got, []int{4, 4, 2}) {
+		t.Fatalf("batches %v after stop, want [4 4 2]", got)
+	}
+	if got := flowsourcetest.Read(h.Tel).Accepted; got != 10 {
+		t.Fatalf("accepted %d, want 10", got)
+	}
+}
+
+func TestBatchGoesOutAfterLinger(t *testing.T) {
+	const linger = 40 * time.Millisecond
+	_, h, emitted := batchSetup(t, flowsource.BatchConfig{MaxSize: 1000, Timeout: linger}, streamOf{n: 3}, streamOf{first: 3, n: 2})
+	start := time.Now()
+	<-emitted
+	waitFor(t, "batch", 5*time.Second, func() bool { return h.Sink.LogRecordCount() == 3 })
+	if waited := time.Since(start); waited < linger {
+		t.Fatalf("a batch of 3 went out after %s, before its linger of %s", waited, linger)
+	}
+	if got := batches(t, h); !slices.Equal(got, []int{3}) {
+		t.Fatalf("batches %v, want [3]", got)
+	}
+}
+
+func TestBatchGoesOutWhenTheStreamEnds(t *testing.T) {
+	// The linger is long; the broken stream's records go out at once all the
+	// same, and the next stream's after them.
+	r, h, emitted := batchSetup(t, flowsource.BatchConfig{MaxSize: 1000, Timeout: time.Second},
+		streamOf{n: 5, err: errors.New("connection reset")}, streamOf{first: 5, n: 3})
+	<-emitted
+	waitFor(t, "batch at the end of the stream", 800*time.Millisecond, func() bool { return h.Sink.LogRecordCount() == 5 })
+	<-emitted
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := batches(t, h); !slices.Equal(got, []int{5, 3}) {
+		t.Fatalf("batches %v, want [5 3]", got)
+	}
+	if got := flowsourcetest.Read(h.Tel).Accepted; got != 8 {
+		t.Fatalf("accepted %d, want 8", got)
+	}
+}
+
+func TestNothingIsLostAtShutdown(t *testing.T) {
+	r, h, emitted := batchSetup(t, flowsource.BatchConfig{MaxSize: 1000, Timeout: time.Second}, streamOf{n: 7})
+	<-emitted
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := batches(t, h); !slices.Equal(got, []int{7}) {
+		t.Fatalf("batches %v after shutdown, want [7]", got)
+	}
+}
+
+func TestBatchConfigCheck(t *testing.T) {
+	if errs := flowsource.NewDefaultBatchConfig().Check("batch"); len(errs) != 0 {
+		t.Fatalf("defaults: %v", errs)
+	}
+	for _, tc := range []struct {
+		cfg  flowsource.BatchConfig
+		want []string
+	}{
+		{flowsource.BatchConfig{MaxSize: 0, Timeout: time.Millisecond}, []string{"invalid batch::max_size 0: must be at least 1"}},
+		{flowsource.BatchConfig{MaxSize: 1, Timeout: -time.Second}, []string{"invalid batch::timeout -1s: must be positive and at most 1s"}},
+		{flowsource.BatchConfig{MaxSize: 1, Timeout: time.Minute}, []string{"invalid batch::timeout 1m0s: must be positive and at most 1s"}},
+	} {
+		var got []string
+		for _, err := range tc.cfg.Check("batch") {
+			got = append(got, err.Error())
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%+v: %q, want %q", tc.cfg, got, tc.want)
+		}
+	}
+}
