@@ -96,6 +96,7 @@ func (c *termController) run(ctx context.Context, e *enforcer) {
 		Reconciler: reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			err := c.reconcile(ctx, req.NamespacedName)
 			c.finished(req.NamespacedName)
+			e.telemetry.reconciled(ctx, c.name, err)
 			return reconcile.Result{}, err
 		}),
 		RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBaseDelay, retryMaxDelay),

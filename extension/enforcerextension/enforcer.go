@@ -32,8 +32,9 @@ type enforcer struct {
 	*resolver
 	*leadership
 
-	cfg *Config
-	set extension.Settings
+	cfg       *Config
+	set       extension.Settings
+	telemetry *telemetry
 
 	// restConfig is the test seam: it builds the API server configuration.
 	restConfig func(AuthType) (*rest.Config, error)
@@ -67,6 +68,11 @@ func newEnforcer(set extension.Settings, cfg *Config, rc func(AuthType) (*rest.C
 // the lease.
 func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 	routeKubernetesLogs(e.set.Logger)
+	tel, err := newTelemetry(e.set.TelemetrySettings)
+	if err != nil {
+		return err
+	}
+	e.telemetry = tel
 	rc, err := e.restConfig(e.cfg.AuthType)
 	if err != nil {
 		return fmt.Errorf("kubernetes client (auth_type %s): %w", e.cfg.AuthType, err)
