@@ -37,7 +37,7 @@ type WorkloadInfo struct {
 
 // Event is a Kubernetes Event that a writer recorded.
 type Event struct {
-	Object               types.NamespacedName
+	Object                types.NamespacedName
 	Type, Reason, Message string
 }
 
@@ -178,7 +178,9 @@ func (e *Enforcer) ResolvePod(string, string) (enforcerextension.Workload, enfor
 }
 
 // HasPolicy reports whether a set policy targets w in direction d.
-func (e *Enforcer) HasPolicy(w workload.Ref, d v1alpha1.Direction) bool { return len(e.Policies(w, d)) > 0 }
+func (e *Enforcer) HasPolicy(w workload.Ref, d v1alpha1.Direction) bool {
+	return len(e.Policies(w, d)) > 0
+}
 
 // Selector returns the workload's selector.
 func (e *Enforcer) Selector(_ context.Context, w workload.Ref) (*metav1.LabelSelector, types.UID, bool) {
