@@ -83,6 +83,9 @@ build: $(OCB) ## Build the collector distribution into bin/network-enforcer.
 controlplane: ## Build the test control plane (kube-apiserver, kube-controller-manager, etcd), cached.
 	hack/controlplane.sh
 
+.PHONY: helm
+helm: $(HELM) ## Install the pinned helm, which the chart's tests and the demo run.
+
 ##@ Test
 
 .PHONY: test

@@ -40,7 +40,7 @@ func RepoRoot() (string, error) {
 // `hack/controlplane.sh --print` finds it: $KUBEBUILDER_ASSETS when that folder
 // holds all of them (as setup-envtest's folder does once kube-controller-manager
 // is added), else the folder that hack/controlplane.sh builds them into. When a
-// binary is missing it fails, naming the command to run.
+// binary is missing it returns a *MissingError, which names the make target.
 func AssetsDir(root string) (string, error) {
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" && missingBinary(dir) == "" {
 		return dir, nil
@@ -55,7 +55,7 @@ func AssetsDir(root string) (string, error) {
 		if env := os.Getenv("KUBEBUILDER_ASSETS"); env != "" && env != dir {
 			detail += fmt.Sprintf(" and $KUBEBUILDER_ASSETS (%s) does not hold all of %s", env, strings.Join(controlPlaneBinaries, ", "))
 		}
-		return "", fmt.Errorf("%s: run `make controlplane` first", detail)
+		return "", &MissingError{What: "the test control plane", Target: "controlplane", Detail: detail}
 	}
 	return dir, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/processor/violationprocessor"
 	"github.com/kubewarden/network-enforcer/test/pipelinetest"
@@ -52,6 +53,7 @@ const violationBatches = 10
 // test sets it). The sync runs only every second: give it a -benchtime that
 // lasts a few seconds, or status-writes stays 0.
 func BenchmarkViolationPath(b *testing.B) {
+	controlplanetest.Require(b)
 	sink := &arrivalSink{}
 	exporter, err := consumer.NewLogs(sink.consume)
 	if err != nil {
