@@ -45,9 +45,13 @@ help: ## Show this help.
 ##@ Demo
 
 # DEMO_ARGS=-once ends the demo after the walk-through instead of at Ctrl-C.
+# The demo is built and then run, not `go run`, which exits 1 on Ctrl-C whatever
+# the program does; the demo takes the terminal's foreground for itself, so that
+# Ctrl-C reaches only it and make ends with its exit status 0.
 .PHONY: demo
 demo: build controlplane $(HELM) ## Run the product on a local control plane with recorded Cilium flows: learn, promote, enforce, report. Ctrl-C stops it.
-	go run ./hack/demo $(DEMO_ARGS)
+	go build -o bin/demo ./hack/demo
+	bin/demo $(DEMO_ARGS)
 
 ##@ Development
 
@@ -82,6 +86,9 @@ build: $(OCB) ## Build the collector distribution into bin/network-enforcer.
 .PHONY: controlplane
 controlplane: ## Build the test control plane (kube-apiserver, kube-controller-manager, etcd), cached.
 	hack/controlplane.sh
+
+.PHONY: helm
+helm: $(HELM) ## Install the pinned helm, which the chart's tests and the demo run.
 
 ##@ Test
 

@@ -1,28 +1,48 @@
 #!/usr/bin/env bash
-# Builds the test control plane (kube-apiserver, kube-controller-manager, etcd)
-# from the Go modules pinned in hack/controlplane/go.mod into a versioned cache
-# folder, and prints that folder. A later run with the same versions reuses it.
+# Finds or builds the test control plane (kube-apiserver, kube-controller-manager,
+# etcd) and prints its folder:
 #
-# Usage: hack/controlplane.sh            build if missing, print the folder
-#        hack/controlplane.sh --print    print the folder only
+#   1. $KUBEBUILDER_ASSETS, when that folder holds all three binaries (as a
+#      folder of setup-envtest does once kube-controller-manager is added);
+#   2. else $NETWORK_ENFORCER_CONTROLPLANE_DIR when set, or the versioned cache
+#      folder .cache/controlplane/kubernetes-<v>-etcd-<v>, built there from the Go
+#      modules pinned in hack/controlplane/go.mod when a binary is missing. A later
+#      run with the same versions reuses it.
+#
+# Usage: hack/controlplane.sh            find, or build if missing; print the folder
+#        hack/controlplane.sh --print    print the folder only, built or not
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 mod="$root/hack/controlplane"
+binaries=(kube-apiserver kube-controller-manager etcd)
+
+# complete reports whether the folder $1 holds every binary.
+complete() {
+	local bin
+	for bin in "${binaries[@]}"; do
+		[[ -f "$1/$bin" && -x "$1/$bin" ]] || return 1
+	done
+}
+
+if [[ -n "${KUBEBUILDER_ASSETS:-}" ]] && complete "$KUBEBUILDER_ASSETS"; then
+	echo "$KUBEBUILDER_ASSETS"
+	exit 0
+fi
+
 # Versions come from go.mod itself, so bumping a module there rebuilds into a new folder.
 modversion() { grep -E "^\s*(require\s+)?$1 v" "$mod/go.mod" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^v[0-9]/) {print $i; exit}}'; }
 k8s_version=$(modversion k8s.io/kubernetes)
 etcd_version=$(modversion go.etcd.io/etcd/server/v3)
-dir="$root/.cache/controlplane/kubernetes-${k8s_version}-etcd-${etcd_version}"
+dir="${NETWORK_ENFORCER_CONTROLPLANE_DIR:-$root/.cache/controlplane/kubernetes-${k8s_version}-etcd-${etcd_version}}"
 
-if [[ "${1:-}" == "--print" ]]; then
+if [[ "${1:-}" == "--print" ]] || complete "$dir"; then
 	echo "$dir"
 	exit 0
 fi
 
-if [[ -x "$dir/kube-apiserver" && -x "$dir/kube-controller-manager" && -x "$dir/etcd" ]]; then
-	echo "$dir"
-	exit 0
+if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
+	echo "\$KUBEBUILDER_ASSETS ($KUBEBUILDER_ASSETS) does not hold all of ${binaries[*]}: building them into $dir" >&2
 fi
 
 tmp="$dir.partial"
@@ -43,7 +63,11 @@ for cmd in kube-apiserver kube-controller-manager; do
 done
 echo "building etcd $etcd_version" >&2
 CGO_ENABLED=0 go build -ldflags "-s -w" -o "$tmp/etcd" ./etcd
-mv "$tmp" "$dir"
-trap - EXIT
+# The folder may exist already, with some of the binaries or none; etcd comes
+# last, so that the folder looks complete only once it is.
+mkdir -p "$dir"
+for bin in kube-apiserver kube-controller-manager etcd; do
+	mv -f "$tmp/$bin" "$dir/$bin"
+done
 echo "control plane built in $((SECONDS - start))s" >&2
 echo "$dir"

@@ -2,9 +2,16 @@
 # Runs every Go test of the module: unit tests, the tests on the real control plane
 # (kube-apiserver, etcd, kube-controller-manager from hack/controlplane.sh) and the
 # tests of the built binary (bin/network-enforcer). `make test` builds both first.
+# Arguments go to `go test` (before the package pattern ./..., which a package
+# argument narrows: hack/test.sh -run TestX ./api/...).
 #
-# A test process that is killed (a timeout, ^C) cannot stop what it started, so on
-# exit this script ends any control-plane process still running from the cache.
+# A test process that is killed (a timeout, ^C) cannot stop what it started, and
+# envtest runs etcd and kube-apiserver in process groups of their own, so killing
+# the test's process group would miss them. So `go test` runs in a session of its
+# own (setsid), whose id is the PID it starts with, and on exit this script ends
+# the processes of that session and no others: a control plane that something else
+# started (`make demo` in another terminal, another test run) is in another
+# session and keeps running.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,8 +19,45 @@ cd "$root"
 
 assets=$(hack/controlplane.sh --print)
 export KUBEBUILDER_ASSETS="$assets"
+# Nothing that the tests need may be missing here: a test that would skip fails.
+export NETWORK_ENFORCER_REQUIRE_ALL=1
 
-cleanup() { pkill -f "^$assets/" 2>/dev/null || true; }
+packages=(./...)
+for arg in "$@"; do
+	if [[ "$arg" == ./* ]]; then
+		packages=()
+		break
+	fi
+done
+
+# A background job of a script is no process-group leader, so setsid makes the
+# session at once, without a fork: $! is the session's id. Were it not, no
+# process would have that session id and the cleanup would end nothing.
+setsid go test -count=1 -timeout 20m "$@" "${packages[@]}" &
+session=$!
+
+# session_pids prints the PIDs of the processes still in the session.
+session_pids() { ps -o pid= -s "$session" 2>/dev/null || true; }
+
+cleanup() {
+	local pids i
+	pids=$(session_pids)
+	[[ -z "$pids" ]] && return 0
+	# shellcheck disable=SC2086 # one argument per PID
+	kill -TERM $pids 2>/dev/null || true
+	for ((i = 0; i < 50; i++)); do
+		pids=$(session_pids)
+		[[ -z "$pids" ]] && return 0
+		sleep 0.1
+	done
+	echo "hack/test.sh: killing what is left of the test run: $(echo $pids)" >&2
+	# shellcheck disable=SC2086
+	kill -KILL $pids 2>/dev/null || true
+}
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
-go test -count=1 -timeout 20m "$@" ./...
+status=0
+wait "$session" || status=$?
+exit "$status"

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // admissionTimeout bounds the wait for an admission policy to take effect: the API
@@ -46,6 +47,7 @@ func eventuallyRejected(t *testing.T, try func() error, undo func()) error {
 }
 
 func TestPromoteLabelMustBeMonitorOrProtect(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 
@@ -90,6 +92,7 @@ func TestPromoteLabelMustBeMonitorOrProtect(t *testing.T) {
 }
 
 func TestProposalOwnerCannotChange(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	web := newDeployment(t, ns, "web")

@@ -12,11 +12,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // TestKubectlNamesAndColumns checks what `kubectl get wnp` and `kubectl get wnpp`
 // show: the short names resolve, and the table has the documented columns.
 func TestKubectlNamesAndColumns(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 

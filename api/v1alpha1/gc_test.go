@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // gcTimeout bounds the wait for the garbage collector, which removes an owned
@@ -37,6 +38,7 @@ func waitGone(t *testing.T, obj client.Object) {
 
 // "Back to learning": deleting a policy deletes the native object it owns.
 func TestNativeObjectGoesWithItsPolicy(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	policy := newPolicy(ns, "deployment-web-ingress", kubernetesSpec())
@@ -82,6 +84,7 @@ func TestNativeObjectGoesWithItsPolicy(t *testing.T) {
 
 // A proposal is owned by its workload, so Kubernetes deletes it with the workload.
 func TestProposalGoesWithItsWorkload(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	web := newDeployment(t, ns, "web")

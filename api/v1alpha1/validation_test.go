@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // bothKinds builds a proposal and a policy from the same spec: both kinds share the
@@ -22,6 +23,7 @@ func bothKinds(ns, name string, spec v1alpha1.PolicySpec) map[string]client.Obje
 }
 
 func TestSpecRulesRejectInvalidObjects(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := newNamespace(t)
 	cases := []struct {
 		name    string
@@ -116,6 +118,7 @@ func TestSpecRulesRejectInvalidObjects(t *testing.T) {
 }
 
 func TestSpecRulesAcceptValidObjects(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := newNamespace(t)
 	egress := kubernetesSpec()
 	egress.Direction = v1alpha1.DirectionEgress
@@ -143,6 +146,7 @@ func TestSpecRulesAcceptValidObjects(t *testing.T) {
 }
 
 func TestBackendIsImmutable(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	for kind, obj := range bothKinds(ns, "web", kubernetesSpec()) {
@@ -165,6 +169,7 @@ func TestBackendIsImmutable(t *testing.T) {
 }
 
 func TestPolicyModeDefaultsToMonitor(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	policy := newPolicy(ns, "web", kubernetesSpec())
@@ -188,6 +193,7 @@ func TestPolicyModeDefaultsToMonitor(t *testing.T) {
 }
 
 func TestStatusKeepsAtMostOneHundredRecords(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	policy := newPolicy(ns, "web", istioSpec())

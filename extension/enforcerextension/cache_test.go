@@ -5,11 +5,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // TestServesResource: discovery on the test control plane, which has Istio's
 // AuthorizationPolicy CRD and no other Istio CRD.
 func TestServesResource(t *testing.T) {
+	controlplanetest.Require(t)
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)

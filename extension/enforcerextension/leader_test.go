@@ -5,12 +5,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // TestOneLeaderAndTakeover: of two replicas on one lease exactly one leads and
 // runs the registered functions; when it shuts down, the other takes over and
 // the old leader's context has ended.
 func TestOneLeaderAndTakeover(t *testing.T) {
+	controlplanetest.Require(t)
 	a, b := startEnforcer(t, "takeover"), startEnforcer(t, "takeover")
 	var runsA, runsB atomic.Int32
 	var ctxA context.Context
@@ -49,6 +52,7 @@ func TestOneLeaderAndTakeover(t *testing.T) {
 // TestRegisteringWhileLeadingRunsAtOnce: a component that starts after this
 // replica won the lease still runs.
 func TestRegisteringWhileLeadingRunsAtOnce(t *testing.T) {
+	controlplanetest.Require(t)
 	e := startEnforcer(t, "late")
 	waitFor(t, "leadership", 10*time.Second, e.IsLeader)
 	ran := make(chan struct{})

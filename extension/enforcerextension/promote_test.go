@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 func proposal(name string, labels map[string]string) *v1alpha1.WorkloadNetworkPolicyProposal {
@@ -39,6 +40,7 @@ func gone(name string) func() bool {
 // it; the proposal goes. A proposal that comes back while that policy exists goes
 // as a leftover; one whose name a hand-made policy has stays.
 func TestPromotion(t *testing.T) {
+	controlplanetest.Require(t)
 	ctx := context.Background()
 	e := startEnforcer(t, "promotion")
 	for _, mode := range []v1alpha1.PolicyMode{v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect} {

@@ -101,6 +101,7 @@ func setMode(t *testing.T, p *v1alpha1.WorkloadNetworkPolicy, mode v1alpha1.Poli
 // on the same object; drift is reverted; an AuthorizationPolicy the policy does
 // not own is left alone and reported.
 func TestRenderAuthorizationPolicy(t *testing.T) {
+	controlplanetest.Require(t)
 	ctx := context.Background()
 	startEnforcer(t, "render-istio")
 	policy := istioPolicy("shop", "deployment-cart-istio", v1alpha1.PolicyModeMonitor)
@@ -205,6 +206,7 @@ func TestRenderAuthorizationPolicy(t *testing.T) {
 // Istio), the enforcer starts, renders kubernetes-backend policies, and reports
 // on an istio-backend policy that it cannot render it.
 func TestWithoutIstio(t *testing.T) {
+	controlplanetest.Require(t)
 	ctx := context.Background()
 	cp := controlplanetest.Start(t, controlplanetest.Options{WithoutIstio: true})
 	startEnforcerOn(t, cp, "without-istio")

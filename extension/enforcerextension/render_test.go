@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 func networkPolicy(t *testing.T, name string) (*networkingv1.NetworkPolicy, bool) {
@@ -33,6 +34,7 @@ func networkPolicy(t *testing.T, name string) (*networkingv1.NetworkPolicy, bool
 // monitor mode removes it; a NetworkPolicy the policy does not own is left alone
 // and reported.
 func TestRenderNetworkPolicy(t *testing.T) {
+	controlplanetest.Require(t)
 	ctx := context.Background()
 	startEnforcer(t, "render")
 	policy := &v1alpha1.WorkloadNetworkPolicy{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/clustertest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -16,6 +17,7 @@ import (
 // by name and by its Goldmane aggregate, to the workload the table says, or to
 // the reason it cannot.
 func TestResolveEveryFixturePod(t *testing.T) {
+	controlplanetest.Require(t)
 	e := startEnforcer(t, "resolve")
 	kinds := map[string]bool{}
 	for _, p := range clustertest.Pods() {
@@ -58,6 +60,7 @@ func TestResolveEveryFixturePod(t *testing.T) {
 // TestSelectorOfEveryWorkload: every workload has a selector that selects its
 // pods, and a Job's or CronJob's leaves out the labels of one run.
 func TestSelectorOfEveryWorkload(t *testing.T) {
+	controlplanetest.Require(t)
 	e := startEnforcer(t, "selector")
 	for _, w := range clustertest.Workloads() {
 		ref := workload.Ref{Namespace: w.Namespace, Kind: v1alpha1.WorkloadKind(w.Kind), Name: w.Name}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // staleReader answers every Get with one saved copy, as a cache that is behind
@@ -52,6 +53,7 @@ func conditionTypes(t *testing.T, key types.NamespacedName) map[string]string {
 // other wrote. The second write conflicts on the resourceVersion, is applied
 // again to the API server's copy, and lands beside the first.
 func TestStatusWritersKeepEachOthersConditions(t *testing.T) {
+	controlplanetest.Require(t)
 	ctx := context.Background()
 	policy := &v1alpha1.WorkloadNetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "two-writers"},
@@ -82,6 +84,7 @@ func TestStatusWritersKeepEachOthersConditions(t *testing.T) {
 // status owner's controller both write a new policy's status at once, and
 // again when its mode changes; every condition that either wrote survives.
 func TestRenderAndStatusOwnerInQuickSuccession(t *testing.T) {
+	controlplanetest.Require(t)
 	ctx := context.Background()
 	e := startEnforcer(t, "two-writers")
 	var rounds atomic.Int64

@@ -5,7 +5,8 @@
 // Cilium. It walks through learning, promotion, the NetworkPolicy and a
 // violation, then leaves everything running for kubectl until Ctrl-C.
 //
-// `make demo` builds what it needs and runs it.
+// `make demo` builds what it needs, builds the demo and runs it. Ctrl-C stops it
+// cleanly with exit status 0 (see takeTerminal).
 package main
 
 import (
@@ -25,20 +26,34 @@ import (
 func main() {
 	once := flag.Bool("once", false, "stop after the walk-through instead of waiting for Ctrl-C")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *once); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(demoMain(*once))
 }
 
-func run(ctx context.Context, once bool) error {
+// demoMain runs the demo and returns its exit status: 0 also when Ctrl-C (or
+// SIGTERM) stops it.
+func demoMain(once bool) int {
+	restore := takeTerminal()
+	defer restore()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root, err := controlplanetest.RepoRoot()
+	if err == nil {
+		err = run(ctx, filepath.Join(root, ".cache", "demo"), once)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// run runs the demo with its files (kubeconfig, certificates, configurations,
+// logs) in dir, which it empties first.
+func run(ctx context.Context, dir string, once bool) error {
 	root, err := controlplanetest.RepoRoot()
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(root, ".cache", "demo")
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -28,12 +29,13 @@ const Version = "v3.22.0"
 const ChartDir = "chart"
 
 // Path returns the helm binary: $HELM when set, else the one that the Makefile
-// installs under the repository root, .cache/tools/helm-<Version>/helm. It fails,
-// naming what to run, when the binary is missing.
+// installs under the repository root, .cache/tools/helm-<Version>/helm. When the
+// binary is missing it returns a *controlplanetest.MissingError, which names the
+// make target that installs it.
 func Path() (string, error) {
 	if p := os.Getenv("HELM"); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("$HELM: %w", err)
+			return "", missing(fmt.Sprintf("$HELM: %v", err))
 		}
 		return p, nil
 	}
@@ -43,9 +45,23 @@ func Path() (string, error) {
 	}
 	p := filepath.Join(root, ".cache", "tools", "helm-"+Version, "helm")
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("helm %s is missing at %s: run `make helm-lint` (or `make test`), which installs it, or set $HELM", Version, p)
+		return "", missing(fmt.Sprintf("%s is missing", p))
 	}
 	return p, nil
+}
+
+func missing(detail string) error {
+	return &controlplanetest.MissingError{What: "helm " + Version, Target: "helm", Hint: "or set $HELM to a helm binary", Detail: detail}
+}
+
+// Require returns the helm binary as Path does; when it is missing, it skips t,
+// or fails it under controlplanetest.RequireAllVar. Every test that renders the
+// chart calls it first.
+func Require(t testing.TB) string {
+	t.Helper()
+	p, err := Path()
+	controlplanetest.Need(t, err)
+	return p
 }
 
 // Chart returns the absolute path of the chart's folder.

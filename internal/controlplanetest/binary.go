@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 )
 
-// Binary returns the built distribution, bin/network-enforcer, or an error that
-// says to run `make build` when it is missing.
+// Binary returns the built distribution, bin/network-enforcer, or a
+// *MissingError that says to run `make build` when it is missing.
 func Binary() (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -15,7 +15,7 @@ func Binary() (string, error) {
 	}
 	bin := filepath.Join(root, "bin", "network-enforcer")
 	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("%s is missing: run `make build` first", bin)
+		return "", &MissingError{What: "the built distribution", Target: "build", Detail: fmt.Sprintf("%s is missing", bin)}
 	}
 	return bin, nil
 }

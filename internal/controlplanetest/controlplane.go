@@ -50,9 +50,11 @@ type Env struct {
 }
 
 // Start starts a control plane for the test and stops it when the test ends,
-// whether it passed or failed.
+// whether it passed or failed. When the control plane is not built, it skips the
+// test, or fails it under RequireAllVar (see Require).
 func Start(t testing.TB, opts Options) *Env {
 	t.Helper()
+	Require(t)
 	e, err := New(opts)
 	if err != nil {
 		t.Fatalf("starting the test control plane: %v", err)
@@ -66,7 +68,8 @@ func Start(t testing.TB, opts Options) *Env {
 }
 
 // New starts a control plane. The caller must call Stop, also when it fails;
-// TestMain is the place for a control plane that a whole package shares.
+// TestMain is the place for a control plane that a whole package shares. When the
+// control plane is not built, the error is a *MissingError (see SkipPackage).
 func New(opts Options) (_ *Env, err error) {
 	root, err := RepoRoot()
 	if err != nil {

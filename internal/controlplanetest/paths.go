@@ -36,22 +36,36 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// AssetsDir returns the folder that holds the control-plane binaries:
-// $KUBEBUILDER_ASSETS when set, else the cache folder of hack/controlplane.sh. It
-// fails, naming the command to run, when a binary is missing.
+// AssetsDir returns the folder that holds the control-plane binaries, as
+// `hack/controlplane.sh --print` finds it: $KUBEBUILDER_ASSETS when that folder
+// holds all of them (as setup-envtest's folder does once kube-controller-manager
+// is added), else the folder that hack/controlplane.sh builds them into. When a
+// binary is missing it returns a *MissingError, which names the make target.
 func AssetsDir(root string) (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		out, err := exec.Command(filepath.Join(root, "hack", "controlplane.sh"), "--print").Output()
-		if err != nil {
-			return "", fmt.Errorf("hack/controlplane.sh --print: %w", err)
-		}
-		dir = strings.TrimSpace(string(out))
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" && missingBinary(dir) == "" {
+		return dir, nil
 	}
-	for _, bin := range controlPlaneBinaries {
-		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
-			return "", fmt.Errorf("control-plane binary %s missing in %s: run `make controlplane` first", bin, dir)
+	out, err := exec.Command(filepath.Join(root, "hack", "controlplane.sh"), "--print").Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/controlplane.sh --print: %w", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if bin := missingBinary(dir); bin != "" {
+		detail := fmt.Sprintf("%s is missing in %s", bin, dir)
+		if env := os.Getenv("KUBEBUILDER_ASSETS"); env != "" && env != dir {
+			detail += fmt.Sprintf(" and $KUBEBUILDER_ASSETS (%s) does not hold all of %s", env, strings.Join(controlPlaneBinaries, ", "))
 		}
+		return "", &MissingError{What: "the test control plane", Target: "controlplane", Detail: detail}
 	}
 	return dir, nil
+}
+
+// missingBinary returns the first control-plane binary that dir lacks, or "".
+func missingBinary(dir string) string {
+	for _, bin := range controlPlaneBinaries {
+		if info, err := os.Stat(filepath.Join(dir, bin)); err != nil || info.IsDir() {
+			return bin
+		}
+	}
+	return ""
 }

@@ -93,8 +93,8 @@ func TestClientWithoutCertificateIsRefused(t *testing.T) {
 	cfg.TLS.CertFile, cfg.TLS.KeyFile = other.CertFile, other.KeyFile
 	h, _ := startReceiver(t, cfg)
 
-	h.WaitLog(t, "flow stream ended")
-	time.Sleep(200 * time.Millisecond)
+	// Three rounds of the reconnect loop, each a connection that failed.
+	h.WaitLogs(t, "flow stream ended", 3)
 	if n := h.Sink.LogRecordCount(); n != 0 || len(g.Requests()) != 0 {
 		t.Fatalf("a client certificate from another CA was served: %d records, %d streams", n, len(g.Requests()))
 	}
@@ -119,8 +119,8 @@ func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
 	cfg.Endpoint = plain.Addr
 	h, _ := startReceiver(t, cfg)
 
-	h.WaitLog(t, "flow stream ended")
-	time.Sleep(200 * time.Millisecond)
+	// Three rounds of the reconnect loop, each a connection that failed.
+	h.WaitLogs(t, "flow stream ended", 3)
 	if n := h.Sink.LogRecordCount(); n != 0 || len(g.Requests()) != 0 {
 		t.Fatalf("a TLS client talked plaintext: %d records, %d streams", n, len(g.Requests()))
 	}
@@ -160,14 +160,18 @@ func TestStopAndStartStreaming(t *testing.T) {
 	h, recv := startReceiver(t, cfg)
 	<-g.Opened
 
+	// StopStreaming returns once the stream is closed; the next stream is the
+	// one that StartStreaming opens, and its records are the first.
 	recv.StopStreaming()
 	g.SetFlows(loadFixtures(t))
-	time.Sleep(200 * time.Millisecond)
 	if n := h.Sink.LogRecordCount(); n != 0 {
 		t.Fatalf("%d records while stopped", n)
 	}
 	recv.StartStreaming()
 	h.WaitRecords(t, len(wantFixtureRecords))
+	if n := len(g.Requests()); n != 2 {
+		t.Fatalf("%d streams opened, want 2: one before the stop and one after the start", n)
+	}
 }
 
 func TestBadMessagesAreCountedDrops(t *testing.T) {

@@ -28,6 +28,7 @@ const learningBatch = 1000
 // decoding of the same messages alone. It reports both rates and their ratio.
 // It needs the test control plane (KUBEBUILDER_ASSETS, as make test sets it).
 func BenchmarkLearningPath(b *testing.B) {
+	controlplanetest.Require(b)
 	env, err := controlplanetest.New(controlplanetest.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -146,8 +146,8 @@ func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
 	cfg.Reconnect.InitialInterval = 20 * time.Millisecond
 	h, _ := startReceiver(t, cfg)
 
-	h.WaitLog(t, "flow stream ended")
-	time.Sleep(200 * time.Millisecond)
+	// Three rounds of the reconnect loop, each a connection that failed.
+	h.WaitLogs(t, "flow stream ended", 3)
 	if n := h.Sink.LogRecordCount(); n != 0 || len(relay.Requests()) != 0 {
 		t.Fatalf("a TLS client talked plaintext: %d records, %d streams", n, len(relay.Requests()))
 	}
@@ -189,14 +189,18 @@ func TestStopAndStartStreaming(t *testing.T) {
 	h, recv := startReceiver(t, cfg)
 	<-relay.Opened
 
+	// StopStreaming returns once the stream is closed; the next stream is the
+	// one that StartStreaming opens, and its records are the first.
 	recv.StopStreaming()
 	relay.SetResponses(loadFixtures(t))
-	time.Sleep(200 * time.Millisecond)
 	if n := h.Sink.LogRecordCount(); n != 0 {
 		t.Fatalf("%d records while stopped", n)
 	}
 	recv.StartStreaming()
 	h.WaitRecords(t, len(wantFixtureRecords))
+	if n := len(relay.Requests()); n != 2 {
+		t.Fatalf("%d streams opened, want 2: one before the stop and one after the start", n)
+	}
 }
 
 func TestBadMessagesAreCountedDrops(t *testing.T) {

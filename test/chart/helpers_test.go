@@ -63,6 +63,7 @@ type rendered struct {
 
 func render(t *testing.T, values map[string]any) *rendered {
 	t.Helper()
+	charttest.Require(t)
 	objs, err := charttest.Render(context.Background(), release, namespace, values)
 	if err != nil {
 		t.Fatal(err)

@@ -414,6 +414,7 @@ func TestOptionalParts(t *testing.T) {
 func TestLint(t *testing.T) {
 	for _, provider := range []string{"istio", "calico", "cilium"} {
 		t.Run(provider, func(t *testing.T) {
+			charttest.Require(t)
 			out, err := charttest.Lint(context.Background(), vals("controller.provider.name", provider))
 			if err != nil {
 				t.Fatal(err)

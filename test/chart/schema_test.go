@@ -59,6 +59,7 @@ func TestRefusedValues(t *testing.T) {
 			[]string{"telemetry.external.tls.existingSecret: set both certKey and keyKey, or neither"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			charttest.Require(t)
 			_, err := charttest.Render(context.Background(), release, namespace, tc.values)
 			if err == nil {
 				t.Fatal("rendered")
@@ -75,10 +76,7 @@ func TestRefusedValues(t *testing.T) {
 // TestCalicoInsecureRefusedByTemplate: without the schema (helm's
 // --skip-schema-validation), the template still refuses Calico in plaintext.
 func TestCalicoInsecureRefusedByTemplate(t *testing.T) {
-	helm, err := charttest.Path()
-	if err != nil {
-		t.Fatal(err)
-	}
+	helm := charttest.Require(t)
 	chart, err := charttest.Chart()
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // TestSecretReferencesResolve: the enforcer's configuration names a flow
@@ -23,6 +24,7 @@ import (
 // resolves every reference (ca.crt, tls.crt, tls.key of that one Secret), and
 // without that Role it cannot.
 func TestSecretReferencesResolve(t *testing.T) {
+	controlplanetest.Require(t)
 	bin := binaryPath(t)
 	for _, tc := range []struct {
 		provider, secretNS, secretName string

@@ -17,15 +17,11 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
-// binaryPath returns bin/network-enforcer, failing the test with the command to run
-// when it has not been built.
+// binaryPath returns bin/network-enforcer; when it has not been built, the test
+// skips (or fails under controlplanetest.RequireAllVar) with the command to run.
 func binaryPath(t *testing.T) string {
 	t.Helper()
-	bin, err := controlplanetest.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return controlplanetest.RequireBinary(t)
 }
 
 // repoFile returns the absolute path of a file of the repository.

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
@@ -20,6 +21,7 @@ import (
 // the fixtures, and reads the flow records that its otlp exporter sends to a real
 // OTLP receiver.
 func TestBinaryStreamsFromHubbleAndGoldmane(t *testing.T) {
+	controlplanetest.Require(t)
 	hubbleFlows, err := dataplanetest.LoadHubble(repoFile(t, dataplanetest.HubbleFixture))
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/violationevent"
 )
@@ -82,6 +83,7 @@ const syncInterval = 2 * time.Second
 // left in place while the collector is down, acknowledged, and deleted with its
 // native object, after which the next flow is learned again.
 func TestJourney(t *testing.T) {
+	controlplanetest.Require(t)
 	for _, tc := range []struct {
 		name     string
 		newPlane func(*testing.T) plane

@@ -41,6 +41,7 @@ type replica struct {
 // duration, and the proposals are neither duplicated nor lost (one, deleted
 // before the kill, is written again by the new leader, and nothing else is).
 func TestTwoReplicasOneWriter(t *testing.T) {
+	controlplanetest.Require(t)
 	ctx := context.Background()
 	flows, err := dataplanetest.LoadHubble(repoFile(t, dataplanetest.HubbleFixture))
 	if err != nil {

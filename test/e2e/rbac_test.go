@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/internal/charttest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // chartNamespace is where the RBAC test installs the chart's objects.
@@ -23,6 +24,8 @@ const chartNamespace = "network-enforcer"
 // and ClusterRoles that the chart renders: learning, promotion, rendering, the
 // status sync and the acknowledgement all work with exactly those grants.
 func TestJourneyAsTheChartServiceAccount(t *testing.T) {
+	controlplanetest.Require(t)
+	charttest.Require(t)
 	objs, err := charttest.Render(context.Background(), "network-enforcer", chartNamespace, map[string]any{
 		"controller": map[string]any{"provider": map[string]any{"name": "cilium"}},
 		"telemetry":  map[string]any{"collectorStrategy": "none"},

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // TestStandbyRefusesZtunnelRecords runs two replicas of the built binary with
@@ -22,6 +24,7 @@ import (
 // with gRPC Unavailable and HTTP 503, which senders retry (and, through the
 // Service, reach the leader); the leader takes them.
 func TestStandbyRefusesZtunnelRecords(t *testing.T) {
+	controlplanetest.Require(t)
 	type replica struct {
 		*process
 		grpc, http string

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 )
@@ -17,6 +18,7 @@ import (
 // the flow records over OTLP with mutual TLS; and as the controller, whose ztunnel
 // receiver takes them and whose otlp exporter sends them to a real OTLP receiver.
 func TestNodeAgentForwardsZtunnelFlowsToController(t *testing.T) {
+	controlplanetest.Require(t)
 	lines, err := dataplanetest.LoadZtunnel(repoFile(t, dataplanetest.ZtunnelFixture))
 	if err != nil {
 		t.Fatal(err)

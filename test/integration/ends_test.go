@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
 )
@@ -15,6 +16,7 @@ import (
 // host-network pod, a bare pod, or from an Istio source without an identity
 // create no proposal; each side that teaches nothing is counted by reason.
 func TestEndsThatTeachNothing(t *testing.T) {
+	controlplanetest.Require(t)
 	p := startPipeline(t, sources{})
 	prometheus := flow.Endpoint{Address: "10.0.3.40", Namespace: "monitoring", Pod: "prometheus-6b7c8d9e0-lmnop"}
 	cilium := func(src, dst flow.Endpoint) flow.Record {

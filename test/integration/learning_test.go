@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
 )
 
@@ -61,6 +62,7 @@ func proposals(t *testing.T) ([]provenProposal, map[string]string) {
 // then replays them again, with a fresh writer as after a restart, and checks
 // that nothing is written at all.
 func TestFixturesBecomeProposals(t *testing.T) {
+	controlplanetest.Require(t)
 	p := startPipeline(t, sources{hubble: true, goldmane: true})
 	edges := p.Settled(t, learningprocessor.MetricEdges, 2*time.Second)
 	time.Sleep(2 * time.Second) // a write round or two after the last edge
@@ -104,6 +106,7 @@ func TestFixturesBecomeProposals(t *testing.T) {
 // direction, its flows go on as violation candidates and no proposal comes back
 // for it, while the other proposals stay as they are.
 func TestPolicyStopsLearning(t *testing.T) {
+	controlplanetest.Require(t)
 	ctx := context.Background()
 	_, before := proposals(t)
 	frontendEgress := &v1alpha1.WorkloadNetworkPolicyProposal{}
@@ -140,6 +143,7 @@ func TestPolicyStopsLearning(t *testing.T) {
 // TestProposalsGoWithTheirWorkload: deleting a workload deletes its proposals,
 // through the owner reference and the garbage collector.
 func TestProposalsGoWithTheirWorkload(t *testing.T) {
+	controlplanetest.Require(t)
 	ctx := context.Background()
 	var d appsv1.Deployment
 	must(t, env.Client.Get(ctx, key("shop", "cart"), &d))

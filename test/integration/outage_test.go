@@ -24,6 +24,7 @@ const outage = time.Minute
 // while ztunnel lines keep arriving: nothing crashes, the learning is kept in
 // memory, and the proposals are written once the API server is back.
 func TestAPIServerOutage(t *testing.T) {
+	controlplanetest.Require(t)
 	target, err := env.APIServerAddr()
 	must(t, err)
 	proxy, err := controlplanetest.StartProxy(target)

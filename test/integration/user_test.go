@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
 )
@@ -18,6 +19,7 @@ import (
 // TestUserProposalIsLeftAlone: a proposal that a person made, with the name the
 // writer would use, is neither changed nor deleted when flows teach more.
 func TestUserProposalIsLeftAlone(t *testing.T) {
+	controlplanetest.Require(t)
 	ctx := context.Background()
 	mine := &v1alpha1.WorkloadNetworkPolicyProposal{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "deployment-probe-egress"},

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/violationevent"
 	"github.com/kubewarden/network-enforcer/internal/workload"
@@ -53,6 +54,7 @@ const violationBatches = 10
 // test sets it). The sync runs only every second: give it a -benchtime that
 // lasts a few seconds, or status-writes stays 0.
 func BenchmarkViolationPath(b *testing.B) {
+	controlplanetest.Require(b)
 	sink := &arrivalSink{}
 	exporter, err := consumer.NewLogs(sink.consume)
 	if err != nil {

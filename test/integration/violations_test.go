@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/violationevent"
 	"github.com/kubewarden/network-enforcer/processor/violationprocessor"
@@ -109,6 +110,7 @@ func policyNow(t *testing.T, name string) *v1alpha1.WorkloadNetworkPolicy {
 // status on the sync; a repeat only raises the count. An acknowledgement moves a
 // record and sends its event; one for an unknown id stays and is reported.
 func TestMonitorViolationsOfAKubernetesPolicy(t *testing.T) {
+	controlplanetest.Require(t)
 	ctx := context.Background()
 	sink := &consumertest.LogsSink{}
 	p := pipelinetest.StartPipeline(t, pipelinetest.Options{Violations: sink, StatusSyncInterval: time.Second})
@@ -202,6 +204,7 @@ func TestMonitorViolationsOfAKubernetesPolicy(t *testing.T) {
 // allows is none. With two policies for one workload and direction, a denial
 // that names neither is counted and reported on both, never guessed.
 func TestProtectViolationsAndAttribution(t *testing.T) {
+	controlplanetest.Require(t)
 	sink := &consumertest.LogsSink{}
 	p := pipelinetest.StartPipeline(t, pipelinetest.Options{Violations: sink, StatusSyncInterval: time.Second})
 	createPolicy(t, p, apiIngressPolicy("api-protect", v1alpha1.PolicyModeProtect))
@@ -255,6 +258,7 @@ func TestProtectViolationsAndAttribution(t *testing.T) {
 // has the source's address and the policy, but no destination and no port. The
 // policy it names says whose violation it is: the record has port 0.
 func TestUnjoinedIstioDecision(t *testing.T) {
+	controlplanetest.Require(t)
 	sink := &consumertest.LogsSink{}
 	p := pipelinetest.StartPipeline(t, pipelinetest.Options{Violations: sink, StatusSyncInterval: time.Second})
 	pol := &v1alpha1.WorkloadNetworkPolicy{

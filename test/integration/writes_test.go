@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
 )
@@ -34,6 +35,7 @@ var edgePairs = [][2]flow.Endpoint{
 // each proposal is written at most twice; the same flows again, through a
 // fresh pipeline as after a restart, write nothing.
 func TestWritesFollowEdgesNotFlows(t *testing.T) {
+	controlplanetest.Require(t)
 	first := startPipeline(t, sources{})
 	start := time.Now()
 	sendFlows(t, first)

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 func TestScheme(t *testing.T) {
@@ -39,6 +41,7 @@ func TestScheme(t *testing.T) {
 // string; no value reaches the log; closing the Retrieved values (what the
 // resolver does before it resolves again) makes the next Retrieve read anew.
 func TestRetrieveKeysOfOneSecret(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := "retrieve-keys"
 	createNamespace(t, ns)
 	data := map[string]string{"port": "8080"}
@@ -121,6 +124,7 @@ func TestRetrieveKeysOfOneSecret(t *testing.T) {
 // TestRetrieveMissing: a missing key or Secret fails naming namespace, name and
 // key, and never shows a value.
 func TestRetrieveMissing(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := "retrieve-missing"
 	createNamespace(t, ns)
 	createSecret(t, ns, "certs", tlsData)
@@ -192,6 +196,7 @@ func TestRetrieveInvalidURI(t *testing.T) {
 // Secret name reads it (so the provider needs no list or watch) and is refused
 // any other Secret with an error that names it.
 func TestRBACGetByNameOnly(t *testing.T) {
+	controlplanetest.Require(t)
 	ctx := context.Background()
 	dataPlane, collector := "rbac-data-plane", "rbac-collector"
 	createNamespace(t, dataPlane)
@@ -277,6 +282,7 @@ func TestRBACGetByNameOnly(t *testing.T) {
 // TestDefaultClientFromKubeconfig: outside a pod, the factory's provider reaches
 // the cluster through $KUBECONFIG, and only when it first retrieves.
 func TestDefaultClientFromKubeconfig(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := "default-client"
 	createNamespace(t, ns)
 	createSecret(t, ns, "certs", tlsData)

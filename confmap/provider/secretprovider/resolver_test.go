@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
+
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // TestResolver: through confmap's resolver, as the collector resolves its
@@ -16,6 +18,7 @@ import (
 // a longer string) beside ${env:...}, with one GET per Secret per resolution;
 // resolving again (a reload) reads the Secret anew.
 func TestResolver(t *testing.T) {
+	controlplanetest.Require(t)
 	ns := "resolver"
 	createNamespace(t, ns)
 	secret := createSecret(t, ns, "hubble-relay-client-certs", tlsData)

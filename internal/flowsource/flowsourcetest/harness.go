@@ -81,16 +81,32 @@ func (h *Harness) WaitRecords(t *testing.T, n int) []string {
 // WaitLog waits until a log entry's message or fields mention substr.
 func (h *Harness) WaitLog(t *testing.T, substr string) {
 	t.Helper()
+	h.WaitLogs(t, substr, 1)
+}
+
+// WaitLogs waits until n log entries mention substr, as WaitLog does. A
+// receiver logs "flow stream ended" once per stream that it opened or tried to
+// open, so waiting for several of them waits for that many rounds of its
+// reconnect loop: a check that nothing arrived then covers those rounds, however
+// slow the machine.
+func (h *Harness) WaitLogs(t *testing.T, substr string, n int) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	for {
+		got := 0
 		for _, e := range h.Logs.All() {
 			if strings.Contains(e.Message, substr) || strings.Contains(fmt.Sprint(e.ContextMap()), substr) {
-				return
+				got++
 			}
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d log entries mention %q, want %d: %v", got, substr, n, h.Logs.All())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("no log entry mentions %q: %v", substr, h.Logs.All())
 }
 
 // WaitDrops waits until the drop counters reach at least want.
