@@ -42,13 +42,15 @@ type aggregate struct {
 	mu      sync.Mutex
 	learned map[proposalKey]*learned
 	dirty   map[proposalKey]struct{}
+	// writing holds the proposals whose write is under way.
+	writing map[proposalKey]struct{}
 	// keys finds a proposal's key by its object name, as the work queue names it.
 	keys map[types.NamespacedName]proposalKey
 }
 
 func newAggregate() *aggregate {
 	return &aggregate{learned: map[proposalKey]*learned{}, dirty: map[proposalKey]struct{}{},
-		keys: map[types.NamespacedName]proposalKey{}}
+		writing: map[proposalKey]struct{}{}, keys: map[types.NamespacedName]proposalKey{}}
 }
 
 // nameOf is the name of key's proposal.
@@ -97,6 +99,7 @@ func (a *aggregate) take(name types.NamespacedName) (proposalKey, *learned, bool
 		return proposalKey{}, nil, false
 	}
 	delete(a.dirty, key)
+	a.writing[key] = struct{}{}
 	l := a.learned[key]
 	c := &learned{backend: l.backend, name: l.name, peers: make(map[peerRef]map[portRef]struct{}, len(l.peers))}
 	for p, ports := range l.peers {
@@ -107,6 +110,28 @@ func (a *aggregate) take(name types.NamespacedName) (proposalKey, *learned, bool
 		c.peers[p] = cp
 	}
 	return key, c, true
+}
+
+// written ends the write of key that take began; a failed one is marked dirty
+// again first.
+func (a *aggregate) written(key proposalKey) {
+	a.mu.Lock()
+	delete(a.writing, key)
+	a.mu.Unlock()
+}
+
+// unwritten is how many proposals have learned something whose write has not
+// finished: dirty, or being written.
+func (a *aggregate) unwritten() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := len(a.dirty)
+	for key := range a.writing {
+		if _, dirty := a.dirty[key]; !dirty {
+			n++
+		}
+	}
+	return n
 }
 
 // markDirty asks for key to be written again.

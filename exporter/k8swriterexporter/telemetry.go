@@ -11,16 +11,29 @@ import (
 // MetricWrites counts the writer's API writes by operation and result.
 const MetricWrites = "network_enforcer_writer_api_writes"
 
+// MetricUnwritten is how many proposals have learned something whose write has
+// not finished yet; it returns to 0 when the writer has caught up.
+const MetricUnwritten = "network_enforcer_writer_unwritten_proposals"
+
 type telemetry struct {
 	writes metric.Int64Counter
 	base   attribute.KeyValue
 }
 
-func newTelemetry(set exporter.Settings) (*telemetry, error) {
+func newTelemetry(set exporter.Settings, unwritten func() int) (*telemetry, error) {
 	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/exporter/k8swriterexporter")
 	w, err := m.Int64Counter(MetricWrites, metric.WithUnit("{write}"),
 		metric.WithDescription("Writes to the Kubernetes API, by operation (create, update) and result (ok, error)."))
 	if err != nil {
+		return nil, err
+	}
+	base := attribute.String("exporter", set.ID.String())
+	if _, err := m.Int64ObservableGauge(MetricUnwritten, metric.WithUnit("{proposal}"),
+		metric.WithDescription("Proposals that learned something whose write has not finished yet."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(unwritten()), metric.WithAttributes(base))
+			return nil
+		})); err != nil {
 		return nil, err
 	}
 	return &telemetry{writes: w, base: attribute.String("exporter", set.ID.String())}, nil

@@ -37,12 +37,13 @@ type writer struct {
 }
 
 func newWriter(set exporter.Settings, cfg *Config) (*writer, error) {
-	tel, err := newTelemetry(set)
+	agg := newAggregate()
+	tel, err := newTelemetry(set, agg.unwritten)
 	if err != nil {
 		return nil, err
 	}
 	return &writer{
-		cfg: cfg, set: set, agg: newAggregate(), telemetry: tel,
+		cfg: cfg, set: set, agg: agg, telemetry: tel,
 		limiter: rate.NewLimiter(rate.Limit(cfg.WriteQPS), cfg.WriteBurst),
 	}, nil
 }
@@ -96,6 +97,7 @@ func (w *writer) reconcileKey(ctx context.Context, name types.NamespacedName, pw
 	if !ok {
 		return nil
 	}
+	defer w.agg.written(key)
 	err := w.reconcile(ctx, key, l, pw)
 	switch {
 	case err == nil:

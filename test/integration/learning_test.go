@@ -65,8 +65,8 @@ func TestFixturesBecomeProposals(t *testing.T) {
 	controlplanetest.Require(t)
 	p := startPipeline(t, sources{hubble: true, goldmane: true})
 	edges := p.Settled(t, learningprocessor.MetricEdges, 2*time.Second)
-	time.Sleep(2 * time.Second) // a write round or two after the last edge
-	writes := p.Settled(t, k8swriterexporter.MetricWrites, 2*time.Second)
+	p.WaitWritten(t)
+	writes := p.Counter(k8swriterexporter.MetricWrites, nil)
 	got, versions := proposals(t)
 	b, err := yaml.Marshal(got)
 	must(t, err)
@@ -90,7 +90,7 @@ func TestFixturesBecomeProposals(t *testing.T) {
 	if n := replay.Settled(t, learningprocessor.MetricEdges, 2*time.Second); n != edges {
 		t.Fatalf("the replay learned %d edges, the first run %d", n, edges)
 	}
-	time.Sleep(3 * time.Second)
+	replay.WaitWritten(t) // every proposal's round, in which it finds nothing to write
 	if n := replay.Counter(k8swriterexporter.MetricWrites, nil); n != 0 {
 		t.Errorf("the replay wrote %d times", n)
 	}
@@ -121,7 +121,7 @@ func TestPolicyStopsLearning(t *testing.T) {
 
 	p := startPipeline(t, sources{hubble: true, goldmane: true})
 	p.Settled(t, learningprocessor.MetricEdges, 2*time.Second)
-	time.Sleep(3 * time.Second)
+	p.WaitWritten(t)
 	if n := p.Counter(learningprocessor.MetricCandidates, nil); n == 0 {
 		t.Error("no violation candidates for a workload that a policy governs")
 	}

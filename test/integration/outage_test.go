@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 )
@@ -45,6 +46,10 @@ func TestAPIServerOutage(t *testing.T) {
 		sendLines(t, p.ztunnelAddr, lines)
 		time.Sleep(5 * time.Second)
 	}
+	// The writer tried, and failed, during the outage: its rounds ran.
+	waitUntil(t, "a failed write round during the outage", time.Minute, func() bool {
+		return p.Counter(enforcerextension.MetricReconciles, map[string]string{"controller": "proposal-writer", "result": "error"}) > 0
+	})
 	if got := istioProposals(t); len(got) != 0 {
 		t.Fatalf("proposals written while the API server was out of reach: %v", got)
 	}

@@ -40,8 +40,8 @@ func TestWritesFollowEdgesNotFlows(t *testing.T) {
 	start := time.Now()
 	sendFlows(t, first)
 	elapsed := time.Since(start)
-	time.Sleep(2 * time.Second)
-	writes := first.Settled(t, k8swriterexporter.MetricWrites, 2*time.Second)
+	first.WaitWritten(t)
+	writes := first.Counter(k8swriterexporter.MetricWrites, nil)
 	edges := first.Counter(learningprocessor.MetricEdges, nil)
 	if edges != 2*manyFlows {
 		t.Fatalf("%d edges handed on for %d flows", edges, manyFlows)
@@ -54,7 +54,7 @@ func TestWritesFollowEdgesNotFlows(t *testing.T) {
 
 	replay := startPipeline(t, sources{})
 	sendFlows(t, replay)
-	time.Sleep(3 * time.Second)
+	replay.WaitWritten(t) // every proposal's round, in which it finds nothing to write
 	if n := replay.Counter(k8swriterexporter.MetricWrites, nil); n != 0 {
 		t.Errorf("the replay wrote %d times", n)
 	}

@@ -158,6 +158,41 @@ func (l *Learning) Counter(name string, attrs map[string]string) int64 {
 	return n
 }
 
+// Gauge returns the last value of a gauge of the path's telemetry, summed over
+// its points; false when it has none yet.
+func (l *Learning) Gauge(name string) (int64, bool) {
+	m, err := l.Tel.GetMetric(name)
+	if err != nil {
+		return 0, false
+	}
+	g, ok := m.Data.(metricdata.Gauge[int64])
+	if !ok || len(g.DataPoints) == 0 {
+		return 0, false
+	}
+	var n int64
+	for _, dp := range g.DataPoints {
+		n += dp.Value
+	}
+	return n, true
+}
+
+// WaitWritten waits until the proposal writer has finished every write that
+// what it learned asks for: a check that nothing was written then is made
+// after the rounds that would have written it, not after a while.
+func (l *Learning) WaitWritten(tb testing.TB) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if n, ok := l.Gauge(k8swriterexporter.MetricUnwritten); ok && n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatal("the proposal writer did not catch up within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Settled waits until the counter has counted something and then not changed for
 // quiet, and returns it. Waiting for a first count keeps a slow start (leader
 // election, the first stream) from passing for a settled zero.
