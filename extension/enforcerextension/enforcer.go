@@ -72,7 +72,7 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 	if err != nil {
 		return err
 	}
-	e.telemetry = tel
+	e.telemetry, e.leadership.telemetry = tel, tel
 	rc, err := e.restConfig(e.cfg.AuthType)
 	if err != nil {
 		return fmt.Errorf("kubernetes client (auth_type %s): %w", e.cfg.AuthType, err)

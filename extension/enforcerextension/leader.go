@@ -23,10 +23,23 @@ const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccou
 type leadership struct {
 	logger *zap.Logger
 	cfg    LeaderElectionConfig
+	// telemetry counts terms and observed changes of the lease holder; nil
+	// counts nothing.
+	telemetry *telemetry
 
 	mu      sync.Mutex
 	runs    []func(context.Context)
 	leading context.Context // set while leading
+	// observed counts the changes of the lease holder seen.
+	observed int
+}
+
+// observedChanges is how many changes of the lease holder this replica has
+// seen, its own taking of the lease included.
+func (l *leadership) observedChanges() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.observed
 }
 
 // OnLeading registers run; when this replica leads already, run starts now.
@@ -65,6 +78,14 @@ func (l *leadership) run(ctx context.Context, cs kubernetes.Interface) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: l.started,
 			OnStoppedLeading: l.stopped,
+			OnNewLeader: func(string) {
+				l.mu.Lock()
+				l.observed++
+				l.mu.Unlock()
+				if l.telemetry != nil {
+					l.telemetry.observed.Add(context.Background(), 1)
+				}
+			},
 		},
 	})
 	if err != nil {
@@ -80,6 +101,9 @@ func (l *leadership) run(ctx context.Context, cs kubernetes.Interface) error {
 
 func (l *leadership) started(ctx context.Context) {
 	l.logger.Info("Leading: streaming flows and writing", zap.String("lease", l.cfg.LeaseName))
+	if l.telemetry != nil {
+		l.telemetry.terms.Add(ctx, 1)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.leading = ctx

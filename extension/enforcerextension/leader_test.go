@@ -21,8 +21,8 @@ func TestOneLeaderAndTakeover(t *testing.T) {
 	a.OnLeading(func(ctx context.Context) { runsA.Add(1); ctxCh <- ctx })
 	b.OnLeading(func(ctx context.Context) { runsB.Add(1); ctxCh <- ctx })
 
-	waitFor(t, "a leader", 10*time.Second, func() bool { return a.IsLeader() || b.IsLeader() })
-	time.Sleep(time.Second) // a second leader would show up within this
+	// Once each has seen who holds the lease, each has competed for it.
+	waitFor(t, "both to see the lease held", 10*time.Second, func() bool { return a.observedChanges() > 0 && b.observedChanges() > 0 })
 	if a.IsLeader() == b.IsLeader() {
 		t.Fatalf("leaders: a %v, b %v", a.IsLeader(), b.IsLeader())
 	}

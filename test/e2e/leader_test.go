@@ -112,6 +112,12 @@ service:
 		return leader != nil
 	})
 	before := settledProposals(t, env)
+	waitFor(t, "the standby to see the lease held", time.Minute, func() bool {
+		return standby.counter(t, "network_enforcer_leader_changes_observed") > 0
+	})
+	if n := standby.counter(t, "network_enforcer_leader_terms"); n != 0 {
+		t.Fatalf("the standby began %d terms", n)
+	}
 	if n := standby.counter(t, "network_enforcer_learning_edges"); n != 0 {
 		t.Fatalf("the standby learned %d edges: it streamed", n)
 	}
