@@ -279,6 +279,8 @@ type queue struct {
 	keys      map[types.NamespacedName]time.Duration
 	reconcile func(context.Context, types.NamespacedName) error
 	resync    func(enqueue func(types.NamespacedName))
+	// status is whether it is the status owner's, which policy changes ask.
+	status bool
 }
 
 func (q *queue) Enqueue(key types.NamespacedName, delay time.Duration) {
@@ -352,11 +354,24 @@ func (e *Enforcer) WriteProposals(reconcile func(context.Context, types.Namespac
 }
 
 // SyncPolicyStatus registers the status owner. Unlike the real extension, the
-// fake does not watch policies: a test enqueues what changed.
+// fake does not watch policies: a test says what changed with Changed.
 func (e *Enforcer) SyncPolicyStatus(reconcile func(context.Context, types.NamespacedName, enforcerextension.PolicyStatusWriter) error) enforcerextension.Queue {
-	return e.addWriter(&queue{reconcile: func(ctx context.Context, key types.NamespacedName) error {
+	return e.addWriter(&queue{status: true, reconcile: func(ctx context.Context, key types.NamespacedName) error {
 		return reconcile(ctx, key, statusWriter{e})
 	}})
+}
+
+// Changed tells the status owner that policy key changed (created, its spec or
+// annotations), as the real extension's watch does.
+func (e *Enforcer) Changed(key types.NamespacedName) {
+	e.mu.Lock()
+	writers := slices.Clone(e.writers)
+	e.mu.Unlock()
+	for _, w := range writers {
+		if w.status {
+			w.Enqueue(key, 0)
+		}
+	}
 }
 
 // write applies a write as the API server would: refused when Refuse says
