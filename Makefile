@@ -24,11 +24,11 @@ CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-g
 PROTOC_GEN_GO  := $(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)/protoc-gen-go
 PROTOC_GEN_GRPC := $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GRPC_VERSION)/protoc-gen-go-grpc
 HELM           := $(TOOLS)/helm-$(HELM_VERSION)/helm
-GOLDMANE_PROTO := receiver/goldmanereceiver/goldmanepb/goldmane.proto
+GOLDMANE_PROTO := internal/goldmanepb/goldmane.proto
 
 # What `make generate` writes; check-generate looks at these paths only, so a work
 # tree with hand edits elsewhere can still be checked.
-GENERATED := crds chart/crds api/v1alpha1/zz_generated.deepcopy.go 'receiver/goldmanereceiver/goldmanepb/*.pb.go'
+GENERATED := crds chart/crds api/v1alpha1/zz_generated.deepcopy.go 'internal/goldmanepb/*.pb.go'
 
 BINARY      := bin/network-enforcer
 BUILD_DIR   := _build

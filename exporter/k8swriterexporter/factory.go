@@ -1,7 +1,6 @@
-// Package k8swriterexporter is the Kubernetes writer: it aggregates learning events
-// into WorkloadNetworkPolicyProposal objects, written only when their content
-// changes, and merges buffered violation observations into the status of each
-// WorkloadNetworkPolicy on the status sync interval. Only the leader writes.
+// Package k8swriterexporter is the Kubernetes writer: it aggregates learning
+// events into WorkloadNetworkPolicyProposal objects, the one writer of them,
+// written by a controller on the leader only when their content changes.
 package k8swriterexporter
 
 import (

@@ -1,6 +1,9 @@
 // Package enforcerextension is the enforcer extension: leader election, the shared
-// Kubernetes cache, and the reconcilers that promote proposals and render policies.
-// The other Network Enforcer components reach it through host.GetExtensions().
+// Kubernetes cache and workload resolution, read by every replica; and the
+// writers, each a controller that runs on each term of leadership with a narrow
+// client: its own promotion and render controllers, and those that the proposal
+// writer and the violation status owner register. The other Network Enforcer
+// components reach it through host.GetExtensions().
 package enforcerextension
 
 import (

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
-	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
+	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
 )
 
 // Names in the data planes' server certificates, as in a cluster.

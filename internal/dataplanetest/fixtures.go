@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
+	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
 )
 
 // Fixture paths, relative to the repository root.

@@ -1,4 +1,4 @@
-// Package violationprocessor is the violation processor: it turns violation candidates into violation observations, attributes each to a WorkloadNetworkPolicy, sends a policy_violation_observed log event for it at once, and merges the observations and acknowledgements into the policies' status on the status sync interval.
+// Package violationprocessor is the violation processor: it turns violation candidates into violation observations, attributes each to a WorkloadNetworkPolicy, sends a policy_violation_observed log event for it at once, and, as the one owner of the violation status, merges the observations and acknowledgements into each policy's status at most once a status sync interval.
 package violationprocessor
 
 import (

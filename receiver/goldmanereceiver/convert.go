@@ -6,7 +6,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
-	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
+	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
 )
 
 // convertFlow maps one Goldmane flow into the flow schema, or says why it drops it.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
-	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
+	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
 )
 
 // FuzzConvertFlow fuzzes the Goldmane flow conversion, seeded from the fixtures;

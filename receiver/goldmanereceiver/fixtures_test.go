@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
-	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
+	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
 )
 
 // loadFixtures reads the shared Goldmane fixture.

@@ -12,7 +12,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
-	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
+	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
 )
 
 // aggregationInterval is the only aggregation interval that Goldmane's stream

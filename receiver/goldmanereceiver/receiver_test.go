@@ -12,8 +12,8 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/certtest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
+	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
-	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
 )
 
 // fixtureAge is a start_time_gte that reaches back to the recorded fixtures.

@@ -12,8 +12,8 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
-	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
 )
 
 // TestBinaryStreamsFromHubbleAndGoldmane runs the built collector with both gRPC

@@ -21,8 +21,8 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/certtest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
-	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
 )
 
 // guardedPod is a pod of the guarded namespace, which no fixture has: the

@@ -14,9 +14,9 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/certtest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
+	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
 	"github.com/kubewarden/network-enforcer/receiver/goldmanereceiver"
-	pb "github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepb"
 	"github.com/kubewarden/network-enforcer/receiver/hubblereceiver"
 	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver"
 	"github.com/kubewarden/network-enforcer/test/pipelinetest"

@@ -7,7 +7,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: receiver/goldmanereceiver/goldmanepb/goldmane.proto
+// source: internal/goldmanepb/goldmane.proto
 
 package goldmanepb
 
@@ -56,11 +56,11 @@ func (x MatchType) String() string {
 }
 
 func (MatchType) Descriptor() protoreflect.EnumDescriptor {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_enumTypes[0].Descriptor()
+	return file_internal_goldmanepb_goldmane_proto_enumTypes[0].Descriptor()
 }
 
 func (MatchType) Type() protoreflect.EnumType {
-	return &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_enumTypes[0]
+	return &file_internal_goldmanepb_goldmane_proto_enumTypes[0]
 }
 
 func (x MatchType) Number() protoreflect.EnumNumber {
@@ -69,7 +69,7 @@ func (x MatchType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MatchType.Descriptor instead.
 func (MatchType) EnumDescriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{0}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{0}
 }
 
 type Action int32
@@ -108,11 +108,11 @@ func (x Action) String() string {
 }
 
 func (Action) Descriptor() protoreflect.EnumDescriptor {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_enumTypes[1].Descriptor()
+	return file_internal_goldmanepb_goldmane_proto_enumTypes[1].Descriptor()
 }
 
 func (Action) Type() protoreflect.EnumType {
-	return &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_enumTypes[1]
+	return &file_internal_goldmanepb_goldmane_proto_enumTypes[1]
 }
 
 func (x Action) Number() protoreflect.EnumNumber {
@@ -121,7 +121,7 @@ func (x Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Action.Descriptor instead.
 func (Action) EnumDescriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{1}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{1}
 }
 
 type Reporter int32
@@ -157,11 +157,11 @@ func (x Reporter) String() string {
 }
 
 func (Reporter) Descriptor() protoreflect.EnumDescriptor {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_enumTypes[2].Descriptor()
+	return file_internal_goldmanepb_goldmane_proto_enumTypes[2].Descriptor()
 }
 
 func (Reporter) Type() protoreflect.EnumType {
-	return &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_enumTypes[2]
+	return &file_internal_goldmanepb_goldmane_proto_enumTypes[2]
 }
 
 func (x Reporter) Number() protoreflect.EnumNumber {
@@ -170,7 +170,7 @@ func (x Reporter) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reporter.Descriptor instead.
 func (Reporter) EnumDescriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{2}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{2}
 }
 
 type EndpointType int32
@@ -212,11 +212,11 @@ func (x EndpointType) String() string {
 }
 
 func (EndpointType) Descriptor() protoreflect.EnumDescriptor {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_enumTypes[3].Descriptor()
+	return file_internal_goldmanepb_goldmane_proto_enumTypes[3].Descriptor()
 }
 
 func (EndpointType) Type() protoreflect.EnumType {
-	return &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_enumTypes[3]
+	return &file_internal_goldmanepb_goldmane_proto_enumTypes[3]
 }
 
 func (x EndpointType) Number() protoreflect.EnumNumber {
@@ -225,7 +225,7 @@ func (x EndpointType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EndpointType.Descriptor instead.
 func (EndpointType) EnumDescriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{3}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{3}
 }
 
 type PolicyKind int32
@@ -282,11 +282,11 @@ func (x PolicyKind) String() string {
 }
 
 func (PolicyKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_enumTypes[4].Descriptor()
+	return file_internal_goldmanepb_goldmane_proto_enumTypes[4].Descriptor()
 }
 
 func (PolicyKind) Type() protoreflect.EnumType {
-	return &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_enumTypes[4]
+	return &file_internal_goldmanepb_goldmane_proto_enumTypes[4]
 }
 
 func (x PolicyKind) Number() protoreflect.EnumNumber {
@@ -295,7 +295,7 @@ func (x PolicyKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PolicyKind.Descriptor instead.
 func (PolicyKind) EnumDescriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{4}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{4}
 }
 
 type FlowStreamRequest struct {
@@ -311,7 +311,7 @@ type FlowStreamRequest struct {
 
 func (x *FlowStreamRequest) Reset() {
 	*x = FlowStreamRequest{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[0]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -323,7 +323,7 @@ func (x *FlowStreamRequest) String() string {
 func (*FlowStreamRequest) ProtoMessage() {}
 
 func (x *FlowStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[0]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -336,7 +336,7 @@ func (x *FlowStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlowStreamRequest.ProtoReflect.Descriptor instead.
 func (*FlowStreamRequest) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{0}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *FlowStreamRequest) GetStartTimeGte() int64 {
@@ -374,7 +374,7 @@ type FlowListRequest struct {
 
 func (x *FlowListRequest) Reset() {
 	*x = FlowListRequest{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[1]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -386,7 +386,7 @@ func (x *FlowListRequest) String() string {
 func (*FlowListRequest) ProtoMessage() {}
 
 func (x *FlowListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[1]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -399,7 +399,7 @@ func (x *FlowListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlowListRequest.ProtoReflect.Descriptor instead.
 func (*FlowListRequest) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{1}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *FlowListRequest) GetStartTimeGte() int64 {
@@ -454,7 +454,7 @@ type FlowListResult struct {
 
 func (x *FlowListResult) Reset() {
 	*x = FlowListResult{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[2]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -466,7 +466,7 @@ func (x *FlowListResult) String() string {
 func (*FlowListResult) ProtoMessage() {}
 
 func (x *FlowListResult) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[2]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -479,7 +479,7 @@ func (x *FlowListResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlowListResult.ProtoReflect.Descriptor instead.
 func (*FlowListResult) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{2}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *FlowListResult) GetMeta() *ListMetadata {
@@ -506,7 +506,7 @@ type ListMetadata struct {
 
 func (x *ListMetadata) Reset() {
 	*x = ListMetadata{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[3]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -518,7 +518,7 @@ func (x *ListMetadata) String() string {
 func (*ListMetadata) ProtoMessage() {}
 
 func (x *ListMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[3]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -531,7 +531,7 @@ func (x *ListMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMetadata.ProtoReflect.Descriptor instead.
 func (*ListMetadata) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{3}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListMetadata) GetTotalPages() int64 {
@@ -559,7 +559,7 @@ type FlowResult struct {
 
 func (x *FlowResult) Reset() {
 	*x = FlowResult{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[4]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +571,7 @@ func (x *FlowResult) String() string {
 func (*FlowResult) ProtoMessage() {}
 
 func (x *FlowResult) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[4]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +584,7 @@ func (x *FlowResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlowResult.ProtoReflect.Descriptor instead.
 func (*FlowResult) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{4}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *FlowResult) GetId() int64 {
@@ -621,7 +621,7 @@ type Flow struct {
 
 func (x *Flow) Reset() {
 	*x = Flow{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[5]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +633,7 @@ func (x *Flow) String() string {
 func (*Flow) ProtoMessage() {}
 
 func (x *Flow) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[5]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +646,7 @@ func (x *Flow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Flow.ProtoReflect.Descriptor instead.
 func (*Flow) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{5}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Flow) GetKey() *FlowKey {
@@ -756,7 +756,7 @@ type FlowKey struct {
 
 func (x *FlowKey) Reset() {
 	*x = FlowKey{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[6]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +768,7 @@ func (x *FlowKey) String() string {
 func (*FlowKey) ProtoMessage() {}
 
 func (x *FlowKey) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[6]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +781,7 @@ func (x *FlowKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlowKey.ProtoReflect.Descriptor instead.
 func (*FlowKey) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{6}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FlowKey) GetSourceName() string {
@@ -899,7 +899,7 @@ type PolicyTrace struct {
 
 func (x *PolicyTrace) Reset() {
 	*x = PolicyTrace{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[7]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +911,7 @@ func (x *PolicyTrace) String() string {
 func (*PolicyTrace) ProtoMessage() {}
 
 func (x *PolicyTrace) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[7]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +924,7 @@ func (x *PolicyTrace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyTrace.ProtoReflect.Descriptor instead.
 func (*PolicyTrace) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{7}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PolicyTrace) GetEnforcedPolicies() []*PolicyHit {
@@ -958,7 +958,7 @@ type PolicyHit struct {
 
 func (x *PolicyHit) Reset() {
 	*x = PolicyHit{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[8]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -970,7 +970,7 @@ func (x *PolicyHit) String() string {
 func (*PolicyHit) ProtoMessage() {}
 
 func (x *PolicyHit) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[8]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -983,7 +983,7 @@ func (x *PolicyHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyHit.ProtoReflect.Descriptor instead.
 func (*PolicyHit) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{8}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PolicyHit) GetKind() PolicyKind {
@@ -1060,7 +1060,7 @@ type Filter struct {
 
 func (x *Filter) Reset() {
 	*x = Filter{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[9]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1072,7 +1072,7 @@ func (x *Filter) String() string {
 func (*Filter) ProtoMessage() {}
 
 func (x *Filter) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[9]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1085,7 +1085,7 @@ func (x *Filter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Filter.ProtoReflect.Descriptor instead.
 func (*Filter) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{9}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Filter) GetSourceNames() []*StringMatch {
@@ -1168,7 +1168,7 @@ type StringMatch struct {
 
 func (x *StringMatch) Reset() {
 	*x = StringMatch{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[10]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1180,7 @@ func (x *StringMatch) String() string {
 func (*StringMatch) ProtoMessage() {}
 
 func (x *StringMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[10]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1193,7 @@ func (x *StringMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringMatch.ProtoReflect.Descriptor instead.
 func (*StringMatch) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{10}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StringMatch) GetValue() string {
@@ -1219,7 +1219,7 @@ type PortMatch struct {
 
 func (x *PortMatch) Reset() {
 	*x = PortMatch{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[11]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1231,7 @@ func (x *PortMatch) String() string {
 func (*PortMatch) ProtoMessage() {}
 
 func (x *PortMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[11]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1244,7 @@ func (x *PortMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortMatch.ProtoReflect.Descriptor instead.
 func (*PortMatch) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{11}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PortMatch) GetPort() int64 {
@@ -1267,7 +1267,7 @@ type PolicyMatch struct {
 
 func (x *PolicyMatch) Reset() {
 	*x = PolicyMatch{}
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[12]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1279,7 +1279,7 @@ func (x *PolicyMatch) String() string {
 func (*PolicyMatch) ProtoMessage() {}
 
 func (x *PolicyMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes[12]
+	mi := &file_internal_goldmanepb_goldmane_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1292,7 +1292,7 @@ func (x *PolicyMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyMatch.ProtoReflect.Descriptor instead.
 func (*PolicyMatch) Descriptor() ([]byte, []int) {
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP(), []int{12}
+	return file_internal_goldmanepb_goldmane_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PolicyMatch) GetKind() PolicyKind {
@@ -1330,11 +1330,11 @@ func (x *PolicyMatch) GetAction() Action {
 	return Action_ActionUnspecified
 }
 
-var File_receiver_goldmanereceiver_goldmanepb_goldmane_proto protoreflect.FileDescriptor
+var File_internal_goldmanepb_goldmane_proto protoreflect.FileDescriptor
 
-const file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDesc = "" +
+const file_internal_goldmanepb_goldmane_proto_rawDesc = "" +
 	"\n" +
-	"3receiver/goldmanereceiver/goldmanepb/goldmane.proto\x12\bgoldmane\"\x96\x01\n" +
+	"\"internal/goldmanepb/goldmane.proto\x12\bgoldmane\"\x96\x01\n" +
 	"\x11FlowStreamRequest\x12$\n" +
 	"\x0estart_time_gte\x18\x01 \x01(\x03R\fstartTimeGte\x12(\n" +
 	"\x06filter\x18\x02 \x01(\v2\x10.goldmane.FilterR\x06filter\x121\n" +
@@ -1466,23 +1466,23 @@ const file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDesc = "" +
 	"\x14ClusterNetworkPolicy\x10\v2\x83\x01\n" +
 	"\x05Flows\x12;\n" +
 	"\x04List\x12\x19.goldmane.FlowListRequest\x1a\x18.goldmane.FlowListResult\x12=\n" +
-	"\x06Stream\x12\x1b.goldmane.FlowStreamRequest\x1a\x14.goldmane.FlowResult0\x01BMZKgithub.com/kubewarden/network-enforcer/receiver/goldmanereceiver/goldmanepbb\x06proto3"
+	"\x06Stream\x12\x1b.goldmane.FlowStreamRequest\x1a\x14.goldmane.FlowResult0\x01B<Z:github.com/kubewarden/network-enforcer/internal/goldmanepbb\x06proto3"
 
 var (
-	file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescOnce sync.Once
-	file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescData []byte
+	file_internal_goldmanepb_goldmane_proto_rawDescOnce sync.Once
+	file_internal_goldmanepb_goldmane_proto_rawDescData []byte
 )
 
-func file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescGZIP() []byte {
-	file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescOnce.Do(func() {
-		file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDesc), len(file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDesc)))
+func file_internal_goldmanepb_goldmane_proto_rawDescGZIP() []byte {
+	file_internal_goldmanepb_goldmane_proto_rawDescOnce.Do(func() {
+		file_internal_goldmanepb_goldmane_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_internal_goldmanepb_goldmane_proto_rawDesc), len(file_internal_goldmanepb_goldmane_proto_rawDesc)))
 	})
-	return file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDescData
+	return file_internal_goldmanepb_goldmane_proto_rawDescData
 }
 
-var file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
-var file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_goTypes = []any{
+var file_internal_goldmanepb_goldmane_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_internal_goldmanepb_goldmane_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_internal_goldmanepb_goldmane_proto_goTypes = []any{
 	(MatchType)(0),            // 0: goldmane.MatchType
 	(Action)(0),               // 1: goldmane.Action
 	(Reporter)(0),             // 2: goldmane.Reporter
@@ -1502,7 +1502,7 @@ var file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_goTypes = []any{
 	(*PortMatch)(nil),         // 16: goldmane.PortMatch
 	(*PolicyMatch)(nil),       // 17: goldmane.PolicyMatch
 }
-var file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_depIdxs = []int32{
+var file_internal_goldmanepb_goldmane_proto_depIdxs = []int32{
 	14, // 0: goldmane.FlowStreamRequest.filter:type_name -> goldmane.Filter
 	14, // 1: goldmane.FlowListRequest.filter:type_name -> goldmane.Filter
 	8,  // 2: goldmane.FlowListResult.meta:type_name -> goldmane.ListMetadata
@@ -1546,27 +1546,27 @@ var file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_depIdxs = []int32{
 	0,  // [0:32] is the sub-list for field type_name
 }
 
-func init() { file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_init() }
-func file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_init() {
-	if File_receiver_goldmanereceiver_goldmanepb_goldmane_proto != nil {
+func init() { file_internal_goldmanepb_goldmane_proto_init() }
+func file_internal_goldmanepb_goldmane_proto_init() {
+	if File_internal_goldmanepb_goldmane_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDesc), len(file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_goldmanepb_goldmane_proto_rawDesc), len(file_internal_goldmanepb_goldmane_proto_rawDesc)),
 			NumEnums:      5,
 			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
-		GoTypes:           file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_goTypes,
-		DependencyIndexes: file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_depIdxs,
-		EnumInfos:         file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_enumTypes,
-		MessageInfos:      file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_msgTypes,
+		GoTypes:           file_internal_goldmanepb_goldmane_proto_goTypes,
+		DependencyIndexes: file_internal_goldmanepb_goldmane_proto_depIdxs,
+		EnumInfos:         file_internal_goldmanepb_goldmane_proto_enumTypes,
+		MessageInfos:      file_internal_goldmanepb_goldmane_proto_msgTypes,
 	}.Build()
-	File_receiver_goldmanereceiver_goldmanepb_goldmane_proto = out.File
-	file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_goTypes = nil
-	file_receiver_goldmanereceiver_goldmanepb_goldmane_proto_depIdxs = nil
+	File_internal_goldmanepb_goldmane_proto = out.File
+	file_internal_goldmanepb_goldmane_proto_goTypes = nil
+	file_internal_goldmanepb_goldmane_proto_depIdxs = nil
 }

@@ -7,7 +7,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: receiver/goldmanereceiver/goldmanepb/goldmane.proto
+// source: internal/goldmanepb/goldmane.proto
 
 package goldmanepb
 
@@ -172,5 +172,5 @@ var Flows_ServiceDesc = grpc.ServiceDesc{
 			ServerStreams: true,
 		},
 	},
-	Metadata: "receiver/goldmanereceiver/goldmanepb/goldmane.proto",
+	Metadata: "internal/goldmanepb/goldmane.proto",
 }
