@@ -129,6 +129,15 @@ const (
 	UnresolvedUnsupportedOwner UnresolvedReason = "unsupported_owner"
 )
 
+// FindOptional is Find for a component whose `enforcer` key may be unset: nil
+// id finds nothing and is no error.
+func FindOptional(host component.Host, id *component.ID) (Enforcer, error) {
+	if id == nil {
+		return nil, nil
+	}
+	return Find(host, *id)
+}
+
 // Find returns the enforcer extension id from the host's extensions.
 func Find(host component.Host, id component.ID) (Enforcer, error) {
 	ext, ok := host.GetExtensions()[id]

@@ -8,7 +8,6 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
-	"go.opentelemetry.io/collector/processor/processortest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
@@ -33,16 +32,7 @@ func startLearning(t *testing.T) (processor.Logs, *enforcerextensiontest.Enforce
 	fake.AddWorkload(frontend, enforcerextensiontest.WorkloadInfo{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}}}, "10.0.0.1")
 	fake.AddWorkload(cart, enforcerextensiontest.WorkloadInfo{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cart"}}}, "10.0.0.2")
 	fake.Unresolved("10.0.0.9", enforcerextension.UnresolvedHostNetwork)
-	sink := &consumertest.LogsSink{}
-	f := NewFactory()
-	p, err := f.CreateLogs(context.Background(), processortest.NewNopSettings(f.Type()), f.CreateDefaultConfig(), sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(context.Background(), fake.Host(enforcerextension.DefaultReference())); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	p, sink := fake.StartLogsProcessor(t, NewFactory())
 	return p, fake, sink
 }
 

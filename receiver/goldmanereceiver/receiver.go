@@ -47,15 +47,11 @@ func newGoldmaneReceiver(set receiver.Settings, cfg *Config, next consumer.Logs)
 // Start starts streaming: only while the configured enforcer extension leads,
 // or from start to shutdown when none is configured.
 func (r *goldmaneReceiver) Start(ctx context.Context, host component.Host) error {
-	var leader flowsource.Leadership
-	if r.cfg.Enforcer != nil {
-		e, err := enforcerextension.Find(host, *r.cfg.Enforcer)
-		if err != nil {
-			return err
-		}
-		leader = e
+	e, err := enforcerextension.FindOptional(host, r.cfg.Enforcer)
+	if err != nil {
+		return err
 	}
-	return r.GRPCReceiver.Start(ctx, host, leader)
+	return r.GRPCReceiver.Start(ctx, host, e) // a nil e streams from start to shutdown
 }
 
 func (r *goldmaneReceiver) request() *pb.FlowStreamRequest {

@@ -85,12 +85,9 @@ func newZtunnelReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) 
 
 // Start starts the join clock and the inputs.
 func (r *ztunnelReceiver) Start(ctx context.Context, host component.Host) error {
-	if r.cfg.Enforcer != nil {
-		e, err := enforcerextension.Find(host, *r.cfg.Enforcer)
-		if err != nil {
-			return err
-		}
-		r.leader = e
+	var err error
+	if r.leader, err = enforcerextension.FindOptional(host, r.cfg.Enforcer); err != nil {
+		return err
 	}
 	r.stop, r.done = make(chan struct{}), make(chan struct{})
 	go r.expireLoop()

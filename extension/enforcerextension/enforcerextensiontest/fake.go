@@ -13,10 +13,14 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processortest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -489,4 +493,21 @@ func (w statusWriter) RemoveAnnotations(_ context.Context, p *v1alpha1.WorkloadN
 
 func (w statusWriter) Event(p *v1alpha1.WorkloadNetworkPolicy, eventType, reason, message string) {
 	w.e.record(p, eventType, reason, message)
+}
+
+// StartLogsProcessor creates a logs processor of factory f with its default
+// configuration, whose enforcer is e, starts it, and returns it with the sink
+// of what it hands on; it is shut down when the test ends.
+func (e *Enforcer) StartLogsProcessor(tb testing.TB, f processor.Factory) (processor.Logs, *consumertest.LogsSink) {
+	tb.Helper()
+	sink := &consumertest.LogsSink{}
+	p, err := f.CreateLogs(context.Background(), processortest.NewNopSettings(f.Type()), f.CreateDefaultConfig(), sink)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := p.Start(context.Background(), e.Host(enforcerextension.DefaultReference())); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	return p, sink
 }
