@@ -174,8 +174,19 @@ func (r *ztunnelReceiver) take(l *line, now time.Time, out *joined) {
 
 // emit counts what out holds and hands its records to the pipeline in one batch.
 func (r *ztunnelReceiver) emit(ctx context.Context, out *joined) error {
-	for _, reason := range out.drops {
-		r.telemetry.Dropped(ctx, reason)
+	// Counted per reason: a batch's drops are of few reasons.
+	for len(out.drops) > 0 {
+		reason, n := out.drops[0], 0
+		kept := out.drops[:0]
+		for _, d := range out.drops {
+			if d == reason {
+				n++
+			} else {
+				kept = append(kept, d)
+			}
+		}
+		r.telemetry.DroppedN(ctx, reason, n)
+		out.drops = kept
 	}
 	if out.unjoined > 0 {
 		r.unjoined.Add(ctx, int64(out.unjoined), metric.WithAttributes(attribute.String("receiver", r.set.ID.String())))
