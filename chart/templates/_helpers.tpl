@@ -325,3 +325,17 @@ telemetry:
     level: none
   {{- end }}
 {{- end -}}
+
+{{/*
+GOMEMLIMIT of the enforcer: controller.gc.memLimitPercent of the container's
+memory limit, when that is given in Mi or Gi; empty otherwise.
+*/}}
+{{- define "network-enforcer.goMemLimit" -}}
+{{- $pct := int (dig "gc" "memLimitPercent" 0 .Values.controller) -}}
+{{- $mem := toString (dig "limits" "memory" "" .Values.controller.resources) -}}
+{{- if and (gt $pct 0) (regexMatch "^[0-9]+(Mi|Gi)$" $mem) -}}
+{{- $mib := int (trimSuffix "Mi" (trimSuffix "Gi" $mem)) -}}
+{{- if hasSuffix "Gi" $mem }}{{ $mib = mul $mib 1024 }}{{ end -}}
+{{- div (mul $mib $pct) 100 }}MiB
+{{- end -}}
+{{- end -}}

@@ -208,6 +208,15 @@ func (lt *loadtest) start(name, config, metrics string) (*process, error) {
 	}
 	p.cmd = exec.Command(lt.bin, "--config", config)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+lt.kubeconfig)
+	// The garbage collector's settings as the chart renders them by default
+	// (controller.gc), for every run of the binary, the otlp -> nop baseline
+	// too.
+	if lt.opts.gogc != "" {
+		p.cmd.Env = append(p.cmd.Env, "GOGC="+lt.opts.gogc)
+	}
+	if lt.opts.gomemlimit != "" {
+		p.cmd.Env = append(p.cmd.Env, "GOMEMLIMIT="+lt.opts.gomemlimit)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {

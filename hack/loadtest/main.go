@@ -40,10 +40,14 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Minute, "the longest one side of one path may take")
 	otlpBatch := flag.Int("otlp-batch", 1000, "log records per OTLP request")
 	keep := flag.Bool("keep", false, "keep the work directory (configurations, logs, certificates)")
+	// The chart's defaults: controller.gc.goGC, and controller.gc.memLimitPercent
+	// of controller.resources.limits.memory.
+	gogc := flag.String("gogc", "400", "GOGC of the binary, as the chart sets it; empty: Go's default")
+	gomemlimit := flag.String("gomemlimit", "512MiB", "GOMEMLIMIT of the binary, as the chart sets it; empty: none")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := options{flows: *flows, timeout: *timeout, otlpBatch: *otlpBatch, keep: *keep}
+	opts := options{flows: *flows, timeout: *timeout, otlpBatch: *otlpBatch, keep: *keep, gogc: *gogc, gomemlimit: *gomemlimit}
 	for _, p := range strings.Split(*paths, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			opts.paths = append(opts.paths, p)
@@ -61,6 +65,8 @@ type options struct {
 	timeout   time.Duration
 	otlpBatch int
 	keep      bool
+	// gogc and gomemlimit are the binary's GOGC and GOMEMLIMIT.
+	gogc, gomemlimit string
 }
 
 // result is one path's measurement.

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -178,8 +179,17 @@ func (e *Endpoint) stringField(keys *endKeys, k string) *string {
 	return nil
 }
 
+// readLabels reads an end's labels: one string of key=value joined by
+// LabelSeparator, or, as records of earlier versions have them, a slice.
 func readLabels(v pcommon.Value) []string {
-	if v.Type() != pcommon.ValueTypeSlice {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		if v.Str() == "" {
+			return nil
+		}
+		return strings.Split(v.Str(), LabelSeparator)
+	case pcommon.ValueTypeSlice:
+	default:
 		return nil
 	}
 	s := v.Slice()
@@ -233,12 +243,13 @@ func writeEndpoint(a pcommon.Map, k *endKeys, e *Endpoint) {
 	putStr(a, k.workloadKind, e.WorkloadKind)
 	putStr(a, k.workloadName, e.WorkloadName)
 	putStr(a, k.identity, e.Identity)
-	if len(e.Labels) > 0 {
-		s := a.PutEmptySlice(k.labels)
-		s.EnsureCapacity(len(e.Labels))
-		for _, l := range e.Labels {
-			s.AppendEmpty().SetStr(l)
-		}
+	switch len(e.Labels) {
+	case 0:
+	case 1:
+		a.PutStr(k.labels, e.Labels[0])
+	default:
+		// One string, not a slice: a slice value costs an allocation a label.
+		a.PutStr(k.labels, strings.Join(e.Labels, LabelSeparator))
 	}
 	putStr(a, k.external, string(e.External))
 }

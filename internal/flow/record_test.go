@@ -17,7 +17,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		Direction: DirectionEgress,
 		Transport: TransportTCP,
 		Source: Endpoint{Address: "10.0.1.23", Port: 43718, Namespace: "shop", Pod: "web-7c9d8b6f5-*",
-			WorkloadKind: "Deployment", WorkloadName: "web", Labels: []string{"app=web"}},
+			WorkloadKind: "Deployment", WorkloadName: "web", Labels: []string{"app=web", "tier=frontend"}},
 		Destination:    Endpoint{Address: "203.0.113.9", Port: 443, External: ExternalNetwork},
 		Policy:         PolicyRef{Kind: "NetworkPolicy", Namespace: "shop", Name: "deny-egress"},
 		PendingOutcome: OutcomeAllowed,
@@ -36,6 +36,9 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 	if v, _ := lr.Attributes().Get("destination.port"); v.Int() != 443 {
 		t.Fatalf("destination.port = %v", v.AsRaw())
+	}
+	if v, _ := lr.Attributes().Get("source.k8s.pod.labels"); v.Str() != "app=web,tier=frontend" {
+		t.Fatalf("source.k8s.pod.labels = %v", v.AsRaw())
 	}
 	if _, ok := lr.Attributes().Get("destination.k8s.pod.name"); ok {
 		t.Fatal("an unknown value was written as an attribute")
@@ -65,5 +68,18 @@ func TestAttributeCountIsExact(t *testing.T) {
 		if got, want := lr.Attributes().Len(), r.attributeCount(); got != want {
 			t.Errorf("%+v: wrote %d attributes, counted %d", r, got, want)
 		}
+	}
+}
+
+// Records of earlier versions have the labels as a slice.
+func TestReadsLabelsAsASlice(t *testing.T) {
+	lr := plog.NewLogRecord()
+	s := lr.Attributes().PutEmptySlice("source.k8s.pod.labels")
+	s.AppendEmpty().SetStr("app=web")
+	s.AppendEmpty().SetStr("tier=frontend")
+	var r Record
+	r.ReadFrom(lr)
+	if !reflect.DeepEqual(r.Source.Labels, []string{"app=web", "tier=frontend"}) {
+		t.Fatalf("labels %q", r.Source.Labels)
 	}
 }

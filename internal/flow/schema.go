@@ -28,6 +28,10 @@ const (
 	AttrPendingPolicyName      = "policy.pending.ref.name"
 )
 
+// LabelSeparator joins an end's pod labels (key=value) in its labels attribute.
+// Neither a label key nor a label value can hold it.
+const LabelSeparator = ","
+
 // endKeys are the attribute keys of one end of a flow.
 type endKeys struct {
 	address, port, namespace, pod, workloadKind, workloadName, identity, labels, external string

@@ -2,6 +2,7 @@ package flowsource
 
 import (
 	"context"
+	"sync"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
@@ -33,12 +34,18 @@ type Telemetry struct {
 	dropped  metric.Int64Counter
 	lost     metric.Int64Counter
 	base     attribute.KeyValue
+	// withBase is the attribute option of the counters without a reason, and
+	// withReason those of each reason counted so far: building an attribute set
+	// on every count would cost more than the count.
+	withBase   metric.AddOption
+	withReason sync.Map // DropReason -> metric.AddOption
 }
 
 // NewTelemetry creates the counters of one receiver instance.
 func NewTelemetry(set component.TelemetrySettings, id component.ID) (*Telemetry, error) {
 	meter := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/receiver")
 	t := &Telemetry{base: attribute.String("receiver", id.String())}
+	t.withBase = metric.WithAttributeSet(attribute.NewSet(t.base))
 	var err error
 	if t.accepted, err = meter.Int64Counter(MetricFlowsAccepted,
 		metric.WithDescription("Flows turned into flow records."), metric.WithUnit("{flow}")); err != nil {
@@ -58,18 +65,29 @@ func NewTelemetry(set component.TelemetrySettings, id component.ID) (*Telemetry,
 // Accepted counts n emitted records.
 func (t *Telemetry) Accepted(ctx context.Context, n int) {
 	if n > 0 {
-		t.accepted.Add(ctx, int64(n), metric.WithAttributes(t.base))
+		t.accepted.Add(ctx, int64(n), t.withBase)
 	}
 }
 
 // Dropped counts one dropped input message.
-func (t *Telemetry) Dropped(ctx context.Context, reason DropReason) {
-	t.dropped.Add(ctx, 1, metric.WithAttributes(t.base, attribute.String("reason", string(reason))))
+func (t *Telemetry) Dropped(ctx context.Context, reason DropReason) { t.DroppedN(ctx, reason, 1) }
+
+// DroppedN counts n input messages dropped for one reason.
+func (t *Telemetry) DroppedN(ctx context.Context, reason DropReason, n int) {
+	if n <= 0 {
+		return
+	}
+	opt, ok := t.withReason.Load(reason)
+	if !ok {
+		opt, _ = t.withReason.LoadOrStore(reason,
+			metric.WithAttributeSet(attribute.NewSet(t.base, attribute.String("reason", string(reason)))))
+	}
+	t.dropped.Add(ctx, int64(n), opt.(metric.AddOption))
 }
 
 // Lost counts n flows that the data plane lost.
 func (t *Telemetry) Lost(ctx context.Context, n int64) {
 	if n > 0 {
-		t.lost.Add(ctx, n, metric.WithAttributes(t.base))
+		t.lost.Add(ctx, n, t.withBase)
 	}
 }

@@ -39,6 +39,11 @@ type Config struct {
 	// the same connection, which carries the destination pod and real port.
 	JoinWindow time.Duration `mapstructure:"join_window"`
 
+	// JoinMaxHeld bounds what the join holds: at most this many access lines
+	// and as many decision lines wait at once. Over it the oldest leave before
+	// their window, counted in network_enforcer_receiver_join_evictions.
+	JoinMaxHeld int `mapstructure:"join_max_held"`
+
 	// Enforcer, when set, names the enforcer extension whose leadership gates
 	// the OTLP listeners: a standby replica refuses records with a retryable
 	// error (gRPC Unavailable, HTTP 503), so that the sender tries again and
@@ -68,6 +73,10 @@ type FileConfig struct {
 	Storage *component.ID `mapstructure:"storage"`
 }
 
+// DefaultJoinMaxHeld is the default of join_max_held: 20,000 connections a
+// second for the default window, in about 100 MiB.
+const DefaultJoinMaxHeld = 100_000
+
 func createDefaultConfig() component.Config {
 	grpc := configgrpc.NewDefaultServerConfig()
 	grpc.NetAddr.Endpoint = "localhost:4317"
@@ -83,6 +92,7 @@ func createDefaultConfig() component.Config {
 		File:        configoptional.Default(FileConfig{Config: *file}),
 		TrustDomain: "cluster.local",
 		JoinWindow:  5 * time.Second,
+		JoinMaxHeld: DefaultJoinMaxHeld,
 	}
 }
 
@@ -106,6 +116,9 @@ func (c *Config) Validate() error {
 	}
 	if c.JoinWindow <= 0 {
 		errs = append(errs, fmt.Errorf("invalid join_window %s: must be positive", c.JoinWindow))
+	}
+	if c.JoinMaxHeld < 1 {
+		errs = append(errs, fmt.Errorf("invalid join_max_held %d: must be at least 1", c.JoinMaxHeld))
 	}
 	if c.Enforcer != nil {
 		if err := enforcerextension.ValidateReference(*c.Enforcer); err != nil {

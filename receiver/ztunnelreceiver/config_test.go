@@ -24,6 +24,7 @@ func TestLoadConfig(t *testing.T) {
 	custom.Protocols.HTTP = configoptional.Some(http)
 	custom.TrustDomain = "mesh.example.com"
 	custom.JoinWindow = 2 * time.Second
+	custom.JoinMaxHeld = 5000
 
 	agent := createDefaultConfig().(*Config)
 	file := *agent.File.GetOrInsertDefault()
@@ -44,6 +45,7 @@ func TestLoadConfig(t *testing.T) {
 			`invalid file::start_at "middle": must be one of beginning, end`,
 			`invalid trust_domain "Not A Domain"`,
 			"invalid join_window 0s: must be positive",
+			"invalid join_max_held 0: must be at least 1",
 		}},
 	})
 }

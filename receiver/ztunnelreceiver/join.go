@@ -25,8 +25,17 @@ import (
 // is kept only while decision lines are seen: without them there is nothing to
 // join, and keeping every connection for the window would be most of the cost of
 // a line.
+//
+// What it holds is bounded, so that a burst cannot grow the heap without limit:
+// at most maxHeld access lines and as many decisions in all, and per peer
+// address at most maxPerPeer of each, so that finding a line's partner costs
+// the same however busy its peer. What goes over a bound leaves early, as if
+// its window had passed (a held denial and a waiting decision go out, an
+// allowed line, already emitted, is only no longer joinable), and is counted
+// in evicted.
 type joiner struct {
-	window time.Duration
+	window  time.Duration
+	maxHeld int
 	// decisionsSeen is when the last decision line (of any kind) arrived.
 	decisionsSeen time.Time
 
@@ -36,7 +45,15 @@ type joiner struct {
 	// queue holds the access lines in arrival order, which is the order they
 	// expire in, so that expiring costs only what expires.
 	queue []*heldAccess
+	// waiting counts the decisions held in decisions.
+	waiting int
 }
+
+// maxPerPeer is the most access lines, and the most decisions, held for one
+// peer address (one source address and port): the connections of one peer
+// within a window are few, and a peer that has more (a port reused at once,
+// decisions that never find their access line) keeps its newest.
+const maxPerPeer = 8
 
 // heldAccess is an access line kept for the window; the lines of one peer
 // address form a list, newest first.
@@ -63,10 +80,13 @@ type joined struct {
 	drops   []flowsource.DropReason
 	// unjoined counts decisions that went out without their access line.
 	unjoined int
+	// evicted counts lines that left the joiner before their window because
+	// it held its maximum.
+	evicted int
 }
 
-func newJoiner(window time.Duration) *joiner {
-	return &joiner{window: window, accesses: map[string]*heldAccess{}, decisions: map[string][]*heldDecision{}}
+func newJoiner(window time.Duration, maxHeld int) *joiner {
+	return &joiner{window: window, maxHeld: maxHeld, accesses: map[string]*heldAccess{}, decisions: map[string][]*heldDecision{}}
 }
 
 // decisionsHorizon is how long after the last decision line allowed access
@@ -102,6 +122,7 @@ func (j *joiner) addAccess(ev *event, now time.Time, out *joined) {
 				continue
 			}
 			j.pair(a, &d.ev, out)
+			j.waiting--
 		}
 		j.setDecisions(ev.peer, kept)
 	}
@@ -116,7 +137,23 @@ func (j *joiner) addAccess(ev *event, now time.Time, out *joined) {
 	}
 	a.older = j.accesses[ev.peer]
 	j.accesses[ev.peer] = a
+	// Past maxPerPeer lines the older ones leave the peer's list: they stay
+	// queued, so that a held denial among them still goes out when it expires.
+	n := 1
+	for b := a; b.older != nil && !b.older.gone; b = b.older {
+		if n++; n > maxPerPeer {
+			b.older = nil
+			out.evicted++
+			break
+		}
+	}
 	j.queue = append(j.queue, a)
+	if len(j.queue) > j.maxHeld {
+		j.release(j.queue[0], out)
+		j.queue[0] = nil
+		j.queue = j.queue[1:]
+		out.evicted++
+	}
 }
 
 func (j *joiner) addDecision(ev *event, now time.Time, out *joined) {
@@ -130,10 +167,33 @@ func (j *joiner) addDecision(ev *event, now time.Time, out *joined) {
 		}
 	}
 	if best == nil {
-		j.decisions[ev.peer] = append(j.decisions[ev.peer], &heldDecision{ev: *ev, expires: now.Add(j.window)})
+		j.hold(ev, now, out)
 		return
 	}
 	j.pair(best, ev, out)
+}
+
+// hold keeps a decision until its access line arrives or its window passes.
+// Over a bound, the oldest decision of the peer goes out unjoined, or, when all
+// the joiner holds is full, the new one does.
+func (j *joiner) hold(ev *event, now time.Time, out *joined) {
+	ds := j.decisions[ev.peer]
+	switch {
+	case len(ds) >= maxPerPeer:
+		out.records = append(out.records, ds[0].ev.rec)
+		out.unjoined++
+		out.evicted++
+		copy(ds, ds[1:])
+		ds = ds[:len(ds)-1]
+		j.waiting--
+	case j.waiting >= j.maxHeld:
+		out.records = append(out.records, ev.rec)
+		out.unjoined++
+		out.evicted++
+		return
+	}
+	j.decisions[ev.peer] = append(ds, &heldDecision{ev: *ev, expires: now.Add(j.window)})
+	j.waiting++
 }
 
 // pair emits decision d joined with access line a. An enforced denial and a
@@ -169,22 +229,28 @@ func (j *joiner) expire(now time.Time, out *joined) {
 			}
 			out.records = append(out.records, d.ev.rec)
 			out.unjoined++
+			j.waiting--
 		}
 		j.setDecisions(peer, kept)
 	}
 	n := 0
 	for ; n < len(j.queue) && !j.queue[n].expires.After(now); n++ {
-		a := j.queue[n]
-		a.gone, a.older = true, nil // everything older has expired before it
-		if a.held {
-			out.records = append(out.records, a.ev.rec)
-		}
-		if j.accesses[a.ev.peer] == a { // the newest of its peer: the list is all gone
-			delete(j.accesses, a.ev.peer)
-		}
+		j.release(j.queue[n], out)
 		j.queue[n] = nil
 	}
 	j.queue = j.queue[n:]
+}
+
+// release lets the oldest access line go: a held denial goes out without a
+// decision.
+func (j *joiner) release(a *heldAccess, out *joined) {
+	a.gone, a.older = true, nil // everything older has gone before it
+	if a.held {
+		out.records = append(out.records, a.ev.rec)
+	}
+	if j.accesses[a.ev.peer] == a { // the newest of its peer: the list is all gone
+		delete(j.accesses, a.ev.peer)
+	}
 }
 
 // flush hands on everything still waiting, at shutdown.

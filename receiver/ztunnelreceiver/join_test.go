@@ -33,7 +33,7 @@ func decisionLine(msg, peer, policy string, at time.Time) *line {
 func joinRun(t *testing.T, ls ...*line) ([]string, []string, int) {
 	t.Helper()
 	c := converter{trustDomain: "cluster.local"}
-	j := newJoiner(time.Second)
+	j := newJoiner(time.Second, DefaultJoinMaxHeld)
 	wall := time.Unix(1000, 0)
 	var out joined
 	for _, l := range ls {
@@ -174,7 +174,7 @@ func TestJoin(t *testing.T) {
 // memory follows the connection rate, not the uptime.
 func TestJoinHoldsNothingPastTheWindow(t *testing.T) {
 	c := converter{trustDomain: "cluster.local"}
-	j := newJoiner(time.Second)
+	j := newJoiner(time.Second, DefaultJoinMaxHeld)
 	wall := time.Unix(1000, 0)
 	var out joined
 	for i := range 100 {
@@ -197,7 +197,7 @@ func TestJoinHoldsNothingPastTheWindow(t *testing.T) {
 // lines within the window, not its history.
 func TestJoinKeepsABusyPeerShort(t *testing.T) {
 	c := converter{trustDomain: "cluster.local"}
-	j := newJoiner(time.Second)
+	j := newJoiner(time.Second, DefaultJoinMaxHeld)
 	wall := time.Unix(1000, 0)
 	j.sawDecision(wall)
 	var out joined
@@ -216,5 +216,84 @@ func TestJoinKeepsABusyPeerShort(t *testing.T) {
 	}
 	if n > 12 || len(j.queue) > 11 {
 		t.Fatalf("a busy peer holds %d lines (%d queued)", n, len(j.queue))
+	}
+}
+
+// TestJoinHoldsAtMostMaxHeld: a burst of connections within the window holds
+// join_max_held access lines; the older ones leave early and are counted, and a
+// held denial among them still goes out.
+func TestJoinHoldsAtMostMaxHeld(t *testing.T) {
+	c := converter{trustDomain: "cluster.local"}
+	j := newJoiner(time.Second, 10)
+	wall := time.Unix(1000, 0)
+	j.sawDecision(wall)
+	var out joined
+	for i := range 100 {
+		errText := ""
+		if i == 0 {
+			errText = "connection closed due to policy rejection: explicitly denied by: store/p"
+		}
+		var ev event
+		if _, ok := c.convert(accessLine(fmt.Sprintf("10.0.0.1:%d", 1000+i), 8080, t0, 0, errText), wall, &ev); !ok {
+			t.Fatal("dropped")
+		}
+		j.add(&ev, wall, &out)
+	}
+	if len(j.queue) != 10 || len(j.accesses) != 10 {
+		t.Fatalf("held %d access lines of %d peers, want 10", len(j.queue), len(j.accesses))
+	}
+	if out.evicted != 90 || len(out.records) != 100 {
+		t.Fatalf("evicted %d, records %d; want 90 and 100 (99 allowed, the evicted denial)", out.evicted, len(out.records))
+	}
+	for i := range 100 {
+		var ev event
+		if _, ok := c.convert(decisionLine(msgDryRunNoAllowMatch, fmt.Sprintf("10.9.0.1:%d", i), "store/p", t0), wall, &ev); !ok {
+			t.Fatal("dropped")
+		}
+		j.add(&ev, wall, &out)
+	}
+	if j.waiting != 10 || out.unjoined != 90 {
+		t.Fatalf("%d decisions wait, %d went out unjoined; want 10 and 90", j.waiting, out.unjoined)
+	}
+}
+
+// TestJoinBoundsAPeer: one peer address with many decisions and access lines
+// within the window holds maxPerPeer of each, so that each line's search for its
+// partner is short.
+func TestJoinBoundsAPeer(t *testing.T) {
+	c := converter{trustDomain: "cluster.local"}
+	j := newJoiner(time.Second, DefaultJoinMaxHeld)
+	wall := time.Unix(1000, 0)
+	var out joined
+	for range 100 {
+		var ev event
+		if _, ok := c.convert(decisionLine(msgDryRunNoAllowMatch, peerA, "store/p", t0.Add(-time.Hour)), wall, &ev); !ok {
+			t.Fatal("dropped")
+		}
+		j.add(&ev, wall, &out)
+	}
+	if n := len(j.decisions[peerA]); n != maxPerPeer || j.waiting != maxPerPeer {
+		t.Fatalf("a peer holds %d decisions (%d in all), want %d", n, j.waiting, maxPerPeer)
+	}
+	if out.unjoined != 100-maxPerPeer {
+		t.Fatalf("unjoined %d", out.unjoined)
+	}
+	for range 100 {
+		var ev event
+		if _, ok := c.convert(accessLine(peerA, 8080, t0, 0, ""), wall, &ev); !ok {
+			t.Fatal("dropped")
+		}
+		j.add(&ev, wall, &out)
+	}
+	n := 0
+	for a := j.accesses[peerA]; a != nil; a = a.older {
+		n++
+	}
+	if n != maxPerPeer {
+		t.Fatalf("a peer holds %d access lines, want %d", n, maxPerPeer)
+	}
+	j.expire(wall.Add(2*time.Second), &out)
+	if len(j.accesses) != 0 || len(j.decisions) != 0 || len(j.queue) != 0 || j.waiting != 0 {
+		t.Fatalf("held %d peers, %d access lines, %d decisions after the window", len(j.accesses), len(j.queue), j.waiting)
 	}
 }

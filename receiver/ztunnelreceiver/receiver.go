@@ -23,6 +23,10 @@ import (
 // within the join window and went out with destination port 0.
 const MetricUnjoinedDecisions = "network_enforcer_receiver_unjoined_decisions"
 
+// MetricJoinEvictions counts lines that left the join before their window
+// because it held join_max_held lines, or maxPerPeer of one peer.
+const MetricJoinEvictions = "network_enforcer_receiver_join_evictions"
+
 // MetricRefusedStandby counts OTLP log records that a standby replica refused
 // for their sender to retry with the leader.
 const MetricRefusedStandby = "network_enforcer_receiver_refused_standby"
@@ -41,6 +45,7 @@ type ztunnelReceiver struct {
 	next      consumer.Logs
 	telemetry *flowsource.Telemetry
 	unjoined  metric.Int64Counter
+	evicted   metric.Int64Counter
 	refused   metric.Int64Counter
 
 	conv     converter
@@ -69,6 +74,12 @@ func newZtunnelReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) 
 	if err != nil {
 		return nil, err
 	}
+	evicted, err := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/receiver").Int64Counter(
+		MetricJoinEvictions, metric.WithUnit("{line}"),
+		metric.WithDescription("Lines that left the join before the join window because it held its maximum: a held denial or decision went out unjoined, an allowed line was no longer joinable."))
+	if err != nil {
+		return nil, err
+	}
 	refused, err := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/receiver").Int64Counter(
 		MetricRefusedStandby, metric.WithUnit("{record}"),
 		metric.WithDescription("OTLP log records that this standby replica refused, for the sender to retry with the leader."))
@@ -76,8 +87,8 @@ func newZtunnelReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) 
 		return nil, err
 	}
 	r := &ztunnelReceiver{
-		set: set, cfg: cfg, next: next, telemetry: tel, unjoined: unjoined, refused: refused,
-		joiner: newJoiner(cfg.JoinWindow),
+		set: set, cfg: cfg, next: next, telemetry: tel, unjoined: unjoined, evicted: evicted, refused: refused,
+		joiner: newJoiner(cfg.JoinWindow, cfg.JoinMaxHeld),
 	}
 	r.conv = converter{trustDomain: cfg.TrustDomain, foreignDomain: r.warnForeignDomain}
 	return r, nil
@@ -160,11 +171,25 @@ func (r *ztunnelReceiver) take(l *line, now time.Time, out *joined) {
 
 // emit counts what out holds and hands its records to the pipeline in one batch.
 func (r *ztunnelReceiver) emit(ctx context.Context, out *joined) error {
-	for _, reason := range out.drops {
-		r.telemetry.Dropped(ctx, reason)
+	// Counted per reason: a batch's drops are of few reasons.
+	for len(out.drops) > 0 {
+		reason, n := out.drops[0], 0
+		kept := out.drops[:0]
+		for _, d := range out.drops {
+			if d == reason {
+				n++
+			} else {
+				kept = append(kept, d)
+			}
+		}
+		r.telemetry.DroppedN(ctx, reason, n)
+		out.drops = kept
 	}
 	if out.unjoined > 0 {
 		r.unjoined.Add(ctx, int64(out.unjoined), metric.WithAttributes(attribute.String("receiver", r.set.ID.String())))
+	}
+	if out.evicted > 0 {
+		r.evicted.Add(ctx, int64(out.evicted), metric.WithAttributes(attribute.String("receiver", r.set.ID.String())))
 	}
 	if len(out.records) == 0 {
 		return nil
