@@ -170,14 +170,10 @@ func (lt *loadtest) hubble(ctx context.Context) (result, error) {
 	}
 	r.enforcer, err = lt.enforcer(ctx, "hubble", fmt.Sprintf(`  hubble:
     endpoint: %s
-    tls:
-      ca_file: %s
-      cert_file: %s
-      key_file: %s
-      server_name_override: %s
+%s
     backfill:
       since: %s
-    enforcer: enforcer`, addr, lt.ca.CertFile, lt.client.CertFile, lt.client.KeyFile, relayServerName, backfill),
+    enforcer: enforcer`, addr, lt.tlsYAML(relayServerName), backfill),
 		relay.Opened, int64(copies*flowMsgs))
 	return r, err
 }
@@ -220,13 +216,19 @@ func (lt *loadtest) goldmane(ctx context.Context) (result, error) {
 	}
 	r.enforcer, err = lt.enforcer(ctx, "goldmane", fmt.Sprintf(`  goldmane:
     endpoint: %s
-    tls:
+%s
+    start_time_gte: %d
+    enforcer: enforcer`, addr, lt.tlsYAML(goldmaneServerName), gte),
+		g.Opened, int64(len(msgs)))
+	return r, err
+}
+
+// tlsYAML is a gRPC receiver's tls section: the test CA, the client certificate
+// and the name the server's certificate has.
+func (lt *loadtest) tlsYAML(serverName string) string {
+	return fmt.Sprintf(`    tls:
       ca_file: %s
       cert_file: %s
       key_file: %s
-      server_name_override: %s
-    start_time_gte: %d
-    enforcer: enforcer`, addr, lt.ca.CertFile, lt.client.CertFile, lt.client.KeyFile, goldmaneServerName, gte),
-		g.Opened, int64(len(msgs)))
-	return r, err
+      server_name_override: %s`, lt.ca.CertFile, lt.client.CertFile, lt.client.KeyFile, serverName)
 }
