@@ -55,3 +55,34 @@ const (
 	// ReasonUnknownViolation: an acknowledge annotation names no active record.
 	ReasonUnknownViolation = "UnknownViolation"
 )
+
+// Condition types on a WorkloadNetworkPolicyProposal, all written by the
+// proposal writer (the k8swriter exporter), the one owner of proposals.
+const (
+	// ConditionBounded is True when the writer kept the proposal within its
+	// limits: the ports of a peer over max_ports_per_peer were collapsed (into
+	// one range per protocol for the kubernetes backend, into any port for
+	// istio), or peers over max_peers were left out. The message says how many.
+	ConditionBounded = "Bounded"
+	// ConditionWritten is False when the API server refused the writer's last
+	// write of the proposal for what it holds (too large, invalid); the message
+	// has the API server's answer. The writer tries again once it learns
+	// something that changes what it would write.
+	ConditionWritten = "Written"
+)
+
+// Reasons of ConditionBounded.
+const (
+	// ReasonOverLimits: ports were collapsed or peers left out.
+	ReasonOverLimits = "OverLimits"
+	// ReasonWithinBounds: every learned peer and port is in the spec as it is.
+	ReasonWithinBounds = "WithinBounds"
+)
+
+// Reasons of ConditionWritten.
+const (
+	// ReasonAccepted: the API server took the writer's last write.
+	ReasonAccepted = "Accepted"
+	// ReasonRefused: the API server refused the writer's last write.
+	ReasonRefused = "Refused"
+)

@@ -3,6 +3,7 @@ package k8swriterexporter
 import (
 	"sync"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
@@ -46,11 +47,22 @@ type aggregate struct {
 	writing map[proposalKey]struct{}
 	// keys finds a proposal's key by its object name, as the work queue names it.
 	keys map[types.NamespacedName]proposalKey
+	// refused holds, by proposal, the last write the API server refused for
+	// what it held, so that the same write is not tried again.
+	refused map[proposalKey]refusal
+}
+
+// refusal is a write that the API server refused: the spec it carried, onto
+// the proposal of that resourceVersion ("" when the proposal did not exist).
+type refusal struct {
+	spec            v1alpha1.PolicySpec
+	resourceVersion string
 }
 
 func newAggregate() *aggregate {
 	return &aggregate{learned: map[proposalKey]*learned{}, dirty: map[proposalKey]struct{}{},
-		writing: map[proposalKey]struct{}{}, keys: map[types.NamespacedName]proposalKey{}}
+		writing: map[proposalKey]struct{}{}, keys: map[types.NamespacedName]proposalKey{},
+		refused: map[proposalKey]refusal{}}
 }
 
 // nameOf is the name of key's proposal.
@@ -147,7 +159,29 @@ func (a *aggregate) forget(key proposalKey) {
 	delete(a.keys, nameOf(key))
 	delete(a.learned, key)
 	delete(a.dirty, key)
+	delete(a.refused, key)
 	a.mu.Unlock()
+}
+
+// refuse remembers that the API server refused r for key's proposal; a
+// refusal of nil forgets it, after a write that went through.
+func (a *aggregate) refuse(key proposalKey, r *refusal) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r == nil {
+		delete(a.refused, key)
+		return
+	}
+	a.refused[key] = *r
+}
+
+// wasRefused reports whether writing spec onto the proposal of that
+// resourceVersion is the write that the API server refused last.
+func (a *aggregate) wasRefused(key proposalKey, spec *v1alpha1.PolicySpec, resourceVersion string) bool {
+	a.mu.Lock()
+	r, ok := a.refused[key]
+	a.mu.Unlock()
+	return ok && r.resourceVersion == resourceVersion && apiequality.Semantic.DeepEqual(&r.spec, spec)
 }
 
 // markAllDirty asks for every proposal to be checked, as a new leader does (the

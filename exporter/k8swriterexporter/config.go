@@ -20,6 +20,13 @@ type Config struct {
 	WriteQPS   float64 `mapstructure:"write_qps"`
 	WriteBurst int     `mapstructure:"write_burst"`
 
+	// MaxPortsPerPeer bounds the ports a proposal lists for one peer: more
+	// collapse into one range per protocol (kubernetes) or any port (istio).
+	MaxPortsPerPeer int `mapstructure:"max_ports_per_peer"`
+	// MaxPeers bounds the peers of one proposal: peers learned beyond it are
+	// left out.
+	MaxPeers int `mapstructure:"max_peers"`
+
 	_ struct{}
 }
 
@@ -28,6 +35,9 @@ func createDefaultConfig() component.Config {
 		Enforcer:   enforcerextension.DefaultReference(),
 		WriteQPS:   5,
 		WriteBurst: 10,
+
+		MaxPortsPerPeer: 32,
+		MaxPeers:        64,
 	}
 }
 
@@ -42,6 +52,12 @@ func (c *Config) Validate() error {
 	}
 	if c.WriteBurst < 1 {
 		errs = append(errs, fmt.Errorf("invalid write_burst %d: must be at least 1", c.WriteBurst))
+	}
+	if c.MaxPortsPerPeer < 1 {
+		errs = append(errs, fmt.Errorf("invalid max_ports_per_peer %d: must be at least 1", c.MaxPortsPerPeer))
+	}
+	if c.MaxPeers < 1 {
+		errs = append(errs, fmt.Errorf("invalid max_peers %d: must be at least 1", c.MaxPeers))
 	}
 	return errors.Join(errs...)
 }

@@ -16,11 +16,16 @@ func TestLoadConfig(t *testing.T) {
 			Enforcer:   component.MustNewIDWithName("enforcer", "primary"),
 			WriteQPS:   20,
 			WriteBurst: 40,
+
+			MaxPortsPerPeer: 8,
+			MaxPeers:        16,
 		}},
 		{ID: component.NewIDWithName(Type, "bad"), WantErr: []string{
 			`invalid enforcer "debug": must name an extension of type "enforcer"`,
 			"invalid write_qps 0: must be positive",
 			"invalid write_burst 0: must be at least 1",
+			"invalid max_ports_per_peer 0: must be at least 1",
+			"invalid max_peers -1: must be at least 1",
 		}},
 	})
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -60,20 +62,31 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 	name := ProposalName(key.workload, key.direction)
 	target := v1alpha1.TargetRef{Kind: key.workload.Kind, Name: key.workload.Name}
 	nn := types.NamespacedName{Namespace: key.workload.Namespace, Name: name}
+	maxPeers, maxPorts := w.cfg.MaxPeers, w.cfg.MaxPortsPerPeer
 
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var existing v1alpha1.WorkloadNetworkPolicyProposal
 		err := pw.Get(ctx, nn, &existing)
 		if apierrors.IsNotFound(err) {
+			rs, b := bounded(l.backend, rules{}, learnedRules, maxPeers, maxPorts)
 			p := &v1alpha1.WorkloadNetworkPolicyProposal{
 				ObjectMeta: metav1.ObjectMeta{
 					Name: name, Namespace: nn.Namespace,
 					Labels:          map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedBy},
 					OwnerReferences: []metav1.OwnerReference{ownerRef(key.workload.Kind, key.workload.Name, uid)},
 				},
-				Spec: render(l.backend, target, key.direction, podSelector, learnedRules),
+				Spec: render(l.backend, target, key.direction, podSelector, rs),
 			}
-			return w.write(ctx, pw, p, func() error { return pw.Create(ctx, p) }, "create")
+			if w.agg.wasRefused(key, &p.Spec, "") {
+				return nil // refused as it is: nothing new to try
+			}
+			if err := w.write(ctx, pw, p, func() error { return pw.Create(ctx, p) }, "create"); err != nil {
+				// A refused create leaves no proposal to carry a condition:
+				// the WriteRefused Event says it.
+				return w.refused(key, p.Spec, nil, nil, err)
+			}
+			w.agg.refuse(key, nil)
+			return w.writeStatus(ctx, pw, p, boundedCondition(b, l.backend, maxPeers, maxPorts), writtenCondition(nil))
 		}
 		if err != nil {
 			return err
@@ -85,17 +98,52 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 				zap.String("namespace", nn.Namespace), zap.String("name", name))
 			return nil
 		}
-		merged := rulesOf(&existing.Spec)
-		for _, r := range learnedRules {
-			merged.add(r)
-		}
-		spec := render(existing.Spec.Backend, target, key.direction, podSelector, merged)
+		rs, b := bounded(existing.Spec.Backend, rulesOf(&existing.Spec), learnedRules, maxPeers, maxPorts)
+		spec := render(existing.Spec.Backend, target, key.direction, podSelector, rs)
+		bc := boundedCondition(b, existing.Spec.Backend, maxPeers, maxPorts)
 		if apiequality.Semantic.DeepEqual(spec, existing.Spec) {
-			return nil
+			// What was learned is written; the status may not say so yet (a
+			// proposal of an earlier version, a status write that failed).
+			return w.writeStatus(ctx, pw, &existing, bc, writtenCondition(nil))
 		}
+		if w.agg.wasRefused(key, &spec, existing.ResourceVersion) {
+			return nil // refused as it is: nothing new to try
+		}
+		held := existing.DeepCopy()
 		existing.Spec = spec
-		return w.write(ctx, pw, &existing, func() error { return pw.Update(ctx, &existing) }, "update")
+		if err := w.write(ctx, pw, &existing, func() error { return pw.Update(ctx, &existing) }, "update"); err != nil {
+			return w.refused(key, spec, held, func() error {
+				return w.writeStatus(ctx, pw, held, writtenCondition(err))
+			}, err)
+		}
+		w.agg.refuse(key, nil)
+		return w.writeStatus(ctx, pw, &existing, bc, writtenCondition(nil))
 	})
+}
+
+// refused handles a failed write of spec onto held, the proposal as it is
+// (nil when it does not exist): when the API server refused it for what it
+// holds, the writer says so on the proposal (report, when it exists),
+// remembers the write with the proposal's resourceVersion after that, and
+// returns nil, so that the same write is not retried until the proposal or
+// what was learned changes. Any other error is returned, to be retried.
+func (w *writer) refused(key proposalKey, spec v1alpha1.PolicySpec, held *v1alpha1.WorkloadNetworkPolicyProposal,
+	report func() error, err error) error {
+	if !enforcerextension.IsRefused(err) {
+		return err
+	}
+	w.set.Logger.Warn("The API server refused a proposal; it is tried again when something new is learned for it",
+		zap.String("proposal", nameOf(key).String()), zap.Error(err))
+	var rerr error
+	if report != nil {
+		rerr = report()
+	}
+	r := &refusal{spec: spec}
+	if held != nil {
+		r.resourceVersion = held.ResourceVersion
+	}
+	w.agg.refuse(key, r)
+	return rerr
 }
 
 // write waits for the rate limiter, then writes and counts. A write that the
@@ -111,6 +159,76 @@ func (w *writer) write(ctx context.Context, pw enforcerextension.ProposalWriter,
 		pw.Event(p, corev1.EventTypeWarning, v1alpha1.EventReasonWriteRefused, fmt.Sprintf("the proposal could not be written (%s): %v", op, err))
 	}
 	return err
+}
+
+// writeStatus sets the conditions on p and writes its status when that
+// changes it. A status write that the API server refuses is logged and not
+// retried: the next write of the proposal tries again.
+func (w *writer) writeStatus(ctx context.Context, pw enforcerextension.ProposalWriter, p *v1alpha1.WorkloadNetworkPolicyProposal,
+	conditions ...metav1.Condition) error {
+	changed := false
+	for _, c := range conditions {
+		changed = meta.SetStatusCondition(&p.Status.Conditions, c) || changed
+	}
+	if !changed {
+		return nil
+	}
+	if err := w.limiter.Wait(ctx); err != nil {
+		return err
+	}
+	err := pw.UpdateStatus(ctx, p)
+	w.telemetry.wrote(ctx, "status", err)
+	if enforcerextension.IsRefused(err) {
+		w.set.Logger.Warn("The API server refused a proposal's status",
+			zap.String("proposal", client.ObjectKeyFromObject(p).String()), zap.Error(err))
+		return nil
+	}
+	return err
+}
+
+// maxConditionMessage bounds the API server's answer that a condition repeats.
+const maxConditionMessage = 1024
+
+// writtenCondition is the Written condition after a write that err ended.
+func writtenCondition(err error) metav1.Condition {
+	if err == nil {
+		return metav1.Condition{Type: v1alpha1.ConditionWritten, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAccepted,
+			Message: "the API server took the last write of what was learned"}
+	}
+	msg := "the API server refused the last write of what was learned: " + err.Error()
+	if len(msg) > maxConditionMessage {
+		msg = msg[:maxConditionMessage-3] + "..."
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionWritten, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRefused, Message: msg}
+}
+
+// boundedCondition is the Bounded condition of a proposal that bounded left
+// as b says.
+func boundedCondition(b bounds, backend v1alpha1.Backend, maxPeers, maxPorts int) metav1.Condition {
+	if b.collapsed == 0 && b.leftOut == 0 {
+		return metav1.Condition{Type: v1alpha1.ConditionBounded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonWithinBounds,
+			Message: fmt.Sprintf("every learned peer and port is listed (at most %d peers, %d ports each)", maxPeers, maxPorts)}
+	}
+	var parts []string
+	if b.collapsed > 0 {
+		into := "ranges"
+		if backend == v1alpha1.BackendIstio {
+			into = "any port"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s ports collapsed into %s (over %d ports)", b.collapsed, plural(b.collapsed, "peer's", "peers'"), into, maxPorts))
+	}
+	if b.leftOut > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s left out (over %d peers)", b.leftOut, plural(b.leftOut, "peer", "peers"), maxPeers))
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionBounded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonOverLimits,
+		Message: strings.Join(parts, "; ")}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // ownerRef points a proposal at its workload, so that the garbage collector

@@ -2,6 +2,7 @@ package k8swriterexporter
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
@@ -24,6 +26,48 @@ type rule struct {
 	selector  *metav1.LabelSelector
 	principal string
 	ports     map[portRef]struct{}
+	// spans are the port ranges of a collapsed kubernetes rule, by protocol;
+	// ports is then empty.
+	spans map[string]portSpan
+	// anyPort is a collapsed istio rule: it allows every port of its principal.
+	anyPort bool
+}
+
+// portSpan is a range of ports, lo to hi inclusive.
+type portSpan struct{ lo, hi uint32 }
+
+func (s portSpan) with(port uint32) portSpan {
+	return portSpan{lo: min(s.lo, port), hi: max(s.hi, port)}
+}
+
+func (r *rule) addSpan(protocol string, s portSpan) {
+	if r.spans == nil {
+		r.spans = map[string]portSpan{}
+	}
+	if have, ok := r.spans[protocol]; ok {
+		s = have.with(s.lo).with(s.hi)
+	}
+	r.spans[protocol] = s
+}
+
+// collapsed reports whether the rule's ports are a range or any port.
+func (r *rule) collapsed() bool { return r.anyPort || len(r.spans) > 0 }
+
+// bound collapses the rule's ports when it has more than maxPorts, or was
+// collapsed already: the kubernetes backend keeps one range per protocol,
+// from the lowest port to the highest; istio, which has no ranges, any port.
+func (r *rule) bound(backend v1alpha1.Backend, maxPorts int) {
+	if !r.collapsed() && len(r.ports) <= maxPorts {
+		return
+	}
+	if backend == v1alpha1.BackendIstio {
+		r.anyPort, r.ports, r.spans = true, map[portRef]struct{}{}, nil
+		return
+	}
+	for p := range r.ports {
+		r.addSpan(p.protocol, portSpan{lo: p.port, hi: p.port})
+	}
+	r.ports = map[portRef]struct{}{}
 }
 
 func (r *rule) key() string {
@@ -46,6 +90,40 @@ func (rs rules) add(r *rule) {
 	for p := range r.ports {
 		have.ports[p] = struct{}{}
 	}
+	for proto, span := range r.spans {
+		have.addSpan(proto, span)
+	}
+	have.anyPort = have.anyPort || r.anyPort
+}
+
+// bounds is what bounded did to a proposal.
+type bounds struct {
+	// collapsed counts the rules whose ports are a range or any port;
+	// leftOut, the learned peers that max_peers kept out.
+	collapsed, leftOut int
+}
+
+// bounded merges learned into held (what the proposal holds) within the
+// limits: held's peers all stay, learned peers that are new join in canonical
+// order while there are fewer than maxPeers, and every rule whose ports are
+// over maxPorts is collapsed. Given the same held and learned, the result is
+// the same.
+func bounded(backend v1alpha1.Backend, held, learned rules, maxPeers, maxPorts int) (rules, bounds) {
+	var b bounds
+	for _, k := range slices.Sorted(maps.Keys(learned)) {
+		if _, ok := held[k]; ok || len(held) < maxPeers {
+			held.add(learned[k])
+		} else {
+			b.leftOut++
+		}
+	}
+	for _, r := range held {
+		r.bound(backend, maxPorts)
+		if r.collapsed() {
+			b.collapsed++
+		}
+	}
+	return held, b
 }
 
 // rulesOf reads the rules of a proposal's spec.
@@ -54,6 +132,7 @@ func rulesOf(spec *v1alpha1.PolicySpec) rules {
 	if spec.Istio != nil {
 		for _, ir := range spec.Istio.Rules {
 			ports := map[portRef]struct{}{}
+			anyPort := len(ir.To) == 0
 			for _, to := range ir.To {
 				for _, p := range to.Operation.Ports {
 					if n, err := strconv.ParseUint(p, 10, 16); err == nil {
@@ -63,7 +142,7 @@ func rulesOf(spec *v1alpha1.PolicySpec) rules {
 			}
 			for _, from := range ir.From {
 				for _, principal := range from.Source.Principals {
-					rs.add(&rule{principal: principal, ports: clonePorts(ports)})
+					rs.add(&rule{principal: principal, ports: clonePorts(ports), anyPort: anyPort})
 				}
 			}
 		}
@@ -71,6 +150,7 @@ func rulesOf(spec *v1alpha1.PolicySpec) rules {
 	if k := spec.Kubernetes; k != nil {
 		add := func(peers []networkingv1.NetworkPolicyPeer, nps []networkingv1.NetworkPolicyPort) {
 			ports := map[portRef]struct{}{}
+			spans := map[string]portSpan{}
 			for _, p := range nps {
 				if p.Port == nil || p.Port.Type != intstr.Int {
 					continue
@@ -79,14 +159,22 @@ func rulesOf(spec *v1alpha1.PolicySpec) rules {
 				if p.Protocol != nil {
 					proto = strings.ToLower(string(*p.Protocol))
 				}
+				if p.EndPort != nil {
+					spans[proto] = portSpan{lo: uint32(p.Port.IntVal), hi: uint32(*p.EndPort)}
+					continue
+				}
 				ports[portRef{protocol: proto, port: uint32(p.Port.IntVal)}] = struct{}{}
 			}
 			for _, peer := range peers {
 				if peer.NamespaceSelector == nil || peer.PodSelector == nil {
 					continue
 				}
-				rs.add(&rule{namespace: peer.NamespaceSelector.MatchLabels[namespaceLabel],
-					selector: peer.PodSelector.DeepCopy(), ports: clonePorts(ports)})
+				r := &rule{namespace: peer.NamespaceSelector.MatchLabels[namespaceLabel],
+					selector: peer.PodSelector.DeepCopy(), ports: clonePorts(ports)}
+				for proto, span := range spans {
+					r.addSpan(proto, span)
+				}
+				rs.add(r)
 			}
 		}
 		for _, r := range k.Ingress {
@@ -125,10 +213,13 @@ func render(backend v1alpha1.Backend, target v1alpha1.TargetRef, d v1alpha1.Dire
 			for _, p := range sortedPorts(r.ports) {
 				ports = append(ports, strconv.FormatUint(uint64(p.port), 10))
 			}
-			spec.Istio.Rules = append(spec.Istio.Rules, v1alpha1.IstioRule{
+			ir := v1alpha1.IstioRule{
 				From: []v1alpha1.IstioFrom{{Source: v1alpha1.IstioSource{Principals: []string{r.principal}}}},
-				To:   []v1alpha1.IstioTo{{Operation: v1alpha1.IstioOperation{Ports: ports}}},
-			})
+			}
+			if !r.anyPort { // no operation allows every port
+				ir.To = []v1alpha1.IstioTo{{Operation: v1alpha1.IstioOperation{Ports: ports}}}
+			}
+			spec.Istio.Rules = append(spec.Istio.Rules, ir)
 		}
 		return spec
 	}
@@ -145,6 +236,15 @@ func render(backend v1alpha1.Backend, target v1alpha1.TargetRef, d v1alpha1.Dire
 			proto := corev1.Protocol(strings.ToUpper(p.protocol))
 			port := intstr.FromInt32(int32(p.port))
 			ports = append(ports, networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port})
+		}
+		for _, p := range slices.Sorted(maps.Keys(r.spans)) {
+			proto, span := corev1.Protocol(strings.ToUpper(p)), r.spans[p]
+			port := intstr.FromInt32(int32(span.lo))
+			np := networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port}
+			if span.hi > span.lo {
+				np.EndPort = ptr.To(int32(span.hi))
+			}
+			ports = append(ports, np)
 		}
 		if d == v1alpha1.DirectionIngress {
 			k.Ingress = append(k.Ingress, networkingv1.NetworkPolicyIngressRule{From: peers, Ports: ports})

@@ -6,6 +6,8 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 )
 
 // MetricWrites counts the writer's API writes by operation and result.
@@ -23,7 +25,7 @@ type telemetry struct {
 func newTelemetry(set exporter.Settings, unwritten func() int) (*telemetry, error) {
 	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/exporter/k8swriterexporter")
 	w, err := m.Int64Counter(MetricWrites, metric.WithUnit("{write}"),
-		metric.WithDescription("Writes to the Kubernetes API, by operation (create, update) and result (ok, error)."))
+		metric.WithDescription("Writes to the Kubernetes API, by operation (create, update, status) and result (ok, refused, error)."))
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +43,10 @@ func newTelemetry(set exporter.Settings, unwritten func() int) (*telemetry, erro
 
 func (t *telemetry) wrote(ctx context.Context, op string, err error) {
 	result := "ok"
-	if err != nil {
+	switch {
+	case enforcerextension.IsRefused(err):
+		result = "refused"
+	case err != nil:
 		result = "error"
 	}
 	t.writes.Add(ctx, 1, metric.WithAttributes(t.base, attribute.String("operation", op), attribute.String("result", result)))

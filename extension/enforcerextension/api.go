@@ -73,14 +73,17 @@ type Queue interface {
 }
 
 // ProposalWriter is the proposal writer's client for one term of leadership:
-// it reads proposals from the API server and creates and updates them, nothing
-// else. Its writes fail once the term has ended.
+// it reads proposals from the API server and creates and updates them and
+// their status, nothing else. Its writes fail once the term has ended.
 type ProposalWriter interface {
 	// Get reads a proposal from the API server (not the cache), so that an
 	// update carries its current resourceVersion.
 	Get(ctx context.Context, key types.NamespacedName, p *v1alpha1.WorkloadNetworkPolicyProposal) error
 	Create(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicyProposal) error
 	Update(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicyProposal) error
+	// UpdateStatus writes p's status (the status subresource), with p's
+	// resourceVersion: the proposal's spec is left as it is.
+	UpdateStatus(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicyProposal) error
 	// Event records a Kubernetes Event on the proposal.
 	Event(p *v1alpha1.WorkloadNetworkPolicyProposal, eventType, reason, message string)
 }

@@ -55,6 +55,13 @@ func (w *proposalWriter) Update(ctx context.Context, p *v1alpha1.WorkloadNetwork
 	return w.client.Update(ctx, p)
 }
 
+func (w *proposalWriter) UpdateStatus(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicyProposal) error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	return w.client.Status().Update(ctx, p)
+}
+
 func (w *proposalWriter) Event(p *v1alpha1.WorkloadNetworkPolicyProposal, eventType, reason, message string) {
 	w.recorder.Event(p, eventType, reason, message)
 }

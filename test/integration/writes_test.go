@@ -2,10 +2,17 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 
 	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
@@ -91,6 +98,91 @@ func proposalsOf(t *testing.T, namespaces ...string) []string {
 				out = append(out, k)
 			}
 		}
+	}
+	return out
+}
+
+// TestPortScanIsBounded scans every port from one workload to another while
+// learning: the scanned pair's proposals stay small (one port range) and say
+// they are Bounded, and every proposal of the run (the fixtures', the other
+// tests') is written, none refused.
+func TestPortScanIsBounded(t *testing.T) {
+	controlplanetest.Require(t)
+	ctx := context.Background()
+	p := startPipeline(t, sources{})
+	scan := edgePairs[0] // default/probe -> analytics/reports
+	rec := flow.Record{Time: time.Now(), Provider: flow.ProviderCilium, Outcome: flow.OutcomeAllowed,
+		Reporter: flow.ReporterSource, Direction: flow.DirectionEgress, Transport: flow.TransportTCP, Count: 1}
+	ld := plog.NewLogs()
+	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	for port := uint32(1); port <= 65535; port++ {
+		rec.Source, rec.Destination = scan[0], scan[1]
+		rec.Destination.Port = port
+		rec.AppendTo(sl)
+		if port%1000 == 0 {
+			must(t, p.Processor.ConsumeLogs(ctx, ld))
+			ld = plog.NewLogs()
+			sl = ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+		}
+	}
+	must(t, p.Processor.ConsumeLogs(ctx, ld))
+	p.WaitWritten(t)
+	if n := p.Counter(k8swriterexporter.MetricWrites, map[string]string{"result": "refused"}); n != 0 {
+		t.Errorf("%d writes refused", n)
+	}
+
+	for _, name := range []types.NamespacedName{key("default", "deployment-probe-egress"), key("analytics", "deployment-reports-ingress")} {
+		var prop v1alpha1.WorkloadNetworkPolicyProposal
+		must(t, env.Client.Get(ctx, name, &prop))
+		b, err := json.Marshal(&prop)
+		must(t, err)
+		if len(b) >= 64<<10 {
+			t.Errorf("%s: %d bytes of JSON", name, len(b))
+		}
+		t.Logf("%s after a 65,535-port scan: %d bytes of JSON", name, len(b))
+		c := meta.FindStatusCondition(prop.Status.Conditions, v1alpha1.ConditionBounded)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonOverLimits {
+			t.Errorf("%s: Bounded condition %+v", name, c)
+		}
+		// The scanned peer's ports are one range; the peers that other tests
+		// teach about are there as they were.
+		k := prop.Spec.Kubernetes
+		scanned := false
+		for _, np := range append(ingressPorts(k), egressPorts(k)...) {
+			scanned = scanned || (np.Port.IntVal == 1 && np.EndPort != nil && *np.EndPort == 65535)
+		}
+		if !scanned || len(k.Ingress)+len(k.Egress) > 2 {
+			t.Errorf("%s: %+v, want the scan as one range 1-65535", name, k)
+		}
+	}
+	var list v1alpha1.WorkloadNetworkPolicyProposalList
+	must(t, env.Client.List(ctx, &list))
+	within := 0
+	for _, prop := range list.Items {
+		if c := meta.FindStatusCondition(prop.Status.Conditions, v1alpha1.ConditionWritten); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("%s/%s: Written condition %+v", prop.Namespace, prop.Name, c)
+		}
+		if meta.IsStatusConditionFalse(prop.Status.Conditions, v1alpha1.ConditionBounded) {
+			within++
+		}
+	}
+	if within == 0 {
+		t.Error("no proposal of the run is within bounds")
+	}
+}
+
+func ingressPorts(k *networkingv1.NetworkPolicySpec) []networkingv1.NetworkPolicyPort {
+	var out []networkingv1.NetworkPolicyPort
+	for _, r := range k.Ingress {
+		out = append(out, r.Ports...)
+	}
+	return out
+}
+
+func egressPorts(k *networkingv1.NetworkPolicySpec) []networkingv1.NetworkPolicyPort {
+	var out []networkingv1.NetworkPolicyPort
+	for _, r := range k.Egress {
+		out = append(out, r.Ports...)
 	}
 	return out
 }

@@ -58,8 +58,8 @@ type Enforcer struct {
 	stop      context.CancelFunc
 	runs      []func(context.Context)
 	writers   []*queue
-	// Refuse, when set, is asked before each write; an error it returns is the
-	// API server's answer.
+	// Refuse, when set, is asked before each write (op is create, update,
+	// status or patch); an error it returns is the API server's answer.
 	Refuse func(op string, obj metav1.Object) error
 	// Writes counts the writes that went through, by operation.
 	Writes map[string]int
@@ -415,6 +415,8 @@ func (w proposalWriter) Create(_ context.Context, p *v1alpha1.WorkloadNetworkPol
 	if err := w.e.write("create", p); err != nil {
 		return err
 	}
+	// As the API server, which takes the status through its subresource only.
+	p.Status = v1alpha1.WorkloadNetworkPolicyProposalStatus{}
 	w.e.rv++
 	p.ResourceVersion = strconv.Itoa(w.e.rv)
 	w.e.proposals[key] = p.DeepCopy()
@@ -437,7 +439,31 @@ func (w proposalWriter) Update(_ context.Context, p *v1alpha1.WorkloadNetworkPol
 	}
 	w.e.rv++
 	p.ResourceVersion = strconv.Itoa(w.e.rv)
+	p.Status = *have.Status.DeepCopy() // an update leaves the status as it is
 	w.e.proposals[key] = p.DeepCopy()
+	return nil
+}
+
+// UpdateStatus writes the status alone, as the status subresource does.
+func (w proposalWriter) UpdateStatus(_ context.Context, p *v1alpha1.WorkloadNetworkPolicyProposal) error {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	have, ok := w.e.proposals[key]
+	if !ok {
+		return apierrors.NewNotFound(proposalResource, p.Name)
+	}
+	if have.ResourceVersion != p.ResourceVersion {
+		return apierrors.NewConflict(proposalResource, p.Name, fmt.Errorf("resourceVersion %s, have %s", p.ResourceVersion, have.ResourceVersion))
+	}
+	if err := w.e.write("status", p); err != nil {
+		return err
+	}
+	w.e.rv++
+	p.ResourceVersion = strconv.Itoa(w.e.rv)
+	have.Status = *p.Status.DeepCopy()
+	have.ResourceVersion = p.ResourceVersion
+	p.Spec = *have.Spec.DeepCopy()
 	return nil
 }
 
