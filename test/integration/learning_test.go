@@ -66,7 +66,7 @@ func TestFixturesBecomeProposals(t *testing.T) {
 	p := startPipeline(t, sources{hubble: true, goldmane: true})
 	edges := p.Settled(t, learningprocessor.MetricEdges, 2*time.Second)
 	p.WaitWritten(t)
-	writes := p.Counter(k8swriterexporter.MetricWrites, nil)
+	writes, statusWrites := p.SpecWrites(), p.StatusWrites()
 	got, versions := proposals(t)
 	b, err := yaml.Marshal(got)
 	must(t, err)
@@ -81,17 +81,21 @@ func TestFixturesBecomeProposals(t *testing.T) {
 	// Edges that arrive on both sides of a write round cost a proposal a second
 	// write; more would mean writes follow flows, not edges.
 	if writes < int64(len(got)) || writes > 2*int64(len(got)) {
-		t.Errorf("%d writes for %d proposals", writes, len(got))
+		t.Errorf("%d spec writes for %d proposals", writes, len(got))
 	}
-	t.Logf("%d learned edges, %d proposals, %d writes", edges, len(got), writes)
+	// Each proposal's conditions are written once, with its first spec.
+	if statusWrites > int64(len(got)) {
+		t.Errorf("%d status writes for %d proposals", statusWrites, len(got))
+	}
+	t.Logf("%d learned edges, %d proposals, %d spec writes, %d status writes", edges, len(got), writes, statusWrites)
 	p.Stop(t)
 
 	replay := startPipeline(t, sources{hubble: true, goldmane: true})
 	if n := replay.Settled(t, learningprocessor.MetricEdges, 2*time.Second); n != edges {
 		t.Fatalf("the replay learned %d edges, the first run %d", n, edges)
 	}
-	replay.WaitWritten(t) // every proposal's round, in which it finds nothing to write
-	if n := replay.Counter(k8swriterexporter.MetricWrites, nil); n != 0 {
+	replay.WaitWritten(t)                                                 // every proposal's round, in which it finds nothing to write
+	if n := replay.Counter(k8swriterexporter.MetricWrites, nil); n != 0 { // spec and status
 		t.Errorf("the replay wrote %d times", n)
 	}
 	_, after := proposals(t)

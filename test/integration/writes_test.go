@@ -39,8 +39,9 @@ var edgePairs = [][2]flow.Endpoint{
 
 // TestWritesFollowEdgesNotFlows sends a million Cilium flows over 1,000 distinct
 // edges (5 pairs of workloads, 100 ports, both sides) through the learning path:
-// each proposal is written at most twice; the same flows again, through a
-// fresh pipeline as after a restart, write nothing.
+// each proposal's spec is written at most twice and its status at most once;
+// the same flows again, through a fresh pipeline as after a restart, write
+// nothing.
 func TestWritesFollowEdgesNotFlows(t *testing.T) {
 	controlplanetest.Require(t)
 	first := startPipeline(t, sources{})
@@ -48,14 +49,17 @@ func TestWritesFollowEdgesNotFlows(t *testing.T) {
 	sendFlows(t, first)
 	elapsed := time.Since(start)
 	first.WaitWritten(t)
-	writes := first.Counter(k8swriterexporter.MetricWrites, nil)
+	writes, statusWrites := first.SpecWrites(), first.StatusWrites()
 	edges := first.Counter(learningprocessor.MetricEdges, nil)
 	if edges != 2*manyFlows {
 		t.Fatalf("%d edges handed on for %d flows", edges, manyFlows)
 	}
 	proposalsMade := len(proposalsOf(t, "default", "batch", "store", "analytics", "web"))
 	if writes == 0 || writes > int64(2*proposalsMade) {
-		t.Errorf("%d writes for %d proposals", writes, proposalsMade)
+		t.Errorf("%d spec writes for %d proposals", writes, proposalsMade)
+	}
+	if statusWrites > int64(proposalsMade) {
+		t.Errorf("%d status writes for %d proposals", statusWrites, proposalsMade)
 	}
 	first.Stop(t)
 
@@ -65,8 +69,8 @@ func TestWritesFollowEdgesNotFlows(t *testing.T) {
 	if n := replay.Counter(k8swriterexporter.MetricWrites, nil); n != 0 {
 		t.Errorf("the replay wrote %d times", n)
 	}
-	t.Logf("%d flows, 1000 distinct edges: %d proposals, %d API writes (%.2f per proposal), replay 0 writes; learning path %.0f flows/s",
-		manyFlows, proposalsMade, writes, float64(writes)/float64(proposalsMade), float64(manyFlows)/elapsed.Seconds())
+	t.Logf("%d flows, 1000 distinct edges: %d proposals, %d spec writes (%.2f per proposal), %d status writes, replay 0 writes; learning path %.0f flows/s",
+		manyFlows, proposalsMade, writes, float64(writes)/float64(proposalsMade), statusWrites, float64(manyFlows)/elapsed.Seconds())
 }
 
 // sendFlows hands the million flows to the pipeline's processor in batches.

@@ -158,6 +158,18 @@ func (l *Learning) Counter(name string, attrs map[string]string) int64 {
 	return n
 }
 
+// SpecWrites is how many proposals the writer created or updated (its status
+// writes apart).
+func (l *Learning) SpecWrites() int64 {
+	return l.Counter(k8swriterexporter.MetricWrites, map[string]string{"operation": "create"}) +
+		l.Counter(k8swriterexporter.MetricWrites, map[string]string{"operation": "update"})
+}
+
+// StatusWrites is how many proposal status writes the writer made.
+func (l *Learning) StatusWrites() int64 {
+	return l.Counter(k8swriterexporter.MetricWrites, map[string]string{"operation": "status"})
+}
+
 // Gauge returns the last value of a gauge of the path's telemetry, summed over
 // its points; false when it has none yet.
 func (l *Learning) Gauge(name string) (int64, bool) {
