@@ -56,9 +56,10 @@ demo: build controlplane $(HELM) ## Run the product on a local control plane wit
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) $(PROTOC_GEN_GO) $(PROTOC_GEN_GRPC) protoc ## Regenerate deep-copy code, the CRDs (and the chart's copy) and the Goldmane protobuf code.
+generate: $(CONTROLLER_GEN) $(PROTOC_GEN_GO) $(PROTOC_GEN_GRPC) protoc ## Regenerate deep-copy code, the CRDs (and the chart's copy, with each description's paragraphs on one line for kubectl explain) and the Goldmane protobuf code.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=crds
+	go run ./hack/crddocs crds/*.yaml
 	rm -f chart/crds/*.yaml && cp crds/*.yaml chart/crds/
 	protoc --plugin=protoc-gen-go=$(PROTOC_GEN_GO) --plugin=protoc-gen-go-grpc=$(PROTOC_GEN_GRPC) \
 		--go_out=. --go_opt=paths=source_relative \
