@@ -23,10 +23,14 @@ type rule struct {
 	namespace string
 	selector  *metav1.LabelSelector
 	principal string
+	cidr      string // an ipBlock peer (render_ipblock.go)
 	ports     map[portRef]struct{}
 }
 
 func (r *rule) key() string {
+	if r.cidr != "" {
+		return ipBlockKey(r.cidr)
+	}
 	if r.principal != "" {
 		return r.principal
 	}
@@ -82,6 +86,10 @@ func rulesOf(spec *v1alpha1.PolicySpec) rules {
 				ports[portRef{protocol: proto, port: uint32(p.Port.IntVal)}] = struct{}{}
 			}
 			for _, peer := range peers {
+				if r := ipBlockRuleOf(peer, ports); r != nil {
+					rs.add(r)
+					continue
+				}
 				if peer.NamespaceSelector == nil || peer.PodSelector == nil {
 					continue
 				}
@@ -140,6 +148,9 @@ func render(backend v1alpha1.Backend, target v1alpha1.TargetRef, d v1alpha1.Dire
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{namespaceLabel: r.namespace}},
 			PodSelector:       r.selector,
 		}}
+		if r.cidr != "" {
+			peers = ipBlockPeers(r)
+		}
 		var ports []networkingv1.NetworkPolicyPort
 		for _, p := range sortedPorts(r.ports) {
 			proto := corev1.Protocol(strings.ToUpper(p.protocol))
