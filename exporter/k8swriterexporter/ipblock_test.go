@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	networkingv1 "k8s.io/api/networking/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
@@ -140,5 +141,41 @@ func TestIPBlockRenderIsCanonical(t *testing.T) {
 	spec.Kubernetes.Ingress[0].From[0].IPBlock.Except = []string{"198.51.100.7/32"}
 	if back := rulesOf(&spec); len(back) != 1 {
 		t.Fatalf("a block with except was read: %+v", back)
+	}
+}
+
+// TestIPBlockIstio: an Istio address edge is a rule with source.ipBlocks,
+// next to a principal's rule, and reads back as it was written.
+func TestIPBlockIstio(t *testing.T) {
+	rs := rules{}
+	rs.add(&rule{principal: "cluster.local/ns/shop/sa/web", ports: ports(portRef{"tcp", 8080})})
+	rs.add(ipBlockRule("198.51.100.4/32", ports(portRef{"tcp", 8080}, portRef{"tcp", 9090})))
+	target := v1alpha1.TargetRef{Kind: "Deployment", Name: "cart"}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cart"}}
+	spec := render(v1alpha1.BackendIstio, target, v1alpha1.DirectionIngress, sel, rs)
+	r := spec.Istio.Rules
+	if len(r) != 2 || fmt.Sprint(r[0].From[0].Source.Principals) != "[cluster.local/ns/shop/sa/web]" ||
+		fmt.Sprint(r[1].From[0].Source.IPBlocks) != "[198.51.100.4/32]" || len(r[1].From[0].Source.Principals) != 0 ||
+		fmt.Sprint(r[1].To[0].Operation.Ports) != "[8080 9090]" {
+		t.Fatalf("istio rules %+v", r)
+	}
+	if again := render(v1alpha1.BackendIstio, target, v1alpha1.DirectionIngress, sel, rulesOf(&spec)); !apiequality.Semantic.DeepEqual(spec, again) {
+		t.Fatalf("read back and rendered again:\n%+v\n%+v", spec, again)
+	}
+}
+
+// TestIPBlockIstioWrite: an Istio address edge is written into the proposal.
+func TestIPBlockIstioWrite(t *testing.T) {
+	w, fake := startWriter(t)
+	fake.Lead()
+	learnEdges(t, w, learning.Edge{Backend: v1alpha1.BackendIstio, Workload: cart, Direction: v1alpha1.DirectionIngress,
+		PeerCIDR: "2001:db8::/64", Protocol: "tcp", Port: 8080})
+	if errs := fake.Drain(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	got := fake.Proposals()
+	if len(got) != 1 || got[0].Spec.Istio == nil || len(got[0].Spec.Istio.Rules) != 1 ||
+		fmt.Sprint(got[0].Spec.Istio.Rules[0].From[0].Source.IPBlocks) != "[2001:db8::/64]" {
+		t.Fatalf("proposals %+v", got)
 	}
 }

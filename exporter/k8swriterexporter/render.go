@@ -69,6 +69,9 @@ func rulesOf(spec *v1alpha1.PolicySpec) rules {
 				for _, principal := range from.Source.Principals {
 					rs.add(&rule{principal: principal, ports: clonePorts(ports)})
 				}
+				for _, cidr := range from.Source.IPBlocks {
+					rs.add(ipBlockRule(cidr, ports))
+				}
 			}
 		}
 	}
@@ -134,7 +137,7 @@ func render(backend v1alpha1.Backend, target v1alpha1.TargetRef, d v1alpha1.Dire
 				ports = append(ports, strconv.FormatUint(uint64(p.port), 10))
 			}
 			spec.Istio.Rules = append(spec.Istio.Rules, v1alpha1.IstioRule{
-				From: []v1alpha1.IstioFrom{{Source: v1alpha1.IstioSource{Principals: []string{r.principal}}}},
+				From: []v1alpha1.IstioFrom{{Source: istioSource(r)}},
 				To:   []v1alpha1.IstioTo{{Operation: v1alpha1.IstioOperation{Ports: ports}}},
 			})
 		}

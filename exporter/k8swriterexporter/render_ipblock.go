@@ -4,6 +4,8 @@ import (
 	"net/netip"
 
 	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
 
 // ipBlockKey is the key of a rule whose peer is an address block; no
@@ -46,4 +48,13 @@ func ipBlockRuleOf(peer networkingv1.NetworkPolicyPeer, ports map[portRef]struct
 // an ingress rule, to[] of an egress rule.
 func ipBlockPeers(r *rule) []networkingv1.NetworkPolicyPeer {
 	return []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: r.cidr}}}
+}
+
+// istioSource is the source of an Istio rule: its principal, or its address
+// block (a source without an identity).
+func istioSource(r *rule) v1alpha1.IstioSource {
+	if r.cidr != "" {
+		return v1alpha1.IstioSource{IPBlocks: []string{r.cidr}}
+	}
+	return v1alpha1.IstioSource{Principals: []string{r.principal}}
 }
