@@ -68,6 +68,14 @@ type IstioSource struct {
 	// +optional
 	// +listType=atomic
 	Principals []string `json:"principals,omitempty"`
+
+	// ipBlocks are the allowed source address blocks, as CIDRs (for example
+	// 203.0.113.7/32 or 2001:db8::/64), for sources without an identity.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=43
+	IPBlocks []string `json:"ipBlocks,omitempty"`
 }
 
 // IstioFrom wraps one allowed source, as in an Istio AuthorizationPolicy rule.

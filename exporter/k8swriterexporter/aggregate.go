@@ -21,6 +21,7 @@ type proposalKey struct {
 type peerRef struct {
 	workload  workload.Ref
 	principal string
+	cidr      string // an address block outside the cluster's workloads (render_ipblock.go)
 }
 
 // portRef is a protocol and a port.
@@ -82,7 +83,7 @@ func (a *aggregate) add(e *learning.Edge) (types.NamespacedName, bool) {
 		a.learned[key] = l
 		a.keys[l.name] = key
 	}
-	peer := peerRef{workload: e.Peer, principal: e.Principal}
+	peer := peerRef{workload: e.Peer, principal: e.Principal, cidr: e.PeerCIDR}
 	ports := l.peers[peer]
 	if ports == nil {
 		ports = map[portRef]struct{}{}

@@ -46,6 +46,10 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 	}
 	learnedRules := rules{}
 	for peer, ports := range l.peers {
+		if peer.cidr != "" {
+			learnedRules.add(ipBlockRule(peer.cidr, ports))
+			continue
+		}
 		r := &rule{principal: peer.principal, ports: ports}
 		if peer.principal == "" {
 			sel, _, ok := w.enforcer.Selector(ctx, peer.workload)

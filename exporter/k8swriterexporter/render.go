@@ -25,6 +25,7 @@ type rule struct {
 	namespace string
 	selector  *metav1.LabelSelector
 	principal string
+	cidr      string // an ipBlock peer (render_ipblock.go)
 	ports     map[portRef]struct{}
 	// spans are the port ranges of a collapsed kubernetes rule, by protocol;
 	// ports is then empty.
@@ -71,6 +72,9 @@ func (r *rule) bound(backend v1alpha1.Backend, maxPorts int) {
 }
 
 func (r *rule) key() string {
+	if r.cidr != "" {
+		return ipBlockKey(r.cidr)
+	}
 	if r.principal != "" {
 		return r.principal
 	}
@@ -144,6 +148,11 @@ func rulesOf(spec *v1alpha1.PolicySpec) rules {
 				for _, principal := range from.Source.Principals {
 					rs.add(&rule{principal: principal, ports: clonePorts(ports), anyPort: anyPort})
 				}
+				for _, cidr := range from.Source.IPBlocks {
+					r := ipBlockRule(cidr, ports)
+					r.anyPort = anyPort
+					rs.add(r)
+				}
 			}
 		}
 	}
@@ -166,11 +175,14 @@ func rulesOf(spec *v1alpha1.PolicySpec) rules {
 				ports[portRef{protocol: proto, port: uint32(p.Port.IntVal)}] = struct{}{}
 			}
 			for _, peer := range peers {
-				if peer.NamespaceSelector == nil || peer.PodSelector == nil {
-					continue
+				r := ipBlockRuleOf(peer, ports)
+				if r == nil {
+					if peer.NamespaceSelector == nil || peer.PodSelector == nil {
+						continue
+					}
+					r = &rule{namespace: peer.NamespaceSelector.MatchLabels[namespaceLabel],
+						selector: peer.PodSelector.DeepCopy(), ports: clonePorts(ports)}
 				}
-				r := &rule{namespace: peer.NamespaceSelector.MatchLabels[namespaceLabel],
-					selector: peer.PodSelector.DeepCopy(), ports: clonePorts(ports)}
 				for proto, span := range spans {
 					r.addSpan(proto, span)
 				}
@@ -214,7 +226,7 @@ func render(backend v1alpha1.Backend, target v1alpha1.TargetRef, d v1alpha1.Dire
 				ports = append(ports, strconv.FormatUint(uint64(p.port), 10))
 			}
 			ir := v1alpha1.IstioRule{
-				From: []v1alpha1.IstioFrom{{Source: v1alpha1.IstioSource{Principals: []string{r.principal}}}},
+				From: []v1alpha1.IstioFrom{{Source: istioSource(r)}},
 			}
 			if !r.anyPort { // no operation allows every port
 				ir.To = []v1alpha1.IstioTo{{Operation: v1alpha1.IstioOperation{Ports: ports}}}
@@ -231,6 +243,9 @@ func render(backend v1alpha1.Backend, target v1alpha1.TargetRef, d v1alpha1.Dire
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{namespaceLabel: r.namespace}},
 			PodSelector:       r.selector,
 		}}
+		if r.cidr != "" {
+			peers = ipBlockPeers(r)
+		}
 		var ports []networkingv1.NetworkPolicyPort
 		for _, p := range sortedPorts(r.ports) {
 			proto := corev1.Protocol(strings.ToUpper(p.protocol))

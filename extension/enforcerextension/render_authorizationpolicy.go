@@ -58,7 +58,7 @@ func (authorizationPolicies) desired(p *v1alpha1.WorkloadNetworkPolicy) (*securi
 		rule := &securityv1beta1.Rule{}
 		for _, f := range r.From {
 			rule.From = append(rule.From, &securityv1beta1.Rule_From{
-				Source: &securityv1beta1.Source{Principals: slices.Clone(f.Source.Principals)},
+				Source: &securityv1beta1.Source{Principals: slices.Clone(f.Source.Principals), IpBlocks: slices.Clone(f.Source.IPBlocks)},
 			})
 		}
 		for _, t := range r.To {

@@ -23,13 +23,15 @@ const (
 	AttrWorkload      = "network_enforcer.workload"
 	AttrPeerWorkload  = "network_enforcer.peer.workload"
 	AttrPeerPrincipal = "network_enforcer.peer.principal"
+	AttrPeerCIDR      = "network_enforcer.peer.cidr"
 	AttrProtocol      = "network.transport"
 	AttrPort          = "destination.port"
 )
 
 // Edge is one learned connection of a workload in one direction: the peer (a
-// workload for the kubernetes backend, a principal for istio), the protocol and
-// the destination port.
+// workload for the kubernetes backend, a principal for istio, or for either an
+// address block outside the learning scope), the protocol and the destination
+// port.
 type Edge struct {
 	Backend   v1alpha1.Backend
 	Workload  workload.Ref
@@ -39,6 +41,10 @@ type Edge struct {
 	// Principal is the other end's identity, <trust-domain>/ns/<ns>/sa/<sa>
 	// (istio backend).
 	Principal string
+	// PeerCIDR is the other end's address block, e.g. 203.0.113.7/32, when
+	// that end is outside the cluster's workloads (the world, a node, a
+	// host-network pod) and the processor learns such ends; never a pod's.
+	PeerCIDR string
 	// Protocol is tcp, udp or sctp.
 	Protocol string
 	Port     uint32
@@ -53,9 +59,12 @@ func (e *Edge) AppendTo(sl plog.ScopeLogs) {
 	a.PutStr(AttrBackend, string(e.Backend))
 	a.PutStr(AttrDirection, string(e.Direction))
 	a.PutStr(AttrWorkload, e.Workload.String())
-	if e.Principal != "" {
+	switch {
+	case e.Principal != "":
 		a.PutStr(AttrPeerPrincipal, e.Principal)
-	} else {
+	case e.PeerCIDR != "":
+		a.PutStr(AttrPeerCIDR, e.PeerCIDR)
+	default:
 		a.PutStr(AttrPeerWorkload, e.Peer.String())
 	}
 	a.PutStr(AttrProtocol, e.Protocol)
@@ -75,6 +84,7 @@ func (e *Edge) ReadFrom(lr plog.LogRecord) bool {
 		Workload:  workload.ParseRef(str(a, AttrWorkload)),
 		Peer:      workload.ParseRef(str(a, AttrPeerWorkload)),
 		Principal: str(a, AttrPeerPrincipal),
+		PeerCIDR:  str(a, AttrPeerCIDR),
 		Protocol:  str(a, AttrProtocol),
 	}
 	if v, ok := a.Get(AttrPort); ok {

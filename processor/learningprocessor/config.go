@@ -1,9 +1,33 @@
 package learningprocessor
 
 import (
+	"errors"
+	"fmt"
+
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+)
+
+// OutsidePeers says what learning does with a flow whose peer is outside the
+// cluster's workloads (the world, a network, a node, a host-network pod).
+type OutsidePeers string
+
+const (
+	// OutsidePeersDrop drops such a side and counts it: the learned policy
+	// then does not allow that peer.
+	OutsidePeersDrop OutsidePeers = "drop"
+	// OutsidePeersIPBlocks learns such a peer as an address block, the flow's
+	// peer address cut to the configured prefix length.
+	OutsidePeersIPBlocks OutsidePeers = "ip_blocks"
+)
+
+// The prefix lengths that an outside peer's address may be cut to: a block
+// wider than these is no longer an address that was seen but a large part of
+// the Internet, and likely the cluster's own pod network.
+const (
+	minIPv4Prefix = 8
+	minIPv6Prefix = 32
 )
 
 // Config is the configuration of the learning processor.
@@ -12,14 +36,35 @@ type Config struct {
 	// and policies.
 	Enforcer component.ID `mapstructure:"enforcer"`
 
+	// OutsidePeers is drop (the default) or ip_blocks.
+	OutsidePeers OutsidePeers `mapstructure:"outside_peers"`
+	// IPv4Prefix and IPv6Prefix are the prefix lengths that an outside peer's
+	// address is cut to with ip_blocks: 32 and 128 (the address itself) by
+	// default, so that nothing is allowed that was not seen.
+	IPv4Prefix int `mapstructure:"ipv4_prefix"`
+	IPv6Prefix int `mapstructure:"ipv6_prefix"`
+
 	_ struct{}
 }
 
 func createDefaultConfig() component.Config {
-	return &Config{Enforcer: enforcerextension.DefaultReference()}
+	return &Config{Enforcer: enforcerextension.DefaultReference(), OutsidePeers: OutsidePeersDrop, IPv4Prefix: 32, IPv6Prefix: 128}
 }
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	return enforcerextension.ValidateReference(c.Enforcer)
+	var errs []error
+	if err := enforcerextension.ValidateReference(c.Enforcer); err != nil {
+		errs = append(errs, err)
+	}
+	if c.OutsidePeers != OutsidePeersDrop && c.OutsidePeers != OutsidePeersIPBlocks {
+		errs = append(errs, fmt.Errorf("invalid outside_peers %q: must be one of %s, %s", c.OutsidePeers, OutsidePeersDrop, OutsidePeersIPBlocks))
+	}
+	if c.IPv4Prefix < minIPv4Prefix || c.IPv4Prefix > 32 {
+		errs = append(errs, fmt.Errorf("invalid ipv4_prefix %d: must be between %d and 32", c.IPv4Prefix, minIPv4Prefix))
+	}
+	if c.IPv6Prefix < minIPv6Prefix || c.IPv6Prefix > 128 {
+		errs = append(errs, fmt.Errorf("invalid ipv6_prefix %d: must be between %d and 128", c.IPv6Prefix, minIPv6Prefix))
+	}
+	return errors.Join(errs...)
 }

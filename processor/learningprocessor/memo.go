@@ -1,6 +1,8 @@
 package learningprocessor
 
 import (
+	"net/netip"
+
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
@@ -17,6 +19,8 @@ type memo struct {
 	ends     map[endKey]resolved
 	policies map[policyKey]bool
 	edges    map[learning.Edge]struct{}
+	// pods notes which outside peers' addresses are pods' (outside.go).
+	pods map[netip.Addr]bool
 }
 
 type endKey struct {

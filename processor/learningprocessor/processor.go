@@ -123,15 +123,24 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 		}
 		if edge.Backend == v1alpha1.BackendIstio {
 			if s.peer.Identity == "" {
-				c.drop(reasonNoIdentity)
-				continue
+				_, reason := m.resolve(s.peer)
+				cidr, drop := p.outsideBlock(s.peer, reason, true, m)
+				if cidr == "" {
+					c.drop(drop)
+					continue
+				}
+				edge.PeerCIDR = cidr
 			}
 			edge.Principal = s.peer.Identity
 		} else {
 			peer, reason := m.resolve(s.peer)
 			if reason != "" {
-				c.drop("peer_" + reason)
-				continue
+				cidr, drop := p.outsideBlock(s.peer, reason, false, m)
+				if cidr == "" {
+					c.drop(drop)
+					continue
+				}
+				edge.PeerCIDR = cidr
 			}
 			edge.Peer = peer.Ref
 		}

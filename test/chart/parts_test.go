@@ -391,6 +391,17 @@ func TestConfigChecksum(t *testing.T) {
 	}
 }
 
+// TestOutsidePeers: controller.learning reaches the learning processor's
+// configuration.
+func TestOutsidePeers(t *testing.T) {
+	r := accepted(t, vals("controller.learning.outsidePeers", "ipBlocks", "controller.learning.ipv4Prefix", 24,
+		"controller.learning.ipv6Prefix", 64))
+	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"), "config.yaml")
+	if l := at(cfg, "processors", "learning"); fmt.Sprint(l) != "map[ipv4_prefix:24 ipv6_prefix:64 outside_peers:ip_blocks]" {
+		t.Errorf("learning processor %v", l)
+	}
+}
+
 // TestOptionalParts: the memory limiter and the scrape endpoint can be left out.
 func TestOptionalParts(t *testing.T) {
 	r := accepted(t, vals("controller.memoryLimiter.enabled", false, "controller.metrics.enabled", false,

@@ -262,6 +262,9 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 	if got := keysOf(cfg, "processors"); !equal(got, []string{"learning", "memory_limiter", "violation"}) {
 		t.Errorf("processors %v", got)
 	}
+	if l := at(cfg, "processors", "learning"); fmt.Sprint(l) != "map[ipv4_prefix:32 ipv6_prefix:128 outside_peers:drop]" {
+		t.Errorf("learning processor %v", l)
+	}
 	if str(t, cfg, "processors", "violation", "status_sync_interval") != "30s" {
 		t.Errorf("violation processor %v", at(cfg, "processors", "violation"))
 	}

@@ -526,8 +526,15 @@ func (w statusWriter) Event(p *v1alpha1.WorkloadNetworkPolicy, eventType, reason
 // of what it hands on; it is shut down when the test ends.
 func (e *Enforcer) StartLogsProcessor(tb testing.TB, f processor.Factory) (processor.Logs, *consumertest.LogsSink) {
 	tb.Helper()
+	return e.StartLogsProcessorWithConfig(tb, f, f.CreateDefaultConfig())
+}
+
+// StartLogsProcessorWithConfig is StartLogsProcessor with the configuration
+// cfg.
+func (e *Enforcer) StartLogsProcessorWithConfig(tb testing.TB, f processor.Factory, cfg component.Config) (processor.Logs, *consumertest.LogsSink) {
+	tb.Helper()
 	sink := &consumertest.LogsSink{}
-	p, err := f.CreateLogs(context.Background(), processortest.NewNopSettings(f.Type()), f.CreateDefaultConfig(), sink)
+	p, err := f.CreateLogs(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
 	if err != nil {
 		tb.Fatal(err)
 	}

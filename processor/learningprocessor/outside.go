@@ -1,0 +1,74 @@
+package learningprocessor
+
+import (
+	"net/netip"
+
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+)
+
+// reasonPodAddress: a peer that the data plane calls outside the cluster, or
+// that has no identity, but whose address is a pod's of the cluster: it is
+// never learned as an address block.
+const reasonPodAddress = "peer_pod_address"
+
+// outsideBlock returns the address block that a peer outside the learning
+// scope is learned as with outside_peers ip_blocks: its address cut to the
+// configured prefix length. reason is why the peer did not resolve to a
+// workload; drop is the reason to count when it is not learned ("" when it
+// is). Only an end that the data plane puts outside the cluster (external,
+// host) or that the cache knows as a host-network pod's (its node's address)
+// is learned, with istio also one that no pod has (a source without an
+// identity: ztunnel does not say where it is), and never one whose address is
+// a pod's.
+func (p *learningProcessor) outsideBlock(end *flow.Endpoint, reason string, istio bool, m *memo) (cidr, drop string) {
+	drop = "peer_" + reason
+	if istio {
+		drop = reasonNoIdentity
+	}
+	if p.cfg.OutsidePeers != OutsidePeersIPBlocks {
+		return "", drop
+	}
+	switch reason {
+	case enforcerextension.ReasonExternal, enforcerextension.ReasonHost, string(enforcerextension.UnresolvedHostNetwork):
+	case string(enforcerextension.UnresolvedNoPod):
+		if !istio {
+			return "", drop // a pod the cache does not know yet, perhaps
+		}
+	default:
+		return "", drop // a pod of the cluster (bare, unsupported owner), or an istio workload
+	}
+	addr, err := netip.ParseAddr(end.Address)
+	if err != nil {
+		return "", drop // a Goldmane name (pub, pvt, a network set's) is no address
+	}
+	addr = addr.Unmap().WithZone("")
+	if m.podAddress(addr) {
+		return "", reasonPodAddress
+	}
+	bits := p.cfg.IPv6Prefix
+	if addr.Is4() {
+		bits = p.cfg.IPv4Prefix
+	}
+	prefix, err := addr.Prefix(bits)
+	if err != nil {
+		return "", drop
+	}
+	return prefix.String(), ""
+}
+
+// podAddress reports whether addr is the address of a pod of the cluster: one
+// that resolves to a workload, or to a pod without a supported one. A
+// host-network pod's address is its node's, not a pod's.
+func (m *memo) podAddress(addr netip.Addr) bool {
+	if pod, ok := m.pods[addr]; ok {
+		return pod
+	}
+	if m.pods == nil {
+		m.pods = map[netip.Addr]bool{}
+	}
+	_, r := m.p.enforcer.ResolveIP(addr.String())
+	pod := r == "" || r == enforcerextension.UnresolvedBarePod || r == enforcerextension.UnresolvedUnsupportedOwner
+	m.pods[addr] = pod
+	return pod
+}
