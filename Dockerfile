@@ -7,6 +7,10 @@
 # and the network-enforcer node agent.
 #
 #   docker buildx build --platform linux/amd64,linux/arm64 -t IMAGE .
+#
+# `make image` builds the same image FROM scratch with no container engine
+# (hack/image); test/image checks that its configuration and files are what this
+# file's final stage says.
 
 ARG GO_VERSION=1.26.8
 

@@ -84,6 +84,30 @@ build: $(OCB) ## Build the collector distribution into bin/network-enforcer.
 	$(OCB) --config builder-config.yaml --skip-compilation
 	cd $(BUILD_DIR) && go build -o ../$(BINARY) .
 
+# The image's name; by default the chart's image.repository and appVersion, so that
+# the chart's defaults run an image imported into a node's containerd.
+IMAGE ?= $(shell awk '/^image:/ {f = 1} f && /^  repository:/ {print $$2; exit}' chart/values.yaml):$(shell sed -n 's/^appVersion: //p' chart/Chart.yaml)
+# The image's platforms, each a static build of its own; the first (the host's
+# architecture by default) is the tarball's. IMAGE_PLATFORMS='linux/amd64 linux/arm64'
+# adds arm64 to the OCI layout's index.
+IMAGE_PLATFORMS ?= linux/$(shell go env GOARCH)
+# The image's created time and its files' times: the commit's time, so that one
+# commit gives one digest.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct)
+IMAGE_REVISION ?= $(shell git rev-parse HEAD)$(shell git diff --quiet HEAD -- || echo -dirty)
+
+.PHONY: image
+image: $(OCB) ## Build the distribution's image (IMAGE, IMAGE_PLATFORMS) into bin/ as an OCI layout and a docker tarball, without a container engine; print its digest.
+	$(OCB) --config builder-config.yaml --skip-compilation
+	for platform in $(IMAGE_PLATFORMS); do \
+		(cd $(BUILD_DIR) && GOOS=$${platform%/*} GOARCH=$${platform#*/} \
+			go build -trimpath -ldflags="-s -w" -buildvcs=false -o ../bin/image/$${platform/\//-}/network-enforcer .); \
+	done
+	go run ./hack/image -name '$(IMAGE)' -epoch '$(SOURCE_DATE_EPOCH)' \
+		-revision '$(IMAGE_REVISION)' -version "$$(sed -n 's/^  version: //p' builder-config.yaml)" \
+		$(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=bin/image/$(subst /,-,$(p))/network-enforcer) \
+		-layout bin/network-enforcer-image -tarball bin/network-enforcer-image.tar
+
 .PHONY: controlplane
 controlplane: ## Build the test control plane (kube-apiserver, kube-controller-manager, etcd), cached.
 	hack/controlplane.sh
