@@ -6,7 +6,7 @@
 //		-layout bin/network-enforcer-image -tarball bin/network-enforcer-image.tar
 //
 // The image is the same, digest for digest, for the same binaries, -epoch and
-// labels: see internal/ociimage.
+// labels: see hack/image/ociimage.
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kubewarden/network-enforcer/internal/ociimage"
+	"github.com/kubewarden/network-enforcer/hack/image/ociimage"
 )
 
 // binaries collects repeated -binary os/arch=path flags, in order.
