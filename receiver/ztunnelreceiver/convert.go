@@ -15,9 +15,6 @@ const (
 	// connection on both sides, and the inbound side is the one whose policies
 	// decide it.
 	DropOutbound flowsource.DropReason = "outbound"
-	// DropNoSourceIdentity is an allowed connection from a source outside the
-	// mesh: there is no principal to learn.
-	DropNoSourceIdentity flowsource.DropReason = "no_source_identity"
 	// DropForeignTrustDomain is a source identity outside the configured trust
 	// domain.
 	DropForeignTrustDomain flowsource.DropReason = "foreign_trust_domain"
@@ -159,13 +156,11 @@ func (c *converter) access(l *line, now time.Time, ev *event) (flowsource.DropRe
 }
 
 // sourceIdentity returns the source principal without "spiffe://". A source
-// without one is outside the mesh: nothing to learn from an allowed connection,
-// but a denied one is still reported.
-func (c *converter) sourceIdentity(id string, outcome flow.Outcome) (string, flowsource.DropReason, bool) {
+// without one is outside the mesh: its record goes on without an identity, and
+// the learning processor decides (its outside_peers setting) whether it drops
+// it or learns the source's address.
+func (c *converter) sourceIdentity(id string, _ flow.Outcome) (string, flowsource.DropReason, bool) {
 	if id == "" {
-		if outcome == flow.OutcomeAllowed {
-			return "", DropNoSourceIdentity, false
-		}
 		return "", "", true
 	}
 	principal, ok := strings.CutPrefix(id, spiffePrefix)

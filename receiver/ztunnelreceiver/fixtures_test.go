@@ -31,6 +31,8 @@ func loadFixture(tb testing.TB) []string {
 // line, the enforced denial merged with its decision, and the dry-run decision
 // that no access line joins (port 0).
 var fixtureRecords = []string{
+	// From outside the mesh: no identity; the learning processor decides.
+	"allowed ingress destination tcp /(/) -> store/orders-5d8f7c9b4-qw7lm(/):8080 policy=",
 	"allowed ingress destination tcp analytics/reports-55c6d7b8f9-lm2xp(/) -> store/orders-5d8f7c9b4-qw7lm(/):8080 policy=",
 	"allowed ingress destination tcp shop/checkout-6b7f9c8d4-zt5hn(/) -> pay/payments-0(/):9090 policy=",
 	"allowed ingress destination tcp store/web-7c9d8b6f5-x2k9p(/) -> store/db-0(/):5432 policy=",
@@ -44,7 +46,7 @@ var fixtureRecords = []string{
 
 // fixtureDrops are the fixture's dropped lines by reason.
 var fixtureDrops = map[string]int64{
-	"outbound": 1, "no_source_identity": 1, "foreign_trust_domain": 1, "allow_decision": 1,
+	"outbound": 1, "foreign_trust_domain": 1, "allow_decision": 1,
 	"connection_opened": 1, "unknown_message": 1, "malformed": 1,
 }
 

@@ -56,6 +56,9 @@ type Options struct {
 	Violations consumer.Logs
 	// StatusSyncInterval is the violation processor's; its default when zero.
 	StatusSyncInterval time.Duration
+	// OutsidePeers is the learning processor's outside_peers; its default
+	// (drop) when empty.
+	OutsidePeers learningprocessor.OutsidePeers
 }
 
 // StartLearning starts the extension (leader election on a short lease in the
@@ -109,8 +112,12 @@ func StartPipeline(tb testing.TB, opts Options) *Learning {
 		must(tb, err)
 	}
 	pf := learningprocessor.NewFactory()
+	pcfg := pf.CreateDefaultConfig().(*learningprocessor.Config)
+	if opts.OutsidePeers != "" {
+		pcfg.OutsidePeers = opts.OutsidePeers
+	}
 	proc, err := pf.CreateLogs(ctx, processor.Settings{ID: component.NewID(pf.Type()), TelemetrySettings: l.Settings, BuildInfo: build},
-		pf.CreateDefaultConfig(), next)
+		pcfg, next)
 	must(tb, err)
 	l.Processor = proc
 	for _, c := range append(started, proc) {
