@@ -113,6 +113,7 @@ func checkObjects(t *testing.T, r *rendered, hop flowHop, strategy string) {
 		"ClusterRoleBinding//" + fullname:                                true,
 		"Role/" + namespace + "/" + fullname + "-leader-election":        true,
 		"RoleBinding/" + namespace + "/" + fullname + "-leader-election": true,
+		"PodDisruptionBudget/" + namespace + "/" + fullname:              true,
 		"DaemonSet/" + namespace + "/" + fullname + "-fluent-bit":        istio,
 		"ConfigMap/" + namespace + "/" + fullname + "-fluent-bit":        istio,
 		"ServiceAccount/" + namespace + "/" + fullname + "-fluent-bit":   istio,

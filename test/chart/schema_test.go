@@ -48,6 +48,12 @@ func TestRefusedValues(t *testing.T) {
 			[]string{"/controller/statusSyncInterval", "does not match pattern"}},
 		{"an endpoint without a port", vals("controller.provider.calico.endpoint", "goldmane.calico-system.svc"),
 			[]string{"/controller/provider/calico/endpoint", "does not match pattern"}},
+		{"a budget that allows no eviction", vals("controller.podDisruptionBudget.maxUnavailable", 0),
+			[]string{"/controller/podDisruptionBudget/maxUnavailable"}},
+		{"a budget of 0%", vals("telemetry.default.podDisruptionBudget.maxUnavailable", "0%"),
+			[]string{"/telemetry/default/podDisruptionBudget/maxUnavailable"}},
+		{"a budget typo", vals("controller.podDisruptionBudget.minAvailable", 1),
+			[]string{"/controller/podDisruptionBudget", "additional properties 'minAvailable' not allowed"}},
 		// What the schema cannot say, the templates refuse.
 		{"cilium issuer without an issuer", vals("controller.provider.name", "cilium", "controller.provider.cilium.tls.mode", "issuer"),
 			[]string{"controller.provider.cilium.tls.issuer.name is required in issuer mode"}},
