@@ -76,6 +76,7 @@ func TestMatrix(t *testing.T) {
 				checkEnforcerConfig(t, r, hop, strategy)
 				checkRBAC(t, r, hop)
 				checkCSIVolumes(t, r, hop, strategy)
+				checkNetworkPolicies(t, r, hop.provider, "fluent-bit", strategy)
 				dryRun(t, r.objs)
 				validateConfigs(t, r)
 			})
@@ -113,6 +114,10 @@ func checkObjects(t *testing.T, r *rendered, hop flowHop, strategy string) {
 		"ClusterRoleBinding//" + fullname:                                true,
 		"Role/" + namespace + "/" + fullname + "-leader-election":        true,
 		"RoleBinding/" + namespace + "/" + fullname + "-leader-election": true,
+		"PodDisruptionBudget/" + namespace + "/" + fullname:              true,
+		"NetworkPolicy/" + namespace + "/" + fullname:                    true,
+		"NetworkPolicy/" + namespace + "/" + fullname + "-collector":     strategy == "default",
+		"NetworkPolicy/" + namespace + "/" + fullname + "-fluent-bit":    istio,
 		"DaemonSet/" + namespace + "/" + fullname + "-fluent-bit":        istio,
 		"ConfigMap/" + namespace + "/" + fullname + "-fluent-bit":        istio,
 		"ServiceAccount/" + namespace + "/" + fullname + "-fluent-bit":   istio,

@@ -48,6 +48,18 @@ func TestRefusedValues(t *testing.T) {
 			[]string{"/controller/statusSyncInterval", "does not match pattern"}},
 		{"an endpoint without a port", vals("controller.provider.calico.endpoint", "goldmane.calico-system.svc"),
 			[]string{"/controller/provider/calico/endpoint", "does not match pattern"}},
+		{"a budget that allows no eviction", vals("controller.podDisruptionBudget.maxUnavailable", 0),
+			[]string{"/controller/podDisruptionBudget/maxUnavailable"}},
+		{"a budget of 0%", vals("telemetry.default.podDisruptionBudget.maxUnavailable", "0%"),
+			[]string{"/telemetry/default/podDisruptionBudget/maxUnavailable"}},
+		{"a budget typo", vals("controller.podDisruptionBudget.minAvailable", 1),
+			[]string{"/controller/podDisruptionBudget", "additional properties 'minAvailable' not allowed"}},
+		{"a bad API server CIDR", vals("networkPolicy.egress.apiServerCIDRs", []any{"10.0.0.1"}),
+			[]string{"/networkPolicy/egress/apiServerCIDRs/0", "does not match pattern"}},
+		{"a peer typo", vals("networkPolicy.metricsFrom", []any{map[string]any{"namespaceSelectr": map[string]any{}}}),
+			[]string{"/networkPolicy/metricsFrom/0", "additional properties 'namespaceSelectr' not allowed"}},
+		{"a bad egress port", vals("networkPolicy.egress.flowSourcePorts", []any{70000}),
+			[]string{"/networkPolicy/egress/flowSourcePorts/0", "maximum"}},
 		// What the schema cannot say, the templates refuse.
 		{"cilium issuer without an issuer", vals("controller.provider.name", "cilium", "controller.provider.cilium.tls.mode", "issuer"),
 			[]string{"controller.provider.cilium.tls.issuer.name is required in issuer mode"}},
@@ -61,6 +73,12 @@ func TestRefusedValues(t *testing.T) {
 			"telemetry.external.tls.mode", "existingSecret", "telemetry.external.tls.existingSecret.name", "s",
 			"telemetry.external.tls.existingSecret.certKey", "tls.crt"),
 			[]string{"telemetry.external.tls.existingSecret: set both certKey and keyKey, or neither"}},
+		{"egress without the API server", vals("networkPolicy.egress.enabled", true),
+			[]string{"networkPolicy.egress.apiServerCIDRs is required"}},
+		{"egress to an external collector without a rule", vals("networkPolicy.egress.enabled", true,
+			"networkPolicy.egress.apiServerCIDRs", []any{"10.0.0.1/32"},
+			"telemetry.collectorStrategy", "external", "telemetry.external.endpoint", "x:4317"),
+			[]string{"networkPolicy.egress.extraRules is required"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			charttest.Require(t)
