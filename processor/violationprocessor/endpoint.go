@@ -4,6 +4,7 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -18,18 +19,18 @@ func target(ref workload.Ref, end *flow.Endpoint) v1alpha1.ViolationEndpoint {
 // other resolves the end at the other side of the flow: as a violation record
 // names it, and as a NetworkPolicy rule matches it. A pod without a workload is
 // named as the pod; an end outside the cluster by its address.
-func other(e enforcerextension.Enforcer, end *flow.Endpoint) (v1alpha1.ViolationEndpoint, *peer) {
+func other(e enforcerextension.Enforcer, end *flow.Endpoint) (v1alpha1.ViolationEndpoint, *netpolmatch.Peer) {
 	v := v1alpha1.ViolationEndpoint{Identity: end.Identity}
-	p := &peer{address: end.Address}
+	p := &netpolmatch.Peer{Address: end.Address}
 	w, reason := enforcerextension.ResolveEndpoint(e, end)
 	switch {
 	case reason == "":
 		v.Namespace, v.Kind, v.Name = w.Namespace, string(w.Kind), w.Name
-		p.namespace = w.Namespace
-		p.podLabels, p.namespaceLabels, _ = e.Labels(w.Ref)
+		p.Namespace = w.Namespace
+		p.PodLabels, p.NamespaceLabels, _ = e.Labels(w.Ref)
 	case end.External == "" && end.Namespace != "" && end.Pod != "":
 		v.Namespace, v.Kind, v.Name = end.Namespace, KindPod, end.Pod
-		p.namespace = end.Namespace
+		p.Namespace = end.Namespace
 	default:
 		v.Name = end.Address
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -81,7 +82,7 @@ func owner(c *candidate, policies []v1alpha1.WorkloadNetworkPolicy) (*v1alpha1.W
 // are monitor violations, its denials and a CNI's policy drops protect ones. A
 // kubernetes-backend policy in monitor mode has no object in the data plane, so
 // the flow is judged against spec.kubernetes here.
-func actionOf(c *candidate, p *v1alpha1.WorkloadNetworkPolicy, other *peer, sc selectorCache) (v1alpha1.PolicyMode, bool) {
+func actionOf(c *candidate, p *v1alpha1.WorkloadNetworkPolicy, other *netpolmatch.Peer, sc netpolmatch.SelectorCache) (v1alpha1.PolicyMode, bool) {
 	switch c.rec.Outcome {
 	case flow.OutcomeDryRunDenied:
 		return v1alpha1.PolicyModeMonitor, true
@@ -94,7 +95,7 @@ func actionOf(c *candidate, p *v1alpha1.WorkloadNetworkPolicy, other *peer, sc s
 		return "", false
 	}
 	proto, _ := protocolOf(c.rec.Transport)
-	if allows(p.Spec.Kubernetes, p.Namespace, c.direction, other, proto, int32(c.rec.Destination.Port), sc) {
+	if netpolmatch.Allows(p.Spec.Kubernetes, p.Namespace, c.direction, other, proto, int32(c.rec.Destination.Port), sc) {
 		return "", false
 	}
 	return v1alpha1.PolicyModeMonitor, true

@@ -16,6 +16,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -58,7 +59,7 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 	out := plog.NewLogs()
 	sl := out.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
 	var c counts
-	m := &memo{policies: map[policyKey][]v1alpha1.WorkloadNetworkPolicy{}, selectors: selectorCache{}}
+	m := &memo{policies: map[policyKey][]v1alpha1.WorkloadNetworkPolicy{}, selectors: netpolmatch.SelectorCache{}}
 	var rec flow.Record // one for the batch, as in the learning processor
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
 		target, direction, ok := learning.ReadCandidate(lr)
@@ -98,7 +99,7 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 // converted selectors: a batch's candidates concern few policies.
 type memo struct {
 	policies  map[policyKey][]v1alpha1.WorkloadNetworkPolicy
-	selectors selectorCache
+	selectors netpolmatch.SelectorCache
 }
 
 type policyKey struct {

@@ -1,4 +1,9 @@
-package violationprocessor
+// Package netpolmatch decides, in software, whether a policy spec allows a flow:
+// a NetworkPolicy spec as the CNI would, and the L4 part of an Istio
+// AuthorizationPolicy as ztunnel would. The violation processor judges
+// monitor-mode violations with it, and the proposal writer the verdicts of a
+// proposal's observed edges: one code path for both.
+package netpolmatch
 
 import (
 	"net/netip"
@@ -12,25 +17,27 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
 
-// peer is the other end of a flow, as a NetworkPolicy rule matches it.
-type peer struct {
-	// address is the peer's IP address, which ipBlock rules match.
-	address string
-	// namespace is empty when the peer is not a pod of the cluster; then only
+// Peer is the other end of a flow, as a NetworkPolicy rule matches it.
+type Peer struct {
+	// Address is the peer's IP address, or an address block (CIDR) that stands
+	// for it, which ipBlock rules match: a block matches only when the rule's
+	// block holds all of it.
+	Address string
+	// Namespace is empty when the peer is not a pod of the cluster; then only
 	// ipBlock rules can match it.
-	namespace string
-	// podLabels and namespaceLabels are what the rule's selectors match; nil
+	Namespace string
+	// PodLabels and NamespaceLabels are what the rule's selectors match; nil
 	// when not known, which only an empty selector matches.
-	podLabels, namespaceLabels map[string]string
+	PodLabels, NamespaceLabels map[string]string
 }
 
-// allows reports whether a NetworkPolicy spec, in policyNamespace, allows a flow
+// Allows reports whether a NetworkPolicy spec, in policyNamespace, allows a flow
 // in direction d with peer on protocol and port, as the CNI would decide it
 // from this policy alone. A named port cannot be resolved without the target's
 // containers, so a rule with one is taken to allow: a monitor-mode policy
 // never reports a violation that it cannot prove.
-func allows(spec *networkingv1.NetworkPolicySpec, policyNamespace string, d v1alpha1.Direction,
-	p *peer, protocol corev1.Protocol, port int32, sc selectorCache) bool {
+func Allows(spec *networkingv1.NetworkPolicySpec, policyNamespace string, d v1alpha1.Direction,
+	p *Peer, protocol corev1.Protocol, port int32, sc SelectorCache) bool {
 	if spec == nil || !restricts(spec, d) {
 		return true
 	}
@@ -67,7 +74,7 @@ func restricts(spec *networkingv1.NetworkPolicySpec, d v1alpha1.Direction) bool 
 }
 
 // peersMatch: an empty list matches every peer; else one peer must match.
-func peersMatch(peers []networkingv1.NetworkPolicyPeer, policyNamespace string, p *peer, sc selectorCache) bool {
+func peersMatch(peers []networkingv1.NetworkPolicyPeer, policyNamespace string, p *Peer, sc SelectorCache) bool {
 	if len(peers) == 0 {
 		return true
 	}
@@ -79,30 +86,30 @@ func peersMatch(peers []networkingv1.NetworkPolicyPeer, policyNamespace string, 
 	return false
 }
 
-func peerMatches(np *networkingv1.NetworkPolicyPeer, policyNamespace string, p *peer, sc selectorCache) bool {
+func peerMatches(np *networkingv1.NetworkPolicyPeer, policyNamespace string, p *Peer, sc SelectorCache) bool {
 	if np.IPBlock != nil {
-		return ipBlockMatches(np.IPBlock, p.address)
+		return ipBlockMatches(np.IPBlock, p.Address)
 	}
-	if p.namespace == "" {
+	if p.Namespace == "" {
 		return false
 	}
 	if np.NamespaceSelector == nil {
 		// A podSelector alone selects pods of the policy's own namespace.
-		return p.namespace == policyNamespace && sc.selects(np.PodSelector, p.podLabels)
+		return p.Namespace == policyNamespace && sc.selects(np.PodSelector, p.PodLabels)
 	}
-	return sc.selects(np.NamespaceSelector, p.namespaceLabels) &&
-		(np.PodSelector == nil || sc.selects(np.PodSelector, p.podLabels))
+	return sc.selects(np.NamespaceSelector, p.NamespaceLabels) &&
+		(np.PodSelector == nil || sc.selects(np.PodSelector, p.PodLabels))
 }
 
-// selectorCache keeps the selectors of one batch converted: converting a label
+// SelectorCache keeps the selectors of one batch converted: converting a label
 // selector validates every key and value, which would otherwise be most of the
 // cost of judging a flow. A nil cache converts every time. Keys are the cached
 // policies' own selectors, which do not change while a batch is judged.
-type selectorCache map[*metav1.LabelSelector]labels.Selector
+type SelectorCache map[*metav1.LabelSelector]labels.Selector
 
 // selects applies a label selector; an invalid one selects nothing, as the API
 // server would not have admitted it.
-func (sc selectorCache) selects(sel *metav1.LabelSelector, l map[string]string) bool {
+func (sc SelectorCache) selects(sel *metav1.LabelSelector, l map[string]string) bool {
 	if sel == nil {
 		return true
 	}
@@ -119,21 +126,41 @@ func (sc selectorCache) selects(sel *metav1.LabelSelector, l map[string]string) 
 	return s.Matches(labels.Set(l))
 }
 
+// ipBlockMatches reports whether the block holds address, an address or an
+// address block, all of it: a block that an except entry overlaps does not match.
 func ipBlockMatches(b *networkingv1.IPBlock, address string) bool {
-	addr, err := netip.ParseAddr(address)
-	if err != nil {
+	p, ok := prefixOf(address)
+	if !ok {
 		return false
 	}
 	cidr, err := netip.ParsePrefix(b.CIDR)
-	if err != nil || !cidr.Contains(addr) {
+	if err != nil || !contains(cidr, p) {
 		return false
 	}
 	for _, e := range b.Except {
-		if ex, err := netip.ParsePrefix(e); err == nil && ex.Contains(addr) {
+		if ex, err := netip.ParsePrefix(e); err == nil && ex.Overlaps(p) {
 			return false
 		}
 	}
 	return true
+}
+
+// prefixOf reads an address (as a single-address block) or a block.
+func prefixOf(s string) (netip.Prefix, bool) {
+	if addr, err := netip.ParseAddr(s); err == nil {
+		addr = addr.Unmap().WithZone("")
+		return netip.PrefixFrom(addr, addr.BitLen()), true
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, false
+	}
+	return p.Masked(), true
+}
+
+// contains reports whether outer holds all of inner.
+func contains(outer, inner netip.Prefix) bool {
+	return outer.Bits() <= inner.Bits() && outer.Contains(inner.Addr())
 }
 
 // portsMatch: an empty list matches every port; else one entry must match the
@@ -155,7 +182,7 @@ func portsMatch(ports []networkingv1.NetworkPolicyPort, protocol corev1.Protocol
 		case pp.Port == nil:
 			return true
 		case pp.Port.Type == intstr.String:
-			return true // a named port: see allows
+			return true // a named port: see Allows
 		case pp.EndPort != nil:
 			if port >= pp.Port.IntVal && port <= *pp.EndPort {
 				return true

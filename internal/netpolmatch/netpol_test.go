@@ -1,4 +1,4 @@
-package violationprocessor
+package netpolmatch
 
 import (
 	"testing"
@@ -33,8 +33,8 @@ func learnedIngress() *networkingv1.NetworkPolicySpec {
 	}
 }
 
-func pod(ns string, labels map[string]string) *peer {
-	return &peer{address: "10.0.0.1", namespace: ns, podLabels: labels, namespaceLabels: map[string]string{corev1.LabelMetadataName: ns, "team": "a"}}
+func pod(ns string, labels map[string]string) *Peer {
+	return &Peer{Address: "10.0.0.1", Namespace: ns, PodLabels: labels, NamespaceLabels: map[string]string{corev1.LabelMetadataName: ns, "team": "a"}}
 }
 
 func TestAllows(t *testing.T) {
@@ -43,7 +43,7 @@ func TestAllows(t *testing.T) {
 		name  string
 		spec  *networkingv1.NetworkPolicySpec
 		d     v1alpha1.Direction
-		peer  *peer
+		peer  *Peer
 		proto corev1.Protocol
 		port  int32
 		want  bool
@@ -51,11 +51,11 @@ func TestAllows(t *testing.T) {
 		{"learned peer and port", learnedIngress(), v1alpha1.DirectionIngress, frontend, corev1.ProtocolTCP, 8080, true},
 		{"learned peer, other rule's port", learnedIngress(), v1alpha1.DirectionIngress, frontend, corev1.ProtocolTCP, 9090, false},
 		{"learned peer, UDP", learnedIngress(), v1alpha1.DirectionIngress, frontend, corev1.ProtocolUDP, 8080, false},
-		{"same labels, other namespace", learnedIngress(), v1alpha1.DirectionIngress, pod("dev", frontend.podLabels), corev1.ProtocolTCP, 8080, false},
+		{"same labels, other namespace", learnedIngress(), v1alpha1.DirectionIngress, pod("dev", frontend.PodLabels), corev1.ProtocolTCP, 8080, false},
 		{"other pod labels", learnedIngress(), v1alpha1.DirectionIngress, pod("shop", map[string]string{"app": "cart"}), corev1.ProtocolTCP, 8080, false},
 		{"second rule", learnedIngress(), v1alpha1.DirectionIngress, pod("monitoring", map[string]string{"app": "prometheus"}), corev1.ProtocolTCP, 9090, true},
-		{"outside the cluster", learnedIngress(), v1alpha1.DirectionIngress, &peer{address: "203.0.113.9"}, corev1.ProtocolTCP, 8080, false},
-		{"unknown labels", learnedIngress(), v1alpha1.DirectionIngress, &peer{address: "10.0.0.2", namespace: "shop"}, corev1.ProtocolTCP, 8080, false},
+		{"outside the cluster", learnedIngress(), v1alpha1.DirectionIngress, &Peer{Address: "203.0.113.9"}, corev1.ProtocolTCP, 8080, false},
+		{"unknown labels", learnedIngress(), v1alpha1.DirectionIngress, &Peer{Address: "10.0.0.2", Namespace: "shop"}, corev1.ProtocolTCP, 8080, false},
 		{"egress is not governed", learnedIngress(), v1alpha1.DirectionEgress, pod("dev", nil), corev1.ProtocolTCP, 1, true},
 		{"no spec", nil, v1alpha1.DirectionIngress, pod("dev", nil), corev1.ProtocolTCP, 1, true},
 		{"deny all ingress", &networkingv1.NetworkPolicySpec{}, v1alpha1.DirectionIngress, frontend, corev1.ProtocolTCP, 8080, false},
@@ -73,10 +73,10 @@ func TestAllows(t *testing.T) {
 			v1alpha1.DirectionIngress, pod("dev", nil), corev1.ProtocolTCP, 80, true},
 		{"egress to ipBlock", &networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
 			Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "203.0.113.0/24", Except: []string{"203.0.113.128/25"}}}}}}},
-			v1alpha1.DirectionEgress, &peer{address: "203.0.113.9"}, corev1.ProtocolTCP, 443, true},
+			v1alpha1.DirectionEgress, &Peer{Address: "203.0.113.9"}, corev1.ProtocolTCP, 443, true},
 		{"egress to ipBlock except", &networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
 			Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "203.0.113.0/24", Except: []string{"203.0.113.128/25"}}}}}}},
-			v1alpha1.DirectionEgress, &peer{address: "203.0.113.200"}, corev1.ProtocolTCP, 443, false},
+			v1alpha1.DirectionEgress, &Peer{Address: "203.0.113.200"}, corev1.ProtocolTCP, 443, false},
 		{"egress rules imply the type", &networkingv1.NetworkPolicySpec{Egress: []networkingv1.NetworkPolicyEgressRule{{
 			Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(53)), Protocol: ptr.To(corev1.ProtocolUDP)}}}}},
 			v1alpha1.DirectionEgress, pod("kube-system", nil), corev1.ProtocolUDP, 5353, false},
@@ -91,13 +91,13 @@ func TestAllows(t *testing.T) {
 			v1alpha1.DirectionIngress, frontend, corev1.ProtocolTCP, 1234, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := allows(tc.spec, "shop", tc.d, tc.peer, tc.proto, tc.port, nil); got != tc.want {
+			if got := Allows(tc.spec, "shop", tc.d, tc.peer, tc.proto, tc.port, nil); got != tc.want {
 				t.Errorf("allows = %v, want %v", got, tc.want)
 			}
 			// With a batch's cache, asked twice: the converted selectors answer alike.
-			sc := selectorCache{}
+			sc := SelectorCache{}
 			for range 2 {
-				if got := allows(tc.spec, "shop", tc.d, tc.peer, tc.proto, tc.port, sc); got != tc.want {
+				if got := Allows(tc.spec, "shop", tc.d, tc.peer, tc.proto, tc.port, sc); got != tc.want {
 					t.Errorf("allows with a cache = %v, want %v", got, tc.want)
 				}
 			}
