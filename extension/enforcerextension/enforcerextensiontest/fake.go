@@ -427,12 +427,9 @@ func (w proposalWriter) Update(_ context.Context, p *v1alpha1.WorkloadNetworkPol
 	w.e.mu.Lock()
 	defer w.e.mu.Unlock()
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-	have, ok := w.e.proposals[key]
-	if !ok {
-		return apierrors.NewNotFound(proposalResource, p.Name)
-	}
-	if have.ResourceVersion != p.ResourceVersion {
-		return apierrors.NewConflict(proposalResource, p.Name, fmt.Errorf("resourceVersion %s, have %s", p.ResourceVersion, have.ResourceVersion))
+	have, err := w.current(p)
+	if err != nil {
+		return err
 	}
 	if err := w.e.write("update", p); err != nil {
 		return err
@@ -444,17 +441,27 @@ func (w proposalWriter) Update(_ context.Context, p *v1alpha1.WorkloadNetworkPol
 	return nil
 }
 
+// current is the stored proposal that an update of p changes, or the API
+// server's answer when there is none or p is behind it. The caller holds the
+// lock.
+func (w proposalWriter) current(p *v1alpha1.WorkloadNetworkPolicyProposal) (*v1alpha1.WorkloadNetworkPolicyProposal, error) {
+	have, ok := w.e.proposals[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}]
+	if !ok {
+		return nil, apierrors.NewNotFound(proposalResource, p.Name)
+	}
+	if have.ResourceVersion != p.ResourceVersion {
+		return nil, apierrors.NewConflict(proposalResource, p.Name, fmt.Errorf("resourceVersion %s, have %s", p.ResourceVersion, have.ResourceVersion))
+	}
+	return have, nil
+}
+
 // UpdateStatus writes the status alone, as the status subresource does.
 func (w proposalWriter) UpdateStatus(_ context.Context, p *v1alpha1.WorkloadNetworkPolicyProposal) error {
 	w.e.mu.Lock()
 	defer w.e.mu.Unlock()
-	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-	have, ok := w.e.proposals[key]
-	if !ok {
-		return apierrors.NewNotFound(proposalResource, p.Name)
-	}
-	if have.ResourceVersion != p.ResourceVersion {
-		return apierrors.NewConflict(proposalResource, p.Name, fmt.Errorf("resourceVersion %s, have %s", p.ResourceVersion, have.ResourceVersion))
+	have, err := w.current(p)
+	if err != nil {
+		return err
 	}
 	if err := w.e.write("status", p); err != nil {
 		return err
