@@ -20,7 +20,7 @@ const (
 	// name exists that the policy does not control.
 	EventReasonNotOwned = "NotOwned"
 	// EventReasonWriteRefused (Warning, on the proposal or policy): the API
-	// server refused a write of it (too large, invalid, forbidden).
+	// server refused a write of it (too large, invalid).
 	EventReasonWriteRefused = "WriteRefused"
 )
 

@@ -27,7 +27,14 @@ const indexPolicyTarget = "spec.targetRef+direction"
 // watch on a type that the cluster does not serve fails, and a cluster without
 // Istio (Calico, Cilium) must start all the same.
 func cachedTypes(authorizationPolicies bool) []client.Object {
-	objs := []client.Object{&v1alpha1.WorkloadNetworkPolicyProposal{}, &v1alpha1.WorkloadNetworkPolicy{}, &networkingv1.NetworkPolicy{}}
+	return append([]client.Object{&v1alpha1.WorkloadNetworkPolicyProposal{}, &v1alpha1.WorkloadNetworkPolicy{}},
+		nativeTypes(authorizationPolicies)...)
+}
+
+// nativeTypes are the kinds of native object that policies render as, which
+// the render controller watches for drift.
+func nativeTypes(authorizationPolicies bool) []client.Object {
+	objs := []client.Object{&networkingv1.NetworkPolicy{}}
 	if authorizationPolicies {
 		objs = append(objs, &securityv1.AuthorizationPolicy{})
 	}

@@ -45,8 +45,8 @@ type enforcer struct {
 	// recorder, which the writers' clients share.
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
-	// promotion and render are the controllers of the extension's own.
-	promotion, render *termController
+	// promotion is the promotion controller, whose rounds tests count.
+	promotion *termController
 	// authorizationPolicies is whether the cluster served AuthorizationPolicies
 	// at start, and so whether they are watched and rendered.
 	authorizationPolicies bool
@@ -138,7 +138,7 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 	e.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	e.recorder = e.events.NewRecorder(scheme, corev1.EventSource{Component: eventComponent})
 	e.promotion = e.runController(e.promotionController())
-	e.render = e.runController(e.renderController())
+	e.runController(e.renderController())
 	return e.leadership.run(runCtx, cs)
 }
 

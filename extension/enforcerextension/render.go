@@ -47,7 +47,7 @@ func (e *enforcer) renderController() *termController {
 	watches := []watch{{obj: &v1alpha1.WorkloadNetworkPolicy{}, onUpdate: func(old, o client.Object) bool {
 		return old.GetGeneration() != o.GetGeneration()
 	}}}
-	for _, obj := range cachedTypes(e.authorizationPolicies)[2:] { // the native kinds
+	for _, obj := range nativeTypes(e.authorizationPolicies) {
 		watches = append(watches, watch{obj: obj})
 	}
 	return &termController{name: "render", watches: watches, reconcile: func(ctx context.Context, key types.NamespacedName) error {

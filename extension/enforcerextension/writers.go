@@ -130,9 +130,9 @@ func updatePolicyStatus(ctx context.Context, cached client.Reader, c client.Clie
 }
 
 // IsRefused reports whether the API server refused a write for what it holds
-// (too large, invalid, forbidden), so that the same write will fail again
-// until the object or what is written changes.
+// (too large, invalid, malformed), so that the same write will fail again
+// until the object or what is written changes. A Forbidden answer is not one:
+// it is about who writes (RBAC), which an operator may fix, so it is retried.
 func IsRefused(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err) ||
-		apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)
+	return apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsBadRequest(err)
 }
