@@ -183,6 +183,7 @@ func (b *batcher) deliver() {
 			ctx := context.Background()
 			if err := b.next.ConsumeLogs(ctx, logs); err != nil {
 				b.logger.Error("the pipeline refused a batch of flow records", zap.Int("records", n), zap.Error(err))
+				b.tel.DroppedN(ctx, DropRefusedByPipeline, n)
 			} else {
 				b.tel.Accepted(ctx, n)
 			}

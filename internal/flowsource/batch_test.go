@@ -11,7 +11,10 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configgrpc"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver"
 	"google.golang.org/grpc"
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
@@ -33,6 +36,13 @@ type streamOf struct {
 func batchSetup(t *testing.T, cfg flowsource.BatchConfig, streams ...streamOf) (*flowsource.GRPCReceiver, *flowsourcetest.Harness, <-chan struct{}) {
 	t.Helper()
 	set, h := flowsourcetest.NewHarness(t, component.MustNewType("test"))
+	return batchSetupTo(t, set, h, h.Sink, cfg, streams...)
+}
+
+// batchSetupTo is batchSetup with the pipeline next.
+func batchSetupTo(t *testing.T, set receiver.Settings, h *flowsourcetest.Harness, next consumer.Logs, cfg flowsource.BatchConfig,
+	streams ...streamOf) (*flowsource.GRPCReceiver, *flowsourcetest.Harness, <-chan struct{}) {
+	t.Helper()
 	client := configgrpc.NewDefaultClientConfig()
 	client.Endpoint = "127.0.0.1:1" // never dialled: gRPC connects lazily
 	client.TLS.Insecure = true
@@ -40,7 +50,7 @@ func batchSetup(t *testing.T, cfg flowsource.BatchConfig, streams ...streamOf) (
 	emitted := make(chan struct{}, len(streams))
 	var r *flowsource.GRPCReceiver
 	opened := 0
-	r, err := flowsource.NewGRPCReceiver(set, &client, backoff, cfg, h.Sink, func(*grpc.ClientConn) {},
+	r, err := flowsource.NewGRPCReceiver(set, &client, backoff, cfg, next, func(*grpc.ClientConn) {},
 		func(ctx context.Context) (bool, error) {
 			if opened == len(streams) {
 				<-ctx.Done()
@@ -160,6 +170,22 @@ func TestNothingIsLostAtShutdown(t *testing.T) {
 	}
 	if got := batches(t, h); !slices.Equal(got, []int{7}) {
 		t.Fatalf("batches %v after shutdown, want [7]", got)
+	}
+}
+
+// TestRefusedBatchIsCountedAsDropped: a batch that the pipeline refuses is
+// counted, record by record, as refused_by_pipeline, not as accepted.
+func TestRefusedBatchIsCountedAsDropped(t *testing.T) {
+	set, h := flowsourcetest.NewHarness(t, component.MustNewType("test"))
+	r, _, emitted := batchSetupTo(t, set, h, consumertest.NewErr(errors.New("memory limit reached")),
+		flowsource.BatchConfig{MaxSize: 1000, Timeout: time.Second}, streamOf{n: 4})
+	<-emitted
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := flowsourcetest.Read(h.Tel)
+	if c.Dropped[string(flowsource.DropRefusedByPipeline)] != 4 || c.Accepted != 0 {
+		t.Fatalf("counts %+v, want 4 dropped as refused_by_pipeline and none accepted", c)
 	}
 }
 

@@ -26,6 +26,9 @@ const (
 	DropUnsupportedProto DropReason = "unsupported_protocol"
 	DropUnknownEnum      DropReason = "unknown_enum"
 	DropMalformed        DropReason = "malformed"
+	// DropRefusedByPipeline is a record of a batch that the pipeline refused
+	// (the memory limiter, a full queue): it is not retried.
+	DropRefusedByPipeline DropReason = "refused_by_pipeline"
 )
 
 // Telemetry counts what a receiver accepts and drops, as collector metrics.
