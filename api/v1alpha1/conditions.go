@@ -18,6 +18,35 @@ const (
 	// record; the annotation stays until someone removes or corrects it.
 	// Written by the status sync.
 	ConditionAcknowledged = "Acknowledged"
+	// ConditionUnusedRules is True when some rules of the spec were not used
+	// by observed traffic for the enforcer's unused rule age (7 days by
+	// default), counted from the policy's creation for a rule never used; the
+	// message names them, so that a person can age them out. Written by the
+	// status sync.
+	ConditionUnusedRules = "UnusedRules"
+)
+
+// ConditionWouldBlock, on a proposal and on a policy, is True when protect
+// mode with the object's current spec would block some of the observed
+// edges; the message says how many, by peer class. Promote a proposal whose
+// WouldBlock is False. Written by the proposal writer on a proposal and by the
+// status sync on a policy.
+const ConditionWouldBlock = "WouldBlock"
+
+// Reasons of ConditionWouldBlock.
+const (
+	// ReasonObservedWouldBlock: the spec does not allow some observed edges.
+	ReasonObservedWouldBlock = "ObservedWouldBlock"
+	// ReasonObservedAllowed: the spec allows every observed edge.
+	ReasonObservedAllowed = "ObservedAllowed"
+)
+
+// Reasons of ConditionUnusedRules.
+const (
+	// ReasonRulesUnused: some rules were not used for the unused rule age.
+	ReasonRulesUnused = "RulesUnused"
+	// ReasonRulesUsed: every rule was used within the unused rule age.
+	ReasonRulesUsed = "RulesUsed"
 )
 
 // Reasons of ConditionRendered.

@@ -15,6 +15,10 @@ type WorkloadNetworkPolicyProposalStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// The observed traffic of the workload and direction, with the verdict of
+	// the current spec on each edge.
+	ObservedTraffic `json:",inline"`
 }
 
 // WorkloadNetworkPolicyProposal is the traffic that the enforcer saw for one
@@ -28,6 +32,8 @@ type WorkloadNetworkPolicyProposalStatus struct {
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backend`
 // +kubebuilder:printcolumn:name="Direction",type=string,JSONPath=`.spec.direction`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`
+// +kubebuilder:printcolumn:name="Observed",type=integer,JSONPath=`.status.observedEdges`
+// +kubebuilder:printcolumn:name="Would Block",type=integer,JSONPath=`.status.wouldBlockEdges`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WorkloadNetworkPolicyProposal struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -51,6 +51,38 @@ type WorkloadNetworkPolicyStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
 	AcknowledgedViolations []AcknowledgedViolation `json:"acknowledgedViolations,omitempty"`
+
+	// The observed traffic of the workload and direction, allowed or not, with
+	// the verdict of the current spec on each edge.
+	ObservedTraffic `json:",inline"`
+
+	// ruleUse is, for each rule of the spec, when observed traffic last used it.
+	// A rule that no traffic uses for the enforcer's unused rule age is named
+	// by the UnusedRules condition.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=512
+	RuleUse []RuleUse `json:"ruleUse,omitempty"`
+}
+
+// RuleUse is the use of one rule of a policy's spec.
+type RuleUse struct {
+	// rule names the rule by its place in the spec: ingress[0] or egress[1]
+	// for the kubernetes backend, rules[0] for istio.
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	Rule string `json:"rule"`
+
+	// flows counts the observed flows that the rule allowed (the first rule
+	// that allows a flow is the one that counts it).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Flows int64 `json:"flows,omitempty"`
+
+	// lastUsed is when observed traffic last used the rule; unset when no
+	// traffic has used it yet.
+	// +optional
+	LastUsed *metav1.Time `json:"lastUsed,omitempty"`
 }
 
 // ViolationEndpoint is one end of a violating flow.

@@ -34,7 +34,30 @@ type portRef struct {
 type learned struct {
 	backend v1alpha1.Backend
 	name    types.NamespacedName
-	peers   map[peerRef]map[portRef]struct{}
+	// peers is every edge learned, so that an edge seen again is known.
+	peers edgeSet
+	// unwritten is the edges learned since the last write that took them:
+	// a write adds only these to the proposal, so that an edge that a
+	// person removed from its spec stays removed (the edge then shows as
+	// WouldBlock in its observed edges).
+	unwritten edgeSet
+}
+
+// edgeSet is a set of edges, by peer.
+type edgeSet map[peerRef]map[portRef]struct{}
+
+// add adds an edge; false when the set has it already.
+func (s edgeSet) add(peer peerRef, port portRef) bool {
+	ports := s[peer]
+	if ports == nil {
+		ports = map[portRef]struct{}{}
+		s[peer] = ports
+	}
+	if _, ok := ports[port]; ok {
+		return false
+	}
+	ports[port] = struct{}{}
+	return true
 }
 
 // aggregate holds everything learned, in memory, and which proposals have learned
@@ -79,21 +102,16 @@ func (a *aggregate) add(e *learning.Edge) (types.NamespacedName, bool) {
 	defer a.mu.Unlock()
 	l := a.learned[key]
 	if l == nil {
-		l = &learned{backend: e.Backend, peers: map[peerRef]map[portRef]struct{}{}, name: nameOf(key)}
+		l = &learned{backend: e.Backend, peers: edgeSet{}, unwritten: edgeSet{}, name: nameOf(key)}
 		a.learned[key] = l
 		a.keys[l.name] = key
 	}
 	peer := peerRef{workload: e.Peer, principal: e.Principal, cidr: e.PeerCIDR}
-	ports := l.peers[peer]
-	if ports == nil {
-		ports = map[portRef]struct{}{}
-		l.peers[peer] = ports
-	}
 	port := portRef{protocol: e.Protocol, port: e.Port}
-	if _, seen := ports[port]; seen {
+	if !l.peers.add(peer, port) {
 		return l.name, false
 	}
-	ports[port] = struct{}{}
+	l.unwritten.add(peer, port)
 	if _, dirty := a.dirty[key]; dirty {
 		return l.name, false
 	}
@@ -101,9 +119,10 @@ func (a *aggregate) add(e *learning.Edge) (types.NamespacedName, bool) {
 	return l.name, true
 }
 
-// take returns, for the proposal name, its key and a copy of what it learned,
-// and marks it clean; a failed write marks it dirty again. ok is false when
-// nothing is learned for that name.
+// take returns, for the proposal name, its key and a copy of what it learned
+// and did not write yet, and marks it clean; a failed write marks it dirty
+// again, and settle forgets what a write took. ok is false when nothing is
+// learned for that name.
 func (a *aggregate) take(name types.NamespacedName) (proposalKey, *learned, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -114,8 +133,8 @@ func (a *aggregate) take(name types.NamespacedName) (proposalKey, *learned, bool
 	delete(a.dirty, key)
 	a.writing[key] = struct{}{}
 	l := a.learned[key]
-	c := &learned{backend: l.backend, name: l.name, peers: make(map[peerRef]map[portRef]struct{}, len(l.peers))}
-	for p, ports := range l.peers {
+	c := &learned{backend: l.backend, name: l.name, peers: make(edgeSet, len(l.unwritten))}
+	for p, ports := range l.unwritten {
 		cp := make(map[portRef]struct{}, len(ports))
 		for port := range ports {
 			cp[port] = struct{}{}
@@ -123,6 +142,34 @@ func (a *aggregate) take(name types.NamespacedName) (proposalKey, *learned, bool
 		c.peers[p] = cp
 	}
 	return key, c, true
+}
+
+// settle forgets, as unwritten, the edges of taken: the write that took them
+// is done (or had nothing to do).
+func (a *aggregate) settle(key proposalKey, taken *learned) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.learned[key]
+	if l == nil {
+		return
+	}
+	for p, ports := range taken.peers {
+		left := l.unwritten[p]
+		for port := range ports {
+			delete(left, port)
+		}
+		if len(left) == 0 {
+			delete(l.unwritten, p)
+		}
+	}
+}
+
+// isRefused reports whether the last write of key's proposal was refused.
+func (a *aggregate) isRefused(key proposalKey) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.refused[key]
+	return ok
 }
 
 // written ends the write of key that take began; a failed one is marked dirty

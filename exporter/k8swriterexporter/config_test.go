@@ -3,6 +3,7 @@ package k8swriterexporter
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 
@@ -19,6 +20,10 @@ func TestLoadConfig(t *testing.T) {
 
 			MaxPortsPerPeer: 8,
 			MaxPeers:        16,
+
+			ObservedInterval: 30 * time.Second,
+			MaxObserved:      100,
+			MaxTrackedEdges:  5000,
 		}},
 		{ID: component.NewIDWithName(Type, "bad"), WantErr: []string{
 			`invalid enforcer "debug": must name an extension of type "enforcer"`,
@@ -26,6 +31,9 @@ func TestLoadConfig(t *testing.T) {
 			"invalid write_burst 0: must be at least 1",
 			"invalid max_ports_per_peer 0: must be at least 1",
 			"invalid max_peers -1: must be at least 1",
+			"invalid observed_interval 10ms: must be at least 1s",
+			"invalid max_observed 300: must be between 1 and 256",
+			"invalid max_tracked_edges 10: must be at least max_observed (300)",
 		}},
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -60,12 +61,12 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 		}
 		learnedRules.add(r)
 	}
-	if len(learnedRules) == 0 {
-		return nil
-	}
 	name := ProposalName(key.workload, key.direction)
 	target := v1alpha1.TargetRef{Kind: key.workload.Kind, Name: key.workload.Name}
 	nn := types.NamespacedName{Namespace: key.workload.Namespace, Name: name}
+	if len(learnedRules) == 0 {
+		return w.reconcileObserved(ctx, nn, pw)
+	}
 	maxPeers, maxPorts := w.cfg.MaxPeers, w.cfg.MaxPortsPerPeer
 
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -95,7 +96,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 		if err != nil {
 			return err
 		}
-		if existing.Labels[v1alpha1.ManagedByLabel] != v1alpha1.ManagedBy || !ownedBy(&existing, uid) || existing.Spec.Backend != l.backend {
+		if !managed(&existing) || !ownedBy(&existing, uid) || existing.Spec.Backend != l.backend {
 			// Made by someone else, for an earlier workload of that name, or for
 			// another data plane: not the writer's to change.
 			w.set.Logger.Debug("Leaving a proposal that is not the writer's to change",
@@ -123,6 +124,28 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 		w.agg.refuse(key, nil)
 		return w.writeStatus(ctx, pw, &existing, bc, writtenCondition(nil))
 	})
+}
+
+// reconcileObserved writes the observed edges of a proposal that has nothing
+// new learned: flows of edges it has, edges its peers' rules leave out, or
+// verdicts that a spec edit changed.
+func (w *writer) reconcileObserved(ctx context.Context, nn types.NamespacedName, pw enforcerextension.ProposalWriter) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var existing v1alpha1.WorkloadNetworkPolicyProposal
+		if err := pw.Get(ctx, nn, &existing); err != nil {
+			// None yet: its observed edges wait for the first learned one.
+			return client.IgnoreNotFound(err)
+		}
+		if !managed(&existing) {
+			return nil
+		}
+		return w.writeStatus(ctx, pw, &existing)
+	})
+}
+
+// managed reports whether the writer made p, and so may change it.
+func managed(p *v1alpha1.WorkloadNetworkPolicyProposal) bool {
+	return p.Labels[v1alpha1.ManagedByLabel] == v1alpha1.ManagedBy
 }
 
 // refused handles a failed write of spec onto held, the proposal as it is
@@ -165,28 +188,54 @@ func (w *writer) write(ctx context.Context, pw enforcerextension.ProposalWriter,
 	return err
 }
 
-// writeStatus sets the conditions on p and writes its status when that
-// changes it. A status write that the API server refuses is logged and not
-// retried: the next write of the proposal tries again.
+// writeStatus sets the conditions on p, and its observed edges, and writes
+// its status when that changes it. Observed edges alone are written at most
+// once per observed_interval: their flow counts change with every flow. A
+// condition of the writer's that changes, or a spec that the status does not
+// describe yet (a person's edit changes the verdicts), is written at once. A
+// status write that the API server refuses is logged and not retried: the
+// next write of the proposal tries again.
 func (w *writer) writeStatus(ctx context.Context, pw enforcerextension.ProposalWriter, p *v1alpha1.WorkloadNetworkPolicyProposal,
 	conditions ...metav1.Condition) error {
-	changed := false
+	st := p.Status.DeepCopy()
+	urgent := p.Generation != st.ObservedGeneration
 	for _, c := range conditions {
-		changed = meta.SetStatusCondition(&p.Status.Conditions, c) || changed
+		urgent = meta.SetStatusCondition(&st.Conditions, c) || urgent
 	}
-	if !changed {
+	st.ObservedGeneration = p.Generation
+	name := client.ObjectKeyFromObject(p)
+	u := w.observed.Status(name, &st.ObservedTraffic, w.judge(p), w.cfg.MaxObserved)
+	st.ObservedTraffic = u.Traffic
+	meta.SetStatusCondition(&st.Conditions, u.WouldBlockCondition(p.Generation))
+	if apiequality.Semantic.DeepEqual(st, &p.Status) {
 		return nil
+	}
+	if !urgent {
+		if wait := w.observed.Wait(name, w.cfg.ObservedInterval, time.Now()); wait > 0 {
+			w.queue.Enqueue(name, wait)
+			return nil
+		}
 	}
 	if err := w.limiter.Wait(ctx); err != nil {
 		return err
 	}
+	held := p.Status
+	p.Status = *st
 	err := pw.UpdateStatus(ctx, p)
 	w.telemetry.wrote(ctx, "status", err)
-	if enforcerextension.IsRefused(err) {
+	switch {
+	case err == nil:
+		if u.Written(time.Now()) {
+			w.queue.Enqueue(name, w.cfg.ObservedInterval)
+		}
+		return nil
+	case enforcerextension.IsRefused(err):
+		p.Status = held
 		w.set.Logger.Warn("The API server refused a proposal's status",
-			zap.String("proposal", client.ObjectKeyFromObject(p).String()), zap.Error(err))
+			zap.String("proposal", name.String()), zap.Error(err))
 		return nil
 	}
+	p.Status = held
 	return err
 }
 

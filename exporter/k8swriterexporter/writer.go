@@ -17,6 +17,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
 // writeInterval is how long a proposal's first unwritten edge waits for its
@@ -32,18 +33,20 @@ type writer struct {
 	enforcer  enforcerextension.Enforcer
 	queue     enforcerextension.Queue
 	agg       *aggregate
+	observed  *observed.Store
 	limiter   *rate.Limiter
 	telemetry *telemetry
 }
 
 func newWriter(set exporter.Settings, cfg *Config) (*writer, error) {
 	agg := newAggregate()
-	tel, err := newTelemetry(set, agg.unwritten)
+	store := observed.NewStore(cfg.MaxTrackedEdges)
+	tel, err := newTelemetry(set, agg.unwritten, store)
 	if err != nil {
 		return nil, err
 	}
 	return &writer{
-		cfg: cfg, set: set, agg: agg, telemetry: tel,
+		cfg: cfg, set: set, agg: agg, telemetry: tel, observed: store,
 		limiter: rate.NewLimiter(rate.Limit(cfg.WriteQPS), cfg.WriteBurst),
 	}, nil
 }
@@ -74,17 +77,35 @@ func (w *writer) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
 }
 
-// ConsumeLogs takes learned edges; other records are not the writer's. The
-// first new edge of a proposal asks for its write one writeInterval later, so
-// that a burst of new edges goes out in one write.
+// ConsumeLogs takes learned edges and observations; other records are not the
+// writer's. The first new edge of a proposal asks for its write one
+// writeInterval later, so that a burst of new edges goes out in one write;
+// the first observation since a status write asks for the next, which comes
+// at most once per observed_interval.
 func (w *writer) ConsumeLogs(_ context.Context, ld plog.Logs) error {
-	var e learning.Edge
+	var o learning.Observation
+	now := time.Now()
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
-		if !e.ReadFrom(lr) {
+		learned, observedToo := o.ReadFrom(lr)
+		var name types.NamespacedName
+		if learned {
+			var dirty bool
+			if name, dirty = w.agg.add(&o.Edge); dirty {
+				w.queue.Enqueue(name, writeInterval)
+			}
+		}
+		if !observedToo {
 			return
 		}
-		if name, dirty := w.agg.add(&e); dirty {
-			w.queue.Enqueue(name, writeInterval)
+		k, ok := observedKey(&o)
+		if !ok {
+			return
+		}
+		if !learned {
+			name = nameOf(proposalKey{workload: o.Workload, direction: o.Direction})
+		}
+		if first, _ := w.observed.Add(name, &k, o.Flows, o.Time); first {
+			w.queue.Enqueue(name, max(writeInterval, w.observed.Wait(name, w.cfg.ObservedInterval, now)))
 		}
 	})
 	return nil
@@ -95,14 +116,19 @@ func (w *writer) ConsumeLogs(_ context.Context, ld plog.Logs) error {
 func (w *writer) reconcileKey(ctx context.Context, name types.NamespacedName, pw enforcerextension.ProposalWriter) error {
 	key, l, ok := w.agg.take(name)
 	if !ok {
-		return nil
+		// Nothing learned here: its observed edges, or a spec edit's verdicts.
+		return w.reconcileObserved(ctx, name, pw)
 	}
 	defer w.agg.written(key)
 	err := w.reconcile(ctx, key, l, pw)
 	switch {
 	case err == nil:
+		if !w.agg.isRefused(key) {
+			w.agg.settle(key, l)
+		}
 	case errors.Is(err, errWorkloadGone):
 		w.agg.forget(key)
+		w.observed.Forget(name)
 		return nil
 	default:
 		w.agg.markDirty(key)

@@ -41,6 +41,11 @@ type Enforcer interface {
 	// copy), or false when there is none.
 	Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool)
 
+	// Proposal returns the WorkloadNetworkPolicyProposal key from the shared
+	// cache (a copy), or false when there is none: a promoted policy's status
+	// carries on from its proposal's observed edges.
+	Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool)
+
 	// OnLeading registers run, called in its own goroutine each time this
 	// replica becomes the leader, with a context that ends when it stops being
 	// the leader or the collector shuts down. It is for readers that follow

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -47,6 +48,10 @@ type enforcer struct {
 	recorder record.EventRecorder
 	// promotion is the promotion controller, whose rounds tests count.
 	promotion *termController
+	// statusOwned is set once a policy status owner is registered: then a
+	// promoted proposal stays until the policy's status carries on its
+	// observed edges.
+	statusOwned atomic.Bool
 	// authorizationPolicies is whether the cluster served AuthorizationPolicies
 	// at start, and so whether they are watched and rendered.
 	authorizationPolicies bool
@@ -175,7 +180,14 @@ func (e *enforcer) termWriter(ctx context.Context) termWriter {
 // WriteProposals runs the proposal writer as a controller on each term.
 func (e *enforcer) WriteProposals(reconcile func(context.Context, types.NamespacedName, ProposalWriter) error,
 	resync func(enqueue func(types.NamespacedName))) Queue {
-	c := &termController{name: "proposal-writer", resync: resync}
+	// A spec edit changes the verdicts on the proposal's observed edges,
+	// which the writer judges again at once.
+	c := &termController{name: "proposal-writer", resync: resync, watches: []watch{{
+		obj: &v1alpha1.WorkloadNetworkPolicyProposal{},
+		onUpdate: func(old, o client.Object) bool {
+			return old.GetGeneration() != o.GetGeneration()
+		},
+	}}}
 	c.reconcile = func(ctx context.Context, key types.NamespacedName) error {
 		return reconcile(ctx, key, &proposalWriter{e.termWriter(ctx)})
 	}
@@ -188,6 +200,7 @@ func (e *enforcer) WriteProposals(reconcile func(context.Context, types.Namespac
 // shared is in their status too). Its own status writes do not ask it for
 // another round.
 func (e *enforcer) SyncPolicyStatus(reconcile func(context.Context, types.NamespacedName, PolicyStatusWriter) error) Queue {
+	e.statusOwned.Store(true)
 	c := &termController{name: "policy-status", watches: []watch{{
 		obj: &v1alpha1.WorkloadNetworkPolicy{},
 		keys: func(o client.Object) []types.NamespacedName {
@@ -211,6 +224,15 @@ func (e *enforcer) SyncPolicyStatus(reconcile func(context.Context, types.Namesp
 		return reconcile(ctx, key, &policyStatusWriter{e.termWriter(ctx)})
 	}
 	return e.runController(c)
+}
+
+// Proposal reads a proposal from the shared cache.
+func (e *enforcer) Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool) {
+	var p v1alpha1.WorkloadNetworkPolicyProposal
+	if err := e.cache.Get(context.Background(), key, &p); err != nil {
+		return nil, false
+	}
+	return &p, true
 }
 
 // Policy reads a policy from the shared cache.

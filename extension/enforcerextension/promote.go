@@ -2,10 +2,13 @@ package enforcerextension
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -23,12 +26,22 @@ type promoter struct {
 	reader   client.Reader
 	client   client.Client
 	recorder record.EventRecorder
+	// statusOwned is set when a status owner carries a promoted proposal's
+	// observed edges on into its policy's status; queue then asks for the
+	// proposal's deletion again once it may have.
+	statusOwned *atomic.Bool
+	queue       *termController
 }
+
+// evidenceWait is how long a promoted proposal waits, at most, for its
+// policy's status to carry on its observed edges (the WouldBlock condition
+// says it did) before it goes anyway.
+const evidenceWait = time.Minute
 
 // promotionController is the promoter on each term.
 func (e *enforcer) promotionController() *termController {
-	p := &promoter{logger: e.set.Logger, reader: e.cache, client: e.client, recorder: e.recorder}
-	return &termController{
+	p := &promoter{logger: e.set.Logger, reader: e.cache, client: e.client, recorder: e.recorder, statusOwned: &e.statusOwned}
+	p.queue = &termController{
 		name:    "promotion",
 		watches: []watch{{obj: &v1alpha1.WorkloadNetworkPolicyProposal{}}, {obj: &v1alpha1.WorkloadNetworkPolicy{}}},
 		reconcile: func(ctx context.Context, key types.NamespacedName) error {
@@ -39,6 +52,7 @@ func (e *enforcer) promotionController() *termController {
 			return p.reconcile(ctx, &proposal)
 		},
 	}
+	return p.queue
 }
 
 // reconcile handles one proposal: a promoted one becomes a policy and goes; one
@@ -52,6 +66,10 @@ func (p *promoter) reconcile(ctx context.Context, proposal *v1alpha1.WorkloadNet
 	case err == nil:
 		if policy.Labels[v1alpha1.PromotedFromLabel] != proposal.Name {
 			return nil // made by hand: the proposal is not its leftover
+		}
+		if wait := p.carryingOn(&policy); wait > 0 {
+			p.queue.Enqueue(nn, wait)
+			return nil
 		}
 		return p.delete(ctx, proposal, "leftover of a promoted policy")
 	case !apierrors.IsNotFound(err):
@@ -82,7 +100,23 @@ func (p *promoter) reconcile(ctx context.Context, proposal *v1alpha1.WorkloadNet
 		zap.String("mode", string(mode)))
 	p.recorder.Eventf(&policy, corev1.EventTypeNormal, v1alpha1.EventReasonPromoted,
 		"promoted from proposal %s in %s mode", proposal.Name, mode)
+	if p.statusOwned.Load() {
+		// The policy's first status sync carries on the proposal's observed
+		// edges; its status write brings the proposal back as a leftover.
+		p.queue.Enqueue(nn, evidenceWait)
+		return nil
+	}
 	return p.delete(ctx, proposal, "promoted")
+}
+
+// carryingOn is how long a promoted proposal stays for its policy's status
+// to take its observed edges on: 0 once the status has (its WouldBlock
+// condition), or when no status owner runs, or after evidenceWait.
+func (p *promoter) carryingOn(policy *v1alpha1.WorkloadNetworkPolicy) time.Duration {
+	if !p.statusOwned.Load() || meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionWouldBlock) != nil {
+		return 0
+	}
+	return max(0, time.Until(policy.CreationTimestamp.Add(evidenceWait)))
 }
 
 func (p *promoter) delete(ctx context.Context, proposal *v1alpha1.WorkloadNetworkPolicyProposal, why string) error {

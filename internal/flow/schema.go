@@ -112,8 +112,11 @@ type External string
 
 // The kinds of external end.
 const (
-	ExternalWorld      External = "world"
-	ExternalHost       External = "host"
+	ExternalWorld External = "world"
+	ExternalHost  External = "host"
+	// ExternalAPIServer is the Kubernetes API server, where the data plane
+	// names it apart from the host (Cilium's kube-apiserver identity).
+	ExternalAPIServer  External = "apiserver"
 	ExternalNetworkSet External = "network_set"
 	ExternalNetwork    External = "network"
 	ExternalUnknown    External = "unknown"

@@ -13,16 +13,23 @@ import (
 // it from this policy alone. A nil spec allows everything; a spec without
 // rules allows nothing, as an ALLOW policy that matches no request does.
 func AllowsIstio(spec *v1alpha1.IstioPolicySpec, principal, address string, port int32) bool {
+	_, ok := MatchIstio(spec, principal, address, port)
+	return ok
+}
+
+// MatchIstio is AllowsIstio that also says which rule allowed the source: the
+// index of the first one that does, or -1 for a nil spec or when none does.
+func MatchIstio(spec *v1alpha1.IstioPolicySpec, principal, address string, port int32) (rule int, allowed bool) {
 	if spec == nil {
-		return true
+		return -1, true
 	}
 	for i := range spec.Rules {
 		r := &spec.Rules[i]
 		if istioFromMatches(r.From, principal, address) && istioToMatches(r.To, port) {
-			return true
+			return i, true
 		}
 	}
-	return false
+	return -1, false
 }
 
 // istioFromMatches: an empty list matches every source; else one source

@@ -29,6 +29,9 @@ type Peer struct {
 	// PodLabels and NamespaceLabels are what the rule's selectors match; nil
 	// when not known, which only an empty selector matches.
 	PodLabels, NamespaceLabels map[string]string
+	// Principal is the peer's Istio identity, without spiffe://, which Istio
+	// rules match; empty for a peer without one.
+	Principal string
 }
 
 // Allows reports whether a NetworkPolicy spec, in policyNamespace, allows a flow
@@ -38,25 +41,34 @@ type Peer struct {
 // never reports a violation that it cannot prove.
 func Allows(spec *networkingv1.NetworkPolicySpec, policyNamespace string, d v1alpha1.Direction,
 	p *Peer, protocol corev1.Protocol, port int32, sc SelectorCache) bool {
+	_, ok := Match(spec, policyNamespace, d, p, protocol, port, sc)
+	return ok
+}
+
+// Match is Allows that also says which rule of direction d allowed the flow:
+// the index of the first one that does, or -1 when the spec does not govern
+// the direction (it allows everything without a rule) or allows nothing.
+func Match(spec *networkingv1.NetworkPolicySpec, policyNamespace string, d v1alpha1.Direction,
+	p *Peer, protocol corev1.Protocol, port int32, sc SelectorCache) (rule int, allowed bool) {
 	if spec == nil || !restricts(spec, d) {
-		return true
+		return -1, true
 	}
 	if d == v1alpha1.DirectionIngress {
 		for i := range spec.Ingress {
 			r := &spec.Ingress[i]
 			if peersMatch(r.From, policyNamespace, p, sc) && portsMatch(r.Ports, protocol, port) {
-				return true
+				return i, true
 			}
 		}
-		return false
+		return -1, false
 	}
 	for i := range spec.Egress {
 		r := &spec.Egress[i]
 		if peersMatch(r.To, policyNamespace, p, sc) && portsMatch(r.Ports, protocol, port) {
-			return true
+			return i, true
 		}
 	}
-	return false
+	return -1, false
 }
 
 // restricts reports whether the spec governs direction d: as the API server

@@ -44,11 +44,17 @@ type Config struct {
 	IPv4Prefix int `mapstructure:"ipv4_prefix"`
 	IPv6Prefix int `mapstructure:"ipv6_prefix"`
 
+	// Observe hands on, with each learned edge, how many flows of a batch it
+	// stands for and when the newest was seen, and hands on the edges whose
+	// peer is left out as observations: the proposal writer lists them in the
+	// proposal's status. On by default.
+	Observe bool `mapstructure:"observe"`
+
 	_ struct{}
 }
 
 func createDefaultConfig() component.Config {
-	return &Config{Enforcer: enforcerextension.DefaultReference(), OutsidePeers: OutsidePeersDrop, IPv4Prefix: 32, IPv6Prefix: 128}
+	return &Config{Enforcer: enforcerextension.DefaultReference(), OutsidePeers: OutsidePeersDrop, IPv4Prefix: 32, IPv6Prefix: 128, Observe: true}
 }
 
 // Validate checks the configuration.

@@ -14,12 +14,14 @@ func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
 		{ID: component.NewID(Type), Want: createDefaultConfig()},
 		{ID: component.NewIDWithName(Type, "named"), Want: &Config{Enforcer: component.MustNewIDWithName("enforcer", "primary"),
+			OutsidePeers: OutsidePeersDrop, IPv4Prefix: 32, IPv6Prefix: 128, Observe: true}},
+		{ID: component.NewIDWithName(Type, "unobserved"), Want: &Config{Enforcer: enforcerextension.DefaultReference(),
 			OutsidePeers: OutsidePeersDrop, IPv4Prefix: 32, IPv6Prefix: 128}},
 		{ID: component.NewIDWithName(Type, "bad_enforcer"), WantErr: []string{
 			`invalid enforcer "health_check": must name an extension of type "enforcer"`,
 		}},
 		{ID: component.NewIDWithName(Type, "ip_blocks"), Want: &Config{Enforcer: enforcerextension.DefaultReference(),
-			OutsidePeers: OutsidePeersIPBlocks, IPv4Prefix: 24, IPv6Prefix: 64}},
+			OutsidePeers: OutsidePeersIPBlocks, IPv4Prefix: 24, IPv6Prefix: 64, Observe: true}},
 		{ID: component.NewIDWithName(Type, "bad_outside"), WantErr: []string{
 			`invalid outside_peers "x": must be one of drop, ip_blocks`,
 			"invalid ipv4_prefix 33: must be between 8 and 32",

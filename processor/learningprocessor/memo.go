@@ -18,7 +18,11 @@ type memo struct {
 	p        *learningProcessor
 	ends     map[endKey]resolved
 	policies map[policyKey]bool
-	edges    map[learning.Edge]struct{}
+	// edges finds a learned edge of the batch in observations.
+	edges map[learning.Edge]int
+	// unlearnedEdges finds an edge that was not learned in observations.
+	unlearnedEdges map[unlearnedKey]int
+	observations   []observation
 	// pods notes which outside peers' addresses are pods' (outside.go).
 	pods map[netip.Addr]bool
 }
@@ -39,16 +43,7 @@ type policyKey struct {
 }
 
 func newMemo(p *learningProcessor) *memo {
-	return &memo{p: p, ends: map[endKey]resolved{}, policies: map[policyKey]bool{}, edges: map[learning.Edge]struct{}{}}
-}
-
-// seen reports whether the batch already handed e on, and notes it.
-func (m *memo) seen(e learning.Edge) bool {
-	if _, ok := m.edges[e]; ok {
-		return true
-	}
-	m.edges[e] = struct{}{}
-	return false
+	return &memo{p: p, ends: map[endKey]resolved{}, policies: map[policyKey]bool{}, edges: map[learning.Edge]int{}}
 }
 
 func (m *memo) resolve(e *flow.Endpoint) (enforcerextension.Workload, string) {

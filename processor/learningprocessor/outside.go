@@ -30,7 +30,7 @@ func (p *learningProcessor) outsideBlock(end *flow.Endpoint, reason string, isti
 		return "", drop
 	}
 	switch reason {
-	case enforcerextension.ReasonExternal, enforcerextension.ReasonHost, string(enforcerextension.UnresolvedHostNetwork):
+	case enforcerextension.ReasonExternal, enforcerextension.ReasonHost, enforcerextension.ReasonAPIServer, string(enforcerextension.UnresolvedHostNetwork):
 	case string(enforcerextension.UnresolvedNoPod):
 		if !istio {
 			return "", drop // a pod the cache does not know yet, perhaps

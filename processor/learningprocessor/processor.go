@@ -2,6 +2,7 @@ package learningprocessor
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -82,6 +83,9 @@ func (p *learningProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog
 		rec.ReadFrom(lr)
 		p.learn(&rec, lr, sl, &c, m)
 	})
+	if p.cfg.Observe {
+		m.flushObservations(sl, time.Now())
+	}
 	p.telemetry.record(ctx, &c)
 	if sl.LogRecords().Len() == 0 {
 		return out, processorhelper.ErrSkipProcessingData
@@ -121,15 +125,16 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 			Backend: backendOf(rec.Provider), Workload: target.Ref, Direction: s.direction,
 			Protocol: string(rec.Transport), Port: rec.Destination.Port,
 		}
+		class := v1alpha1.PeerClassWorkload
 		if edge.Backend == v1alpha1.BackendIstio {
 			if s.peer.Identity == "" {
 				_, reason := m.resolve(s.peer)
 				cidr, drop := p.outsideBlock(s.peer, reason, true, m)
 				if cidr == "" {
-					c.drop(drop)
+					p.leftOut(edge, s.peer, reason, rec, m, c, drop)
 					continue
 				}
-				edge.PeerCIDR = cidr
+				edge.PeerCIDR, class = cidr, enforcerextension.PeerClassOf(reason)
 			}
 			edge.Principal = s.peer.Identity
 		} else {
@@ -137,18 +142,25 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 			if reason != "" {
 				cidr, drop := p.outsideBlock(s.peer, reason, false, m)
 				if cidr == "" {
-					c.drop(drop)
+					p.leftOut(edge, s.peer, reason, rec, m, c, drop)
 					continue
 				}
-				edge.PeerCIDR = cidr
+				edge.PeerCIDR, class = cidr, enforcerextension.PeerClassOf(reason)
 			}
 			edge.Peer = peer.Ref
 		}
 		c.edges++
-		if m.seen(edge) {
-			continue // the writer keeps a set: once a batch is enough
-		}
-		edge.AppendTo(sl)
+		m.learned(&edge, class, rec, sl)
+	}
+}
+
+// leftOut counts a flow side whose peer learning leaves out for drop, and
+// observes it, so that the proposal shows it as an edge that protect would
+// block.
+func (p *learningProcessor) leftOut(edge learning.Edge, peer *flow.Endpoint, reason string, rec *flow.Record, m *memo, c *counts, drop string) {
+	c.drop(drop)
+	if p.cfg.Observe {
+		m.unlearned(edge, peer, reason, rec)
 	}
 }
 

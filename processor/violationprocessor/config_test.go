@@ -17,11 +17,18 @@ func TestLoadConfig(t *testing.T) {
 			Enforcer:           component.MustNewIDWithName("enforcer", "primary"),
 			StatusSyncInterval: 5 * time.Second,
 			MaxBuffered:        500,
+			ObservedInterval:   2 * time.Minute,
+			MaxObserved:        10,
+			MaxTrackedEdges:    100,
+			UnusedRuleAge:      24 * time.Hour,
 		}},
 		{ID: component.NewIDWithName(Type, "bad"), WantErr: []string{
 			`invalid enforcer "health_check": must name an extension of type "enforcer"`,
 			"invalid status_sync_interval 10ms: must be at least 1s",
 			"invalid max_buffered 0: must be at least 1",
+			"invalid observed_interval 0s: must be at least 1s",
+			"invalid max_observed 0: must be between 1 and 256",
+			"invalid unused_rule_age 1s: must be at least 1m",
 		}},
 	})
 }

@@ -1,15 +1,18 @@
 package violationprocessor
 
 import (
+	"net/netip"
+
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
+	"github.com/kubewarden/network-enforcer/internal/observed"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // KindPod is the kind of a violation end that is a pod without a workload.
-const KindPod = "Pod"
+const KindPod = observed.KindPod
 
 // target is the end that the policy targets, as a violation record names it.
 func target(ref workload.Ref, end *flow.Endpoint) v1alpha1.ViolationEndpoint {
@@ -17,22 +20,32 @@ func target(ref workload.Ref, end *flow.Endpoint) v1alpha1.ViolationEndpoint {
 }
 
 // other resolves the end at the other side of the flow: as a violation record
-// names it, and as a NetworkPolicy rule matches it. A pod without a workload is
+// names it, as a NetworkPolicy rule matches it, and as the policy's observed
+// edges list it (the peer part of the key). A pod without a workload is
 // named as the pod; an end outside the cluster by its address.
-func other(e enforcerextension.Enforcer, end *flow.Endpoint) (v1alpha1.ViolationEndpoint, *netpolmatch.Peer) {
+func other(e enforcerextension.Enforcer, end *flow.Endpoint) (v1alpha1.ViolationEndpoint, *netpolmatch.Peer, observed.Key) {
 	v := v1alpha1.ViolationEndpoint{Identity: end.Identity}
-	p := &netpolmatch.Peer{Address: end.Address}
+	p := &netpolmatch.Peer{Address: end.Address, Principal: end.Identity}
 	w, reason := enforcerextension.ResolveEndpoint(e, end)
+	k := observed.Key{Class: enforcerextension.PeerClassOf(reason), Principal: end.Identity}
 	switch {
 	case reason == "":
 		v.Namespace, v.Kind, v.Name = w.Namespace, string(w.Kind), w.Name
+		k.Namespace, k.Kind, k.Name = w.Namespace, string(w.Kind), w.Name
 		p.Namespace = w.Namespace
 		p.PodLabels, p.NamespaceLabels, _ = e.Labels(w.Ref)
+		return v, p, k
 	case end.External == "" && end.Namespace != "" && end.Pod != "":
 		v.Namespace, v.Kind, v.Name = end.Namespace, KindPod, end.Pod
+		k.Namespace, k.Kind, k.Name = end.Namespace, KindPod, end.Pod
 		p.Namespace = end.Namespace
 	default:
 		v.Name = end.Address
 	}
-	return v, p
+	if _, err := netip.ParseAddr(end.Address); err == nil {
+		k.Address = end.Address
+	} else {
+		k.DNSName = end.Address // a Goldmane name: a network set's, pub, pvt
+	}
+	return v, p, k
 }

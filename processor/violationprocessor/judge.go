@@ -5,7 +5,6 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flow"
-	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -81,8 +80,10 @@ func owner(c *candidate, policies []v1alpha1.WorkloadNetworkPolicy) (*v1alpha1.W
 // verdict decides for what it enforces or dry-runs: ztunnel's dry-run matches
 // are monitor violations, its denials and a CNI's policy drops protect ones. A
 // kubernetes-backend policy in monitor mode has no object in the data plane, so
-// the flow is judged against spec.kubernetes here.
-func actionOf(c *candidate, p *v1alpha1.WorkloadNetworkPolicy, other *netpolmatch.Peer, sc netpolmatch.SelectorCache) (v1alpha1.PolicyMode, bool) {
+// the flow is judged against spec.kubernetes here: allowed is the matcher's
+// verdict (netpolmatch.MatchSpec), the one that the policy's observed edges
+// show too.
+func actionOf(c *candidate, p *v1alpha1.WorkloadNetworkPolicy, allowed bool) (v1alpha1.PolicyMode, bool) {
 	switch c.rec.Outcome {
 	case flow.OutcomeDryRunDenied:
 		return v1alpha1.PolicyModeMonitor, true
@@ -91,11 +92,7 @@ func actionOf(c *candidate, p *v1alpha1.WorkloadNetworkPolicy, other *netpolmatc
 			return v1alpha1.PolicyModeProtect, true
 		}
 	}
-	if p.Spec.Backend != v1alpha1.BackendKubernetes || p.Spec.Mode != v1alpha1.PolicyModeMonitor {
-		return "", false
-	}
-	proto, _ := protocolOf(c.rec.Transport)
-	if netpolmatch.Allows(p.Spec.Kubernetes, p.Namespace, c.direction, other, proto, int32(c.rec.Destination.Port), sc) {
+	if p.Spec.Backend != v1alpha1.BackendKubernetes || p.Spec.Mode != v1alpha1.PolicyModeMonitor || allowed {
 		return "", false
 	}
 	return v1alpha1.PolicyModeMonitor, true

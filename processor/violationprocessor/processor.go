@@ -17,6 +17,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
+	"github.com/kubewarden/network-enforcer/internal/observed"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -30,8 +31,10 @@ type violationProcessor struct {
 	next     consumer.Logs
 	enforcer enforcerextension.Enforcer
 	// status asks the enforcer's status controller for a policy's sync.
-	status    enforcerextension.Queue
-	buffer    *buffer
+	status enforcerextension.Queue
+	buffer *buffer
+	// observed holds the policies' observed edges between status writes.
+	observed  *observed.Store
 	telemetry *telemetry
 	// reported holds the unknown acknowledge annotations already logged.
 	reported sync.Map
@@ -42,7 +45,8 @@ func newViolationProcessor(set processor.Settings, cfg *Config, next consumer.Lo
 	if err != nil {
 		return nil, err
 	}
-	return &violationProcessor{cfg: cfg, logger: set.Logger, next: next, buffer: newBuffer(cfg.MaxBuffered), telemetry: tel}, nil
+	return &violationProcessor{cfg: cfg, logger: set.Logger, next: next, buffer: newBuffer(cfg.MaxBuffered),
+		observed: observed.NewStore(cfg.MaxTrackedEdges), telemetry: tel}, nil
 }
 
 func (p *violationProcessor) start(_ context.Context, host component.Host) error {
@@ -134,8 +138,14 @@ func (p *violationProcessor) observe(c *candidate, m *memo) (observation, string
 	if c.direction == v1alpha1.DirectionEgress {
 		targetEnd, otherEnd = otherEnd, targetEnd
 	}
-	otherView, otherPeer := other(p.enforcer, otherEnd)
-	action, ok := actionOf(c, pol, otherPeer, m.selectors)
+	otherView, otherPeer, edge := other(p.enforcer, otherEnd)
+	port := int32(c.rec.Destination.Port)
+	_, allowed := netpolmatch.MatchSpec(&pol.Spec.PolicySpec, pol.Namespace, otherPeer, proto, port, m.selectors)
+	if p.cfg.Observe {
+		edge.Protocol, edge.Port = proto, port
+		p.observeEdge(pol, &edge, c.rec)
+	}
+	action, ok := actionOf(c, pol, allowed)
 	if !ok {
 		return observation{}, reasonAllowed
 	}
@@ -145,7 +155,7 @@ func (p *violationProcessor) observe(c *candidate, m *memo) (observation, string
 		time:     c.rec.Time,
 		count:    max(c.rec.Count, 1),
 		key: recordKey{
-			Protocol: proto, DstPort: int32(c.rec.Destination.Port), Action: action,
+			Protocol: proto, DstPort: port, Action: action,
 			Policy: v1alpha1.PolicyReference{Namespace: pol.Namespace, Name: pol.Name},
 		},
 	}

@@ -38,14 +38,19 @@ func (p *violationProcessor) reconcileStatus(ctx context.Context, key types.Name
 		}
 	}
 	var acks acknowledgements
+	var obs observedStatus
+	var wait time.Duration
+	now := time.Now()
 	wrote := false
 	written, err := w.UpdateStatus(ctx, key, func(fresh *v1alpha1.WorkloadNetworkPolicy) bool {
 		st := fresh.Status.DeepCopy()
 		merge(st, records)
-		acks = acknowledge(st, fresh.Annotations, time.Now())
+		acks = acknowledge(st, fresh.Annotations, now)
 		setAttributable(fresh, st, others)
 		setAcknowledged(fresh, st, acks.unknown)
+		obs, wait = p.setObserved(fresh, st, now)
 		if apiequality.Semantic.DeepEqual(st, &fresh.Status) {
+			wrote = false
 			return false
 		}
 		fresh.Status, wrote = *st, true
@@ -53,6 +58,12 @@ func (p *violationProcessor) reconcileStatus(ctx context.Context, key types.Name
 	})
 	if wrote {
 		p.telemetry.statusWrite(ctx, err)
+	}
+	if err == nil {
+		if !wrote {
+			obs.update = nil
+		}
+		p.written(key, &obs, wait, now)
 	}
 	switch {
 	case apierrors.IsNotFound(err):

@@ -124,14 +124,33 @@ func TestStatusSyncMergesWhatWasObserved(t *testing.T) {
 }
 
 // TestAllowedFlowIsNoViolation: a flow that spec.kubernetes allows is judged
-// in software and dismissed: no event, nothing queued.
+// in software and dismissed: no event and no violation record; the status
+// sync lists it as an observed edge that the spec allows, used by its rule.
 func TestAllowedFlowIsNoViolation(t *testing.T) {
 	p, fake, sink := startViolations(t)
 	fake.AddWorkload(intruder, enforcerextensiontest.WorkloadInfo{PodLabels: map[string]string{"app": "frontend"},
 		NamespaceLabels: map[string]string{"kubernetes.io/metadata.name": "shop"}}, "10.0.0.3")
 	sendCandidate(t, p, 8080)
-	if n := eventsNamed(sink, violationevent.Observed); n != 0 || len(fake.Queued()) != 0 {
-		t.Fatalf("%d events, queued %v for an allowed flow", n, fake.Queued())
+	if n := eventsNamed(sink, violationevent.Observed); n != 0 {
+		t.Fatalf("%d events for an allowed flow", n)
+	}
+	fake.Lead()
+	if errs := fake.Drain(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	st := fake.PolicyNow(cartPolicy).Status
+	if len(st.Violations) != 0 || st.ViolationCount != 0 {
+		t.Fatalf("violations for an allowed flow: %+v", st.Violations)
+	}
+	if len(st.Observed) != 1 || st.Observed[0].Verdict != v1alpha1.VerdictAllowed || st.Observed[0].Flows != 1 ||
+		st.Observed[0].Peer.Name != intruder.Name || st.WouldBlockEdges != 0 {
+		t.Fatalf("observed %+v, would block %d", st.Observed, st.WouldBlockEdges)
+	}
+	if len(st.RuleUse) != 1 || st.RuleUse[0].Flows != 1 || st.RuleUse[0].LastUsed == nil {
+		t.Fatalf("rule use %+v", st.RuleUse)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionWouldBlock); c == nil || c.Status != metav1.ConditionFalse {
+		t.Fatalf("WouldBlock %+v", c)
 	}
 }
 

@@ -154,15 +154,19 @@ func externalOf(ep *flowpb.Endpoint) flow.External {
 	switch ep.GetIdentity() {
 	case identityWorld, identityWorldIPv4, identityWorldIPv6:
 		return flow.ExternalWorld
-	case identityHost, identityRemoteNode, identityKubeAPI:
+	case identityHost, identityRemoteNode:
 		return flow.ExternalHost
+	case identityKubeAPI:
+		return flow.ExternalAPIServer
 	}
 	for _, l := range ep.GetLabels() {
 		switch {
 		case strings.HasPrefix(l, "reserved:world"):
 			return flow.ExternalWorld
-		case l == "reserved:host", l == "reserved:remote-node", l == "reserved:kube-apiserver":
+		case l == "reserved:host", l == "reserved:remote-node":
 			return flow.ExternalHost
+		case l == "reserved:kube-apiserver":
+			return flow.ExternalAPIServer
 		}
 	}
 	return flow.ExternalUnknown

@@ -59,6 +59,9 @@ type Options struct {
 	// OutsidePeers is the learning processor's outside_peers; its default
 	// (drop) when empty.
 	OutsidePeers learningprocessor.OutsidePeers
+	// ObservedInterval is the writer's and the violation processor's
+	// observed_interval; their default when zero.
+	ObservedInterval time.Duration
 }
 
 // StartLearning starts the extension (leader election on a short lease in the
@@ -90,8 +93,12 @@ func StartPipeline(tb testing.TB, opts Options) *Learning {
 	l.Enforcer = ext.(enforcerextension.Enforcer)
 
 	wf := k8swriterexporter.NewFactory()
+	wcfg := wf.CreateDefaultConfig().(*k8swriterexporter.Config)
+	if opts.ObservedInterval > 0 {
+		wcfg.ObservedInterval = opts.ObservedInterval
+	}
 	writer, err := wf.CreateLogs(ctx, exporter.Settings{ID: component.NewID(wf.Type()), TelemetrySettings: l.Settings, BuildInfo: build},
-		wf.CreateDefaultConfig())
+		wcfg)
 	must(tb, err)
 	var next consumer.Logs = writer
 	started := []component.Component{ext, writer}
@@ -100,6 +107,9 @@ func StartPipeline(tb testing.TB, opts Options) *Learning {
 		vcfg := vf.CreateDefaultConfig().(*violationprocessor.Config)
 		if opts.StatusSyncInterval > 0 {
 			vcfg.StatusSyncInterval = opts.StatusSyncInterval
+		}
+		if opts.ObservedInterval > 0 {
+			vcfg.ObservedInterval = opts.ObservedInterval
 		}
 		violations, err := vf.CreateLogs(ctx, processor.Settings{ID: component.NewID(vf.Type()), TelemetrySettings: l.Settings, BuildInfo: build},
 			vcfg, opts.Violations)

@@ -230,6 +230,17 @@ func (e *Enforcer) Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPo
 	return p.DeepCopy(), true
 }
 
+// Proposal returns a copy of a proposal that the writer wrote, or false.
+func (e *Enforcer) Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.proposals[key]
+	if !ok {
+		return nil, false
+	}
+	return p.DeepCopy(), true
+}
+
 // OnLeading registers run, started now when the fake leads.
 func (e *Enforcer) OnLeading(run func(context.Context)) {
 	e.mu.Lock()
@@ -491,20 +502,28 @@ var policyResource = schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Re
 
 func (w statusWriter) UpdateStatus(_ context.Context, key types.NamespacedName,
 	mutate func(*v1alpha1.WorkloadNetworkPolicy) bool) (*v1alpha1.WorkloadNetworkPolicy, error) {
+	// mutate runs unlocked, as on the real enforcer: it may read the cache.
 	w.e.mu.Lock()
-	defer w.e.mu.Unlock()
 	have, ok := w.e.policies[key]
+	var p *v1alpha1.WorkloadNetworkPolicy
+	if ok {
+		p = have.DeepCopy()
+	}
+	w.e.mu.Unlock()
 	if !ok {
 		return nil, apierrors.NewNotFound(policyResource, key.Name)
 	}
-	p := have.DeepCopy()
 	if !mutate(p) {
 		return p, nil
 	}
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
 	if err := w.e.write("status", p); err != nil {
 		return nil, err
 	}
-	have.Status = *p.Status.DeepCopy()
+	if have, ok = w.e.policies[key]; ok {
+		have.Status = *p.Status.DeepCopy()
+	}
 	return p, nil
 }
 

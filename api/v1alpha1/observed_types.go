@@ -1,0 +1,154 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MaxObservedEdges is the most entries that status.observed can hold; the
+// writer's max_observed cannot exceed it.
+const MaxObservedEdges = 256
+
+// PeerClass says what kind of end the peer of an observed edge is.
+// +kubebuilder:validation:Enum=Workload;External;Host;Node;APIServer;BarePod;Unidentified
+type PeerClass string
+
+const (
+	// PeerClassWorkload is a workload of the cluster, named by namespace, kind
+	// and name, or for Istio by its principal.
+	PeerClassWorkload PeerClass = "Workload"
+	// PeerClassExternal is an end outside the cluster: the world, a network, or
+	// a network set.
+	PeerClassExternal PeerClass = "External"
+	// PeerClassHost is an end that the data plane calls the host: a node's own
+	// address.
+	PeerClassHost PeerClass = "Host"
+	// PeerClassNode is a host-network pod, at its node's address.
+	PeerClassNode PeerClass = "Node"
+	// PeerClassAPIServer is the Kubernetes API server, when the data plane
+	// names it apart from the host.
+	PeerClassAPIServer PeerClass = "APIServer"
+	// PeerClassBarePod is a pod that no supported workload owns.
+	PeerClassBarePod PeerClass = "BarePod"
+	// PeerClassUnidentified is an end that could not be told: a pod the cache
+	// does not know, a pod of an unsupported owner, or an Istio source without
+	// an identity.
+	PeerClassUnidentified PeerClass = "Unidentified"
+)
+
+// ObservedVerdict is what the spec of the object would do with an observed edge.
+// +kubebuilder:validation:Enum=Allowed;WouldBlock
+type ObservedVerdict string
+
+const (
+	// VerdictAllowed means that the spec allows the edge.
+	VerdictAllowed ObservedVerdict = "Allowed"
+	// VerdictWouldBlock means that protect mode would block the edge.
+	VerdictWouldBlock ObservedVerdict = "WouldBlock"
+)
+
+// ObservedPeer is the other end of an observed edge.
+type ObservedPeer struct {
+	// class is what kind of end the peer is.
+	// +required
+	Class PeerClass `json:"class"`
+
+	// namespace of the workload or pod.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+
+	// kind of the workload (Deployment, StatefulSet, and so on).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind,omitempty"`
+
+	// name of the workload, or of the pod for a bare pod.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
+	// principal is the peer's Istio identity, in the form
+	// <trust-domain>/ns/<namespace>/sa/<service-account>, when it has one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Principal string `json:"principal,omitempty"`
+
+	// address is the peer's IP address, or the address block (CIDR) that it was
+	// learned as, for a peer that is not a workload.
+	// +optional
+	// +kubebuilder:validation:MaxLength=43
+	Address string `json:"address,omitempty"`
+
+	// dnsName is the peer's DNS name or network set name, when the flow record
+	// gives one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	DNSName string `json:"dnsName,omitempty"`
+}
+
+// ObservedEdge is one distinct edge that the enforcer saw for the workload and
+// direction: a peer, a protocol and a destination port, with its verdict by the
+// current spec.
+type ObservedEdge struct {
+	// peer is the other end of the edge.
+	// +required
+	Peer ObservedPeer `json:"peer"`
+
+	// protocol is the transport protocol.
+	// +required
+	// +kubebuilder:validation:Enum=TCP;UDP;SCTP
+	Protocol corev1.Protocol `json:"protocol"`
+
+	// port is the destination port.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+
+	// flows counts the flows of this edge that the enforcer saw since it
+	// started.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Flows int64 `json:"flows,omitempty"`
+
+	// firstSeen is when the enforcer first saw the edge.
+	// +required
+	FirstSeen metav1.Time `json:"firstSeen"`
+
+	// lastSeen is when the enforcer last saw the edge.
+	// +required
+	LastSeen metav1.Time `json:"lastSeen"`
+
+	// verdict is Allowed when the current spec allows the edge, and WouldBlock
+	// when protect mode would block it.
+	// +required
+	Verdict ObservedVerdict `json:"verdict"`
+}
+
+// ObservedTraffic is the evidence of what the spec would do with the traffic
+// that was seen: the most recently seen edges and the totals.
+type ObservedTraffic struct {
+	// observed are the most recently seen distinct edges, newest first.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	Observed []ObservedEdge `json:"observed,omitempty"`
+
+	// observedEdges is the number of distinct edges seen, listed or not.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedEdges int32 `json:"observedEdges,omitempty"`
+
+	// wouldBlockEdges is the number of distinct edges seen, listed or not, that
+	// protect mode would block.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	WouldBlockEdges int32 `json:"wouldBlockEdges"`
+
+	// omittedEdges is the number of distinct edges seen that observed does not
+	// list, beyond its bound.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	OmittedEdges int32 `json:"omittedEdges,omitempty"`
+}

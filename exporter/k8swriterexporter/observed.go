@@ -1,0 +1,37 @@
+package k8swriterexporter
+
+import (
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
+	"github.com/kubewarden/network-enforcer/internal/observed"
+	"github.com/kubewarden/network-enforcer/internal/workload"
+)
+
+// observedKey is the key, among a proposal's observed edges, of an
+// observation; false for a protocol that no policy names.
+func observedKey(o *learning.Observation) (observed.Key, bool) {
+	proto, ok := observed.ProtocolOf(o.Protocol)
+	if !ok {
+		return observed.Key{}, false
+	}
+	k := observed.Key{Class: o.Class, Principal: o.Principal, Address: o.PeerAddress, DNSName: o.PeerDNSName,
+		Protocol: proto, Port: int32(o.Port)}
+	if o.PeerCIDR != "" {
+		k.Address = o.PeerCIDR // the block it is learned as, which the spec allows
+	}
+	if o.Peer != (workload.Ref{}) {
+		k.Namespace, k.Kind, k.Name = o.Peer.Namespace, string(o.Peer.Kind), o.Peer.Name
+	}
+	return k, true
+}
+
+// judge judges p's observed edges by its spec as it is now, with the matcher
+// that judges monitor-mode violations.
+func (w *writer) judge(p *v1alpha1.WorkloadNetworkPolicyProposal) observed.Judge {
+	sc := netpolmatch.SelectorCache{}
+	return func(k *observed.Key) (string, bool) {
+		return netpolmatch.MatchSpec(&p.Spec, p.Namespace, enforcerextension.PeerOf(w.enforcer, k), k.Protocol, k.Port, sc)
+	}
+}

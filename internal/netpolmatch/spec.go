@@ -1,0 +1,61 @@
+package netpolmatch
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+)
+
+// MatchSpec judges a flow with peer on protocol and port against a proposal's
+// or policy's spec, in namespace, by its backend: the NetworkPolicy spec as
+// the CNI would, the Istio spec as ztunnel would. rule names the rule that
+// allowed it (ingress[0], egress[1], rules[2]), "" when no rule did: the spec
+// does not govern the direction, or it does not allow the flow.
+func MatchSpec(spec *v1alpha1.PolicySpec, namespace string, p *Peer, protocol corev1.Protocol, port int32,
+	sc SelectorCache) (rule string, allowed bool) {
+	var i int
+	if spec.Backend == v1alpha1.BackendIstio {
+		if i, allowed = MatchIstio(spec.Istio, p.Principal, p.Address, port); i >= 0 {
+			rule = RuleName(spec, i)
+		}
+		return rule, allowed
+	}
+	if i, allowed = Match(spec.Kubernetes, namespace, spec.Direction, p, protocol, port, sc); i >= 0 {
+		rule = RuleName(spec, i)
+	}
+	return rule, allowed
+}
+
+// RuleName names the rule at index i of the spec's rules for its direction.
+func RuleName(spec *v1alpha1.PolicySpec, i int) string {
+	switch {
+	case spec.Backend == v1alpha1.BackendIstio:
+		return fmt.Sprintf("rules[%d]", i)
+	case spec.Direction == v1alpha1.DirectionEgress:
+		return fmt.Sprintf("egress[%d]", i)
+	}
+	return fmt.Sprintf("ingress[%d]", i)
+}
+
+// Rules lists the names of the spec's rules for its direction, in order.
+func Rules(spec *v1alpha1.PolicySpec) []string {
+	n := 0
+	switch {
+	case spec.Backend == v1alpha1.BackendIstio:
+		if spec.Istio != nil {
+			n = len(spec.Istio.Rules)
+		}
+	case spec.Kubernetes == nil:
+	case spec.Direction == v1alpha1.DirectionEgress:
+		n = len(spec.Kubernetes.Egress)
+	default:
+		n = len(spec.Kubernetes.Ingress)
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = RuleName(spec, i)
+	}
+	return names
+}

@@ -1,0 +1,119 @@
+package observed
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+)
+
+// classOrder is the order in which a WouldBlock message names peer classes.
+var classOrder = []v1alpha1.PeerClass{
+	v1alpha1.PeerClassWorkload, v1alpha1.PeerClassExternal, v1alpha1.PeerClassHost, v1alpha1.PeerClassNode,
+	v1alpha1.PeerClassAPIServer, v1alpha1.PeerClassBarePod, v1alpha1.PeerClassUnidentified,
+}
+
+// WouldBlockCondition is the WouldBlock condition of an update, for an object
+// of generation: "protect would block 3 observed edges: 2 External, 1 Host".
+func (u *Update) WouldBlockCondition(generation int64) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionWouldBlock, ObservedGeneration: generation}
+	n := int(u.Traffic.WouldBlockEdges)
+	if n == 0 {
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonObservedAllowed
+		c.Message = fmt.Sprintf("the spec allows all %d observed %s", u.Traffic.ObservedEdges, edges(int(u.Traffic.ObservedEdges)))
+		return c
+	}
+	var parts []string
+	for _, class := range classOrder {
+		if m := u.WouldBlock[class]; m > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", m, class))
+		}
+	}
+	c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonObservedWouldBlock
+	c.Message = fmt.Sprintf("protect would block %d observed %s: %s", n, edges(n), strings.Join(parts, ", "))
+	return c
+}
+
+func edges(n int) string {
+	if n == 1 {
+		return "edge"
+	}
+	return "edges"
+}
+
+// MergeRuleUse adds the update's rule use to cur, the status's, for the
+// rules the spec has now (names lists them in order); the use of a rule that
+// the spec no longer has goes.
+func (u *Update) MergeRuleUse(cur []v1alpha1.RuleUse, names []string) []v1alpha1.RuleUse {
+	out := make([]v1alpha1.RuleUse, 0, len(names))
+	for _, name := range names {
+		r := v1alpha1.RuleUse{Rule: name}
+		if i := slices.IndexFunc(cur, func(c v1alpha1.RuleUse) bool { return c.Rule == name }); i >= 0 {
+			r = *cur[i].DeepCopy()
+		}
+		if use, ok := u.Rules[name]; ok {
+			r.Flows += use.Flows
+			if r.LastUsed == nil || use.Last.After(r.LastUsed.Time) {
+				t := seconds(use.Last)
+				r.LastUsed = &t
+			}
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// UnusedRulesCondition is the UnusedRules condition of rules, the rule use of
+// a policy created at created, at now: a rule is unused when it was last used
+// (or, never used, the policy was created) more than age ago. next is when
+// the next rule turns unused, zero when none will without a change.
+func UnusedRulesCondition(rules []v1alpha1.RuleUse, created, now time.Time, age time.Duration, generation int64) (c metav1.Condition, next time.Time) {
+	c = metav1.Condition{Type: v1alpha1.ConditionUnusedRules, ObservedGeneration: generation}
+	var unused []string
+	for _, r := range rules {
+		since := created
+		if r.LastUsed != nil {
+			since = r.LastUsed.Time
+		}
+		if turns := since.Add(age); !turns.After(now) {
+			if r.LastUsed == nil {
+				unused = append(unused, r.Rule+" (never used)")
+			} else {
+				unused = append(unused, fmt.Sprintf("%s (last used %s)", r.Rule, r.LastUsed.UTC().Format(time.RFC3339)))
+			}
+		} else if next.IsZero() || turns.Before(next) {
+			next = turns
+		}
+	}
+	if len(unused) == 0 {
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonRulesUsed
+		c.Message = fmt.Sprintf("every rule was used in the last %s", ageText(age))
+		return c, next
+	}
+	c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonRulesUnused
+	c.Message = fmt.Sprintf("%d %s not used in the last %s: %s", len(unused), plural(len(unused), "rule", "rules"), ageText(age), strings.Join(unused, ", "))
+	return c, next
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// ageText says an age as a person would: 7 days, 12h0m0s.
+func ageText(age time.Duration) string {
+	const day = 24 * time.Hour
+	if age >= day && age%day == 0 {
+		return fmt.Sprintf("%d %s", age/day, plural(int(age/day), "day", "days"))
+	}
+	return age.String()
+}

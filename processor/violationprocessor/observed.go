@@ -1,0 +1,111 @@
+package violationprocessor
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
+	"github.com/kubewarden/network-enforcer/internal/observed"
+)
+
+// observeEdge counts a flow of pol's workload and direction, allowed or not,
+// on its observed edge k. The policy's first since its last status write asks
+// for the next, at most once per observed_interval.
+func (p *violationProcessor) observeEdge(pol *v1alpha1.WorkloadNetworkPolicy, k *observed.Key, rec *flow.Record) {
+	t := rec.Time
+	if t.IsZero() {
+		t = time.Now()
+	}
+	name := policyName(pol)
+	if first, _ := p.observed.Add(name, k, max(rec.Count, 1), t); first {
+		p.status.Enqueue(name, max(time.Second, p.observed.Wait(name, p.cfg.ObservedInterval, time.Now())))
+	}
+}
+
+// judge judges pol's observed edges by its spec as it is now, with the
+// matcher that judges monitor-mode violations.
+func (p *violationProcessor) judge(pol *v1alpha1.WorkloadNetworkPolicy) observed.Judge {
+	sc := netpolmatch.SelectorCache{}
+	return func(k *observed.Key) (string, bool) {
+		return netpolmatch.MatchSpec(&pol.Spec.PolicySpec, pol.Namespace, enforcerextension.PeerOf(p.enforcer, k), k.Protocol, k.Port, sc)
+	}
+}
+
+// observedStatus is a policy's observed part of the status as a sync would
+// write it: the observed edges, the rules' use, the WouldBlock and
+// UnusedRules conditions.
+type observedStatus struct {
+	update *observed.Update
+	// next is when a rule next turns unused, zero for never.
+	next time.Time
+}
+
+// setObserved sets the observed part of st, fresh's status to be. It leaves
+// st as fresh has it when nothing asks for a write now: what changed is only
+// the flows or edges, the policy's last such write was less than
+// observed_interval ago, and the spec the verdicts judge is unchanged. The
+// caller asks for a sync at wait then.
+func (p *violationProcessor) setObserved(fresh *v1alpha1.WorkloadNetworkPolicy, st *v1alpha1.WorkloadNetworkPolicyStatus,
+	now time.Time) (o observedStatus, wait time.Duration) {
+	if !p.cfg.Observe {
+		return o, 0
+	}
+	key := types.NamespacedName{Namespace: fresh.Namespace, Name: fresh.Name}
+	held := st.DeepCopy()
+	judged := meta.FindStatusCondition(held.Conditions, v1alpha1.ConditionWouldBlock)
+	if from := fresh.Labels[v1alpha1.PromotedFromLabel]; judged == nil && from != "" {
+		// The policy's first observed edges: the proposal's, which stays
+		// until this status carries them on.
+		if proposal, ok := p.enforcer.Proposal(types.NamespacedName{Namespace: fresh.Namespace, Name: from}); ok {
+			st.ObservedTraffic = *proposal.Status.ObservedTraffic.DeepCopy()
+		}
+	}
+	o.update = p.observed.Status(key, &st.ObservedTraffic, p.judge(fresh), p.cfg.MaxObserved)
+	st.ObservedTraffic = o.update.Traffic
+	st.RuleUse = o.update.MergeRuleUse(st.RuleUse, netpolmatch.Rules(&fresh.Spec.PolicySpec))
+	setCondition(st, o.update.WouldBlockCondition(fresh.Generation))
+	var unused metav1.Condition
+	unused, o.next = observed.UnusedRulesCondition(st.RuleUse, fresh.CreationTimestamp.Time, now, p.cfg.UnusedRuleAge, fresh.Generation)
+	setCondition(st, unused)
+
+	specEdited := judged == nil || judged.ObservedGeneration != fresh.Generation
+	if specEdited || conditionChanged(held, st, v1alpha1.ConditionUnusedRules) {
+		return o, 0
+	}
+	if wait = p.observed.Wait(key, p.cfg.ObservedInterval, now); wait > 0 {
+		// Not yet: keep what the status has, and the flows for later.
+		*st = *held
+		o.update = nil
+	}
+	return o, wait
+}
+
+// conditionChanged reports whether condition t differs between two statuses
+// in what it says.
+func conditionChanged(a, b *v1alpha1.WorkloadNetworkPolicyStatus, t string) bool {
+	ca, cb := meta.FindStatusCondition(a.Conditions, t), meta.FindStatusCondition(b.Conditions, t)
+	if ca == nil || cb == nil {
+		return ca != cb
+	}
+	return ca.Status != cb.Status || ca.Reason != cb.Reason || ca.Message != cb.Message
+}
+
+// written records that o's status was written, and asks for the next sync:
+// for flows that came in meanwhile, or when a rule turns unused.
+func (p *violationProcessor) written(key types.NamespacedName, o *observedStatus, wait time.Duration, now time.Time) {
+	switch {
+	case o.update == nil && wait > 0:
+		p.status.Enqueue(key, wait)
+	case o.update != nil && o.update.Written(now):
+		p.status.Enqueue(key, p.cfg.ObservedInterval)
+	}
+	if !o.next.IsZero() {
+		p.status.Enqueue(key, o.next.Sub(now)+time.Second)
+	}
+}

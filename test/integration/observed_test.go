@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/test/pipelinetest"
+)
+
+// The edges of the observed test: store/batch calls web/frontend, which it
+// learns, and an address on the Internet, which (outside_peers drop) it does
+// not.
+var (
+	batchPod    = flow.Endpoint{Address: "10.244.5.40"}
+	frontendPod = flow.Endpoint{Address: "10.244.6.2", Port: 9090}
+	paymentsAPI = flow.Endpoint{Address: "203.0.113.7", Port: 443, External: flow.ExternalWorld}
+)
+
+// TestProposalShowsWhatProtectWouldBlock: a proposal lists its observed
+// edges with flows and verdicts, and says that protect would block the call
+// to the Internet; a person tightens the spec by hand, and with no new flow
+// the verdicts follow the new spec; the same flows again leave the spec as
+// the person made it and count on.
+func TestProposalShowsWhatProtectWouldBlock(t *testing.T) {
+	controlplanetest.Require(t)
+	ctx := context.Background()
+	p := &pipeline{Learning: pipelinetest.StartPipeline(t, pipelinetest.Options{ObservedInterval: time.Second})}
+	waitUntil(t, "leadership", 30*time.Second, p.Enforcer.IsLeader)
+	sendBatch(t, p, 3)
+
+	var proposal v1alpha1.WorkloadNetworkPolicyProposal
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &proposal) })
+	waitUntil(t, "the batch proposal with both observed edges", time.Minute, func() bool {
+		got, ok := batchEgressProposal(t)
+		proposal = got
+		return ok && got.Status.ObservedEdges == 2 && edgeFlows(&got, "web", "") == 3 && edgeFlows(&got, "", paymentsAPI.Address) == 3
+	})
+	if v := verdictOf(&proposal, "web", ""); v != v1alpha1.VerdictAllowed {
+		t.Errorf("the learned edge to web/frontend: verdict %s", v)
+	}
+	if v := verdictOf(&proposal, "", paymentsAPI.Address); v != v1alpha1.VerdictWouldBlock {
+		t.Errorf("the call to the Internet: verdict %s", v)
+	}
+	c := meta.FindStatusCondition(proposal.Status.Conditions, v1alpha1.ConditionWouldBlock)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Message != "protect would block 1 observed edge: 1 External" ||
+		proposal.Status.WouldBlockEdges != 1 {
+		t.Fatalf("WouldBlock %+v, wouldBlockEdges %d", c, proposal.Status.WouldBlockEdges)
+	}
+
+	// Tighten by hand: the egress rules go, egress stays governed.
+	proposal.Spec.Kubernetes.Egress = []networkingv1.NetworkPolicyEgressRule{}
+	must(t, env.Client.Update(ctx, &proposal))
+	edited := proposal.Generation
+	waitUntil(t, "the verdicts of the tightened spec", 30*time.Second, func() bool {
+		got, ok := batchEgressProposal(t)
+		proposal = got
+		return ok && got.Status.WouldBlockEdges == 2
+	})
+	if v := verdictOf(&proposal, "web", ""); v != v1alpha1.VerdictWouldBlock {
+		t.Errorf("after the edit, the edge to web/frontend: verdict %s", v)
+	}
+	if c := meta.FindStatusCondition(proposal.Status.Conditions, v1alpha1.ConditionWouldBlock); c == nil ||
+		c.Message != "protect would block 2 observed edges: 1 Workload, 1 External" {
+		t.Fatalf("after the edit: WouldBlock %+v", c)
+	}
+
+	// The same flows again: counted, and the person's spec stands.
+	sendBatch(t, p, 2)
+	waitUntil(t, "the repeated flows counted", 30*time.Second, func() bool {
+		got, ok := batchEgressProposal(t)
+		proposal = got
+		return ok && edgeFlows(&got, "web", "") == 5
+	})
+	if proposal.Generation != edited || len(proposal.Spec.Kubernetes.Egress) != 0 {
+		t.Fatalf("the writer changed the edited spec: generation %d -> %d, egress %+v", edited, proposal.Generation, proposal.Spec.Kubernetes.Egress)
+	}
+}
+
+// sendBatch sends n flows of each of the test's edges.
+func sendBatch(t *testing.T, p *pipeline, n int) {
+	t.Helper()
+	ld := plog.NewLogs()
+	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	rec := flow.Record{Time: time.Now(), Provider: flow.ProviderCilium, Outcome: flow.OutcomeAllowed,
+		Reporter: flow.ReporterSource, Direction: flow.DirectionEgress, Transport: flow.TransportTCP, Count: 1}
+	for range n {
+		for _, dst := range []flow.Endpoint{frontendPod, paymentsAPI} {
+			rec.Source, rec.Destination = batchPod, dst
+			rec.AppendTo(sl)
+		}
+	}
+	must(t, p.Processor.ConsumeLogs(context.Background(), ld))
+}
+
+// batchEgressProposal is store/batch's egress proposal, when it is written.
+func batchEgressProposal(t *testing.T) (v1alpha1.WorkloadNetworkPolicyProposal, bool) {
+	t.Helper()
+	var list v1alpha1.WorkloadNetworkPolicyProposalList
+	must(t, env.Client.List(context.Background(), &list))
+	for _, p := range list.Items {
+		if p.Namespace == "store" && p.Spec.TargetRef.Name == "batch" && p.Spec.Direction == v1alpha1.DirectionEgress {
+			return p, true
+		}
+	}
+	return v1alpha1.WorkloadNetworkPolicyProposal{}, false
+}
+
+// edge finds an observed edge by its peer's namespace or address.
+func edge(p *v1alpha1.WorkloadNetworkPolicyProposal, namespace, address string) *v1alpha1.ObservedEdge {
+	for i := range p.Status.Observed {
+		e := &p.Status.Observed[i]
+		if (namespace != "" && e.Peer.Namespace == namespace) || (address != "" && e.Peer.Address == address) {
+			return e
+		}
+	}
+	return nil
+}
+
+func edgeFlows(p *v1alpha1.WorkloadNetworkPolicyProposal, namespace, address string) int64 {
+	if e := edge(p, namespace, address); e != nil {
+		return e.Flows
+	}
+	return 0
+}
+
+func verdictOf(p *v1alpha1.WorkloadNetworkPolicyProposal, namespace, address string) v1alpha1.ObservedVerdict {
+	if e := edge(p, namespace, address); e != nil {
+		return e.Verdict
+	}
+	return v1alpha1.ObservedVerdict(fmt.Sprintf("none (observed %+v)", p.Status.Observed))
+}
