@@ -71,6 +71,7 @@ func run(ctx context.Context, dir string, once bool) error {
 		{"Starting a Hubble Relay that replays testdata/hubble/flows.jsonl over mutual TLS", d.startRelay},
 		{"Rendering the Helm chart for Cilium and starting the enforcer and its telemetry collector", d.startCollectors},
 		{"Waiting for proposals: learning from the recorded flows", d.waitForProposals},
+		{"Reading the evidence: what protect would block (status.observed)", d.showWouldBlock},
 		{"Promoting a proposal with kubectl label", d.promote},
 		{"Waiting for the NetworkPolicy that the policy renders in protect mode", d.waitForNetworkPolicy},
 		{"A connection the policy does not allow: the data plane drops it, the enforcer reports it", d.violate},

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -138,4 +139,72 @@ func verdictOf(p *v1alpha1.WorkloadNetworkPolicyProposal, namespace, address str
 		return e.Verdict
 	}
 	return v1alpha1.ObservedVerdict(fmt.Sprintf("none (observed %+v)", p.Status.Observed))
+}
+
+// TestPolicyCarriesOnItsProposalsEvidence: a promoted policy starts from its
+// proposal's observed edges and counts on, allowed flows too, with each rule's
+// last use; its verdicts are its own spec's.
+func TestPolicyCarriesOnItsProposalsEvidence(t *testing.T) {
+	controlplanetest.Require(t)
+	ctx := context.Background()
+	p := &pipeline{Learning: pipelinetest.StartPipeline(t, pipelinetest.Options{
+		Violations: new(consumertest.LogsSink), StatusSyncInterval: time.Second, ObservedInterval: time.Second})}
+	waitUntil(t, "leadership", 30*time.Second, p.Enforcer.IsLeader)
+	sendBatch(t, p, 3)
+	var proposal v1alpha1.WorkloadNetworkPolicyProposal
+	waitUntil(t, "the batch proposal with both observed edges", time.Minute, func() bool {
+		got, ok := batchEgressProposal(t)
+		proposal = got
+		return ok && got.Status.ObservedEdges == 2 && edgeFlows(&got, "web", "") == 3
+	})
+	policy := &v1alpha1.WorkloadNetworkPolicy{}
+	policy.Namespace, policy.Name = proposal.Namespace, proposal.Name
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), policy)
+		_ = env.Client.Delete(context.Background(), &proposal)
+	})
+	proposal.Labels[v1alpha1.PromoteLabel] = string(v1alpha1.PolicyModeMonitor)
+	must(t, env.Client.Update(ctx, &proposal))
+
+	waitUntil(t, "the policy with the proposal's observed edges", time.Minute, func() bool {
+		return env.Client.Get(ctx, key(policy.Namespace, policy.Name), policy) == nil && policy.Status.ObservedEdges == 2
+	})
+	if got := policyEdge(policy, "web", ""); got == nil || got.Flows != 3 || got.Verdict != v1alpha1.VerdictAllowed {
+		t.Fatalf("the carried edge to web/frontend: %+v", got)
+	}
+	if got := policyEdge(policy, "", paymentsAPI.Address); got == nil || got.Verdict != v1alpha1.VerdictWouldBlock {
+		t.Fatalf("the carried call to the Internet: %+v", got)
+	}
+	waitUntil(t, "the proposal to go once its evidence is carried on", 30*time.Second, func() bool {
+		_, ok := batchEgressProposal(t)
+		return !ok
+	})
+
+	sendBatch(t, p, 2)
+	waitUntil(t, "the policy to count on", 30*time.Second, func() bool {
+		must(t, env.Client.Get(ctx, key(policy.Namespace, policy.Name), policy))
+		got := policyEdge(policy, "web", "")
+		return got != nil && got.Flows == 5
+	})
+	if len(policy.Status.RuleUse) != 1 || policy.Status.RuleUse[0].Rule != "egress[0]" || policy.Status.RuleUse[0].Flows != 2 ||
+		policy.Status.RuleUse[0].LastUsed == nil {
+		t.Fatalf("rule use %+v", policy.Status.RuleUse)
+	}
+	if c := meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionUnusedRules); c == nil || c.Status != metav1.ConditionFalse {
+		t.Fatalf("UnusedRules %+v", c)
+	}
+	if c := meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionWouldBlock); c == nil ||
+		c.Message != "protect would block 1 observed edge: 1 External" {
+		t.Fatalf("WouldBlock %+v", c)
+	}
+}
+
+func policyEdge(p *v1alpha1.WorkloadNetworkPolicy, namespace, address string) *v1alpha1.ObservedEdge {
+	for i := range p.Status.Observed {
+		e := &p.Status.Observed[i]
+		if (namespace != "" && e.Peer.Namespace == namespace) || (address != "" && e.Peer.Address == address) {
+			return e
+		}
+	}
+	return nil
 }
