@@ -42,6 +42,9 @@ type loadtest struct {
 	client certtest.Pair
 	bin    string
 	runs   int
+	// unobserved runs the binary with observations off (the observe path's
+	// baseline).
+	unobserved bool
 }
 
 func newLoadtest(ctx context.Context, opts options) (_ *loadtest, err error) {
@@ -163,9 +166,11 @@ processors:
     check_interval: 1s
     limit_percentage: 80
     spike_limit_percentage: 20
-  learning: {}
+  learning:
+    observe: %[6]t
   violation:
     status_sync_interval: 30s
+    observe: %[6]t
 connectors:
   forward/violations: {}
 exporters:
@@ -183,7 +188,7 @@ service:
       receivers: [forward/violations]
       processors: [violation]
       exporters: [nop]
-`, name, namespace, receiver, telemetry(metrics), recvName))
+`, name, namespace, receiver, telemetry(metrics), recvName, !lt.unobserved))
 }
 
 func (lt *loadtest) writeConfig(name, content string) (string, error) {

@@ -36,7 +36,7 @@ import (
 
 func main() {
 	flows := flag.Int("flows", 1_000_000, "flows (or ztunnel lines) per path; the fixture is repeated to at least this many")
-	paths := flag.String("paths", "hubble,goldmane,ztunnel", "comma-separated paths to measure")
+	paths := flag.String("paths", "hubble,goldmane,ztunnel", "comma-separated paths to measure: hubble, goldmane, ztunnel, and observe (the hubble path with observations on against off)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "the longest one side of one path may take")
 	otlpBatch := flag.Int("otlp-batch", 1000, "log records per OTLP request")
 	keep := flag.Bool("keep", false, "keep the work directory (configurations, logs, certificates)")
@@ -118,8 +118,10 @@ func run(ctx context.Context, opts options) error {
 			measure = lt.goldmane
 		case "ztunnel":
 			measure = lt.ztunnel
+		case "observe":
+			measure = lt.observe
 		default:
-			return fmt.Errorf("unknown path %q: want hubble, goldmane or ztunnel", p)
+			return fmt.Errorf("unknown path %q: want hubble, goldmane, ztunnel or observe", p)
 		}
 		fmt.Printf("==> %s (%s)\n", p, time.Since(lt.started).Round(time.Second))
 		r, err := measure(ctx)

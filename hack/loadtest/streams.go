@@ -123,9 +123,71 @@ func drain(ch <-chan struct{}) {
 }
 
 func (lt *loadtest) hubble(ctx context.Context) (result, error) {
-	fixture, err := dataplanetest.LoadHubble(filepath.Join(lt.root, dataplanetest.HubbleFixture))
+	h, err := lt.hubbleRelay()
 	if err != nil {
 		return result{}, err
+	}
+	defer h.stop()
+	r := result{path: "hubble", title: "hubble (Observer.GetFlows, mutual TLS)", flows: len(h.msgs)}
+	if r.baseline, err = lt.baseline(ctx, h.addr, relayServerName, streamSide{opened: h.relay.Opened,
+		open: func(ctx context.Context, conn *grpc.ClientConn) (func() error, error) {
+			stream, err := observer.NewObserverClient(conn).GetFlows(ctx,
+				&observer.GetFlowsRequest{Follow: true, Since: timestamppb.New(time.Now().Add(-backfill))})
+			if err != nil {
+				return nil, err
+			}
+			return func() error { _, err := stream.Recv(); return err }, nil
+		}}, len(h.msgs)); err != nil {
+		return result{}, err
+	}
+	r.enforcer, err = lt.enforcer(ctx, "hubble", h.receiver(lt), h.relay.Opened, h.want)
+	return r, err
+}
+
+// observe measures what observations cost learning: the Hubble path through
+// the binary with observations on, against the same binary with them off
+// (learning and violation observe: false) as the baseline.
+func (lt *loadtest) observe(ctx context.Context) (result, error) {
+	h, err := lt.hubbleRelay()
+	if err != nil {
+		return result{}, err
+	}
+	defer h.stop()
+	r := result{path: "observe", title: "observations (hubble through the binary, observe on against observe off)", flows: len(h.msgs)}
+	lt.unobserved = true
+	r.baseline, err = lt.enforcer(ctx, "hubble-unobserved", h.receiver(lt), h.relay.Opened, h.want)
+	lt.unobserved = false
+	if err != nil {
+		return result{}, err
+	}
+	r.baseline.name = "network-enforcer, observe: false"
+	r.enforcer, err = lt.enforcer(ctx, "hubble-observed", h.receiver(lt), h.relay.Opened, h.want)
+	return r, err
+}
+
+// hubbleSource is the recorded Hubble flows, re-stamped and repeated, served
+// by a relay.
+type hubbleSource struct {
+	addr  string
+	relay *dataplanetest.HubbleRelay
+	msgs  []*observer.GetFlowsResponse
+	want  int64
+	stop  func()
+}
+
+func (h *hubbleSource) receiver(lt *loadtest) string {
+	return fmt.Sprintf(`  hubble:
+    endpoint: %s
+%s
+    backfill:
+      since: %s
+    enforcer: enforcer`, h.addr, lt.tlsYAML(relayServerName), backfill)
+}
+
+func (lt *loadtest) hubbleRelay() (*hubbleSource, error) {
+	fixture, err := dataplanetest.LoadHubble(filepath.Join(lt.root, dataplanetest.HubbleFixture))
+	if err != nil {
+		return nil, err
 	}
 	// The recording is of a past day: re-stamp it as if it had just happened,
 	// for the relay to serve it to a backfill.
@@ -153,29 +215,9 @@ func (lt *loadtest) hubble(ctx context.Context) (result, error) {
 	relay := dataplanetest.NewHubbleRelay(msgs)
 	addr, stop, err := lt.serve("hubble-relay", relayServerName, func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) })
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
-	defer stop()
-	r := result{path: "hubble", title: "hubble (Observer.GetFlows, mutual TLS)", flows: len(msgs)}
-	if r.baseline, err = lt.baseline(ctx, addr, relayServerName, streamSide{opened: relay.Opened,
-		open: func(ctx context.Context, conn *grpc.ClientConn) (func() error, error) {
-			stream, err := observer.NewObserverClient(conn).GetFlows(ctx,
-				&observer.GetFlowsRequest{Follow: true, Since: timestamppb.New(time.Now().Add(-backfill))})
-			if err != nil {
-				return nil, err
-			}
-			return func() error { _, err := stream.Recv(); return err }, nil
-		}}, len(msgs)); err != nil {
-		return result{}, err
-	}
-	r.enforcer, err = lt.enforcer(ctx, "hubble", fmt.Sprintf(`  hubble:
-    endpoint: %s
-%s
-    backfill:
-      since: %s
-    enforcer: enforcer`, addr, lt.tlsYAML(relayServerName), backfill),
-		relay.Opened, int64(copies*flowMsgs))
-	return r, err
+	return &hubbleSource{addr: addr, relay: relay, msgs: msgs, want: int64(copies * flowMsgs), stop: stop}, nil
 }
 
 func (lt *loadtest) goldmane(ctx context.Context) (result, error) {
