@@ -52,6 +52,11 @@ func TestKubectlNamesAndColumns(t *testing.T) {
 	if err := env.Client.Create(ctx, policy); err != nil {
 		t.Fatal(err)
 	}
+	// What kubectl get wnpp shows at a glance: a proposal not safe to protect.
+	proposal.Status.ObservedEdges, proposal.Status.WouldBlockEdges = 3, 2
+	if err := env.Client.Status().Update(ctx, proposal); err != nil {
+		t.Fatal(err)
+	}
 
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
@@ -95,8 +100,9 @@ func TestKubectlNamesAndColumns(t *testing.T) {
 	}
 	check("workloadnetworkpolicyproposals", map[string]any{
 		"Name": "deployment-web-ingress", "Backend": "kubernetes", "Direction": "Ingress", "Target": "web",
+		"Observed": float64(3), "Would Block": float64(2),
 	})
 	check("workloadnetworkpolicies", map[string]any{
-		"Name": "deployment-web-ingress", "Mode": "monitor", "Backend": "istio", "Active Violations": nil,
+		"Name": "deployment-web-ingress", "Mode": "monitor", "Backend": "istio", "Active Violations": nil, "Would Block": nil,
 	})
 }

@@ -3,12 +3,11 @@ package k8swriterexporter
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
 
-	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
 // Config is the configuration of the Kubernetes writer exporter.
@@ -29,17 +28,8 @@ type Config struct {
 	// left out.
 	MaxPeers int `mapstructure:"max_peers"`
 
-	// ObservedInterval is how often, at most, a proposal's observed edges
-	// are written to its status: their flow counts change with every flow,
-	// so the writes follow this interval, not the flow rate.
-	ObservedInterval time.Duration `mapstructure:"observed_interval"`
-	// MaxObserved bounds the edges that status.observed lists, the most
-	// recently seen; the totals count the rest.
-	MaxObserved int `mapstructure:"max_observed"`
-	// MaxTrackedEdges bounds the distinct observed edges held in memory for
-	// one proposal; new edges beyond it are counted in
-	// network_enforcer_observed_edges_untracked, not tracked.
-	MaxTrackedEdges int `mapstructure:"max_tracked_edges"`
+	// The bounds of the observed edges in status.observed.
+	observed.Config `mapstructure:",squash"`
 
 	_ struct{}
 }
@@ -53,9 +43,7 @@ func createDefaultConfig() component.Config {
 		MaxPortsPerPeer: 32,
 		MaxPeers:        64,
 
-		ObservedInterval: time.Minute,
-		MaxObserved:      32,
-		MaxTrackedEdges:  1024,
+		Config: observed.DefaultConfig(),
 	}
 }
 
@@ -77,14 +65,6 @@ func (c *Config) Validate() error {
 	if c.MaxPeers < 1 {
 		errs = append(errs, fmt.Errorf("invalid max_peers %d: must be at least 1", c.MaxPeers))
 	}
-	if c.ObservedInterval < time.Second {
-		errs = append(errs, fmt.Errorf("invalid observed_interval %s: must be at least 1s", c.ObservedInterval))
-	}
-	if c.MaxObserved < 1 || c.MaxObserved > v1alpha1.MaxObservedEdges {
-		errs = append(errs, fmt.Errorf("invalid max_observed %d: must be between 1 and %d", c.MaxObserved, v1alpha1.MaxObservedEdges))
-	}
-	if c.MaxTrackedEdges < c.MaxObserved {
-		errs = append(errs, fmt.Errorf("invalid max_tracked_edges %d: must be at least max_observed (%d)", c.MaxTrackedEdges, c.MaxObserved))
-	}
+	errs = append(errs, c.Config.Validate()...)
 	return errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/kubewarden/network-enforcer/internal/configtest"
+	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -21,9 +22,7 @@ func TestLoadConfig(t *testing.T) {
 			MaxPortsPerPeer: 8,
 			MaxPeers:        16,
 
-			ObservedInterval: 30 * time.Second,
-			MaxObserved:      100,
-			MaxTrackedEdges:  5000,
+			Config: observed.Config{ObservedInterval: 30 * time.Second, MaxObserved: 100, MaxTrackedEdges: 5000},
 		}},
 		{ID: component.NewIDWithName(Type, "bad"), WantErr: []string{
 			`invalid enforcer "debug": must name an extension of type "enforcer"`,

@@ -49,11 +49,7 @@ type Update struct {
 func (s *Store) Status(obj types.NamespacedName, cur *v1alpha1.ObservedTraffic, judge Judge, maxListed int) *Update {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tb := s.objects[obj]
-	if tb == nil {
-		tb = &table{edges: map[Key]*entry{}}
-		s.objects[obj] = tb
-	}
+	tb := s.table(obj)
 	u := &Update{store: s, obj: obj, WouldBlock: map[v1alpha1.PeerClass]int{}, Rules: map[string]Use{},
 		taken: map[Key]int64{}, totals: map[Key]int64{}}
 	for i := range cur.Observed {

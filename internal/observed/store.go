@@ -48,11 +48,7 @@ func NewStore(maxTracked int) *Store {
 func (s *Store) Add(obj types.NamespacedName, k *Key, flows int64, t time.Time) (first, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tb := s.objects[obj]
-	if tb == nil {
-		tb = &table{edges: map[Key]*entry{}}
-		s.objects[obj] = tb
-	}
+	tb := s.table(obj)
 	e := tb.edges[*k]
 	if e == nil {
 		if len(tb.edges) >= s.maxTracked {
@@ -72,6 +68,16 @@ func (s *Store) Add(obj types.NamespacedName, k *Key, flows int64, t time.Time) 
 	first = !tb.pending
 	tb.pending = true
 	return first, true
+}
+
+// table is obj's table, a new one if it has none; s.mu is held.
+func (s *Store) table(obj types.NamespacedName) *table {
+	tb := s.objects[obj]
+	if tb == nil {
+		tb = &table{edges: map[Key]*entry{}}
+		s.objects[obj] = tb
+	}
+	return tb
 }
 
 // Wait is how long obj's next write of its observed edges must wait so that

@@ -7,8 +7,8 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
-	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
 // Config is the configuration of the violation processor.
@@ -30,15 +30,8 @@ type Config struct {
 	// workload and direction, allowed or not, with the verdict of its spec,
 	// and each rule's last use. On by default.
 	Observe bool `mapstructure:"observe"`
-	// ObservedInterval is how often, at most, a policy's observed edges are
-	// written to its status when nothing else of it changes.
-	ObservedInterval time.Duration `mapstructure:"observed_interval"`
-	// MaxObserved bounds the edges that status.observed lists, the most
-	// recently seen; the totals count the rest.
-	MaxObserved int `mapstructure:"max_observed"`
-	// MaxTrackedEdges bounds the distinct observed edges held in memory for
-	// one policy.
-	MaxTrackedEdges int `mapstructure:"max_tracked_edges"`
+	// The bounds of the observed edges in status.observed.
+	observed.Config `mapstructure:",squash"`
 	// UnusedRuleAge is how long a rule may go unused before the UnusedRules
 	// condition names it.
 	UnusedRuleAge time.Duration `mapstructure:"unused_rule_age"`
@@ -52,9 +45,7 @@ func createDefaultConfig() component.Config {
 		StatusSyncInterval: 30 * time.Second,
 		MaxBuffered:        10000,
 		Observe:            true,
-		ObservedInterval:   time.Minute,
-		MaxObserved:        32,
-		MaxTrackedEdges:    1024,
+		Config:             observed.DefaultConfig(),
 		UnusedRuleAge:      7 * 24 * time.Hour,
 	}
 }
@@ -75,15 +66,7 @@ func (c *Config) Validate() error {
 	if c.MaxBuffered < 1 {
 		errs = append(errs, fmt.Errorf("invalid max_buffered %d: must be at least 1", c.MaxBuffered))
 	}
-	if c.ObservedInterval < time.Second {
-		errs = append(errs, fmt.Errorf("invalid observed_interval %s: must be at least 1s", c.ObservedInterval))
-	}
-	if c.MaxObserved < 1 || c.MaxObserved > v1alpha1.MaxObservedEdges {
-		errs = append(errs, fmt.Errorf("invalid max_observed %d: must be between 1 and %d", c.MaxObserved, v1alpha1.MaxObservedEdges))
-	}
-	if c.MaxTrackedEdges < c.MaxObserved {
-		errs = append(errs, fmt.Errorf("invalid max_tracked_edges %d: must be at least max_observed (%d)", c.MaxTrackedEdges, c.MaxObserved))
-	}
+	errs = append(errs, c.Config.Validate()...)
 	if c.UnusedRuleAge < time.Minute {
 		errs = append(errs, fmt.Errorf("invalid unused_rule_age %s: must be at least 1m", c.UnusedRuleAge))
 	}

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/kubewarden/network-enforcer/internal/configtest"
+	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -17,9 +18,7 @@ func TestLoadConfig(t *testing.T) {
 			Enforcer:           component.MustNewIDWithName("enforcer", "primary"),
 			StatusSyncInterval: 5 * time.Second,
 			MaxBuffered:        500,
-			ObservedInterval:   2 * time.Minute,
-			MaxObserved:        10,
-			MaxTrackedEdges:    100,
+			Config:             observed.Config{ObservedInterval: 2 * time.Minute, MaxObserved: 10, MaxTrackedEdges: 100},
 			UnusedRuleAge:      24 * time.Hour,
 		}},
 		{ID: component.NewIDWithName(Type, "bad"), WantErr: []string{

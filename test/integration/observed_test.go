@@ -116,10 +116,19 @@ func batchEgressProposal(t *testing.T) (v1alpha1.WorkloadNetworkPolicyProposal, 
 	return v1alpha1.WorkloadNetworkPolicyProposal{}, false
 }
 
-// edge finds an observed edge by its peer's namespace or address.
+// edge finds an observed edge of a proposal by its peer's namespace or address.
 func edge(p *v1alpha1.WorkloadNetworkPolicyProposal, namespace, address string) *v1alpha1.ObservedEdge {
-	for i := range p.Status.Observed {
-		e := &p.Status.Observed[i]
+	return findEdge(p.Status.Observed, namespace, address)
+}
+
+// policyEdge finds an observed edge of a policy likewise.
+func policyEdge(p *v1alpha1.WorkloadNetworkPolicy, namespace, address string) *v1alpha1.ObservedEdge {
+	return findEdge(p.Status.Observed, namespace, address)
+}
+
+func findEdge(edges []v1alpha1.ObservedEdge, namespace, address string) *v1alpha1.ObservedEdge {
+	for i := range edges {
+		e := &edges[i]
 		if (namespace != "" && e.Peer.Namespace == namespace) || (address != "" && e.Peer.Address == address) {
 			return e
 		}
@@ -197,14 +206,4 @@ func TestPolicyCarriesOnItsProposalsEvidence(t *testing.T) {
 		c.Message != "protect would block 1 observed edge: 1 External" {
 		t.Fatalf("WouldBlock %+v", c)
 	}
-}
-
-func policyEdge(p *v1alpha1.WorkloadNetworkPolicy, namespace, address string) *v1alpha1.ObservedEdge {
-	for i := range p.Status.Observed {
-		e := &p.Status.Observed[i]
-		if (namespace != "" && e.Peer.Namespace == namespace) || (address != "" && e.Peer.Address == address) {
-			return e
-		}
-	}
-	return nil
 }
