@@ -116,8 +116,13 @@ func (d *demo) waitForNetworkPolicy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The proposal goes once the policy's status carries on its observed
+	// edges: the policy's first status sync, right after its creation.
 	var p v1alpha1.WorkloadNetworkPolicyProposal
-	if err := d.env.Client.Get(ctx, promoted, &p); !apierrors.IsNotFound(err) {
+	if err := d.poll(ctx, "the promoted proposal to go", 30*time.Second, func() (bool, error) {
+		err := d.env.Client.Get(ctx, promoted, &p)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}); err != nil {
 		return fmt.Errorf("the promoted proposal is still there: %v", err)
 	}
 	d.info("the proposal became WorkloadNetworkPolicy %s (mode protect), and the proposal is gone", promoted)
