@@ -133,6 +133,10 @@ func TestPortScanIsBounded(t *testing.T) {
 			sl = ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
 		}
 	}
+	// An ordinary edge in the same run, whose proposals stay within bounds.
+	rec.Source, rec.Destination = edgePairs[2][0], edgePairs[2][1] // store/batch -> web/frontend
+	rec.Destination.Port = 7000
+	rec.AppendTo(sl)
 	must(t, p.Processor.ConsumeLogs(ctx, ld))
 	p.WaitWritten(t)
 	if n := p.Counter(k8swriterexporter.MetricWrites, map[string]string{"result": "refused"}); n != 0 {
