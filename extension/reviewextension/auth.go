@@ -28,6 +28,9 @@ const policiesResource = "workloadnetworkpolicies"
 // errNoToken: the request carries no token at all.
 var errNoToken = errors.New("no token")
 
+// errInvalidToken: the API server does not accept the token.
+var errInvalidToken = errors.New("the token is not valid")
+
 // authenticator checks bearer tokens with the API server: a TokenReview says
 // who the token is, a SubjectAccessReview whether that user may list
 // policies (in the namespace the request is about, or cluster-wide).
@@ -118,7 +121,7 @@ func (a *authenticator) review(ctx context.Context, token, namespace string) (st
 		return "", transientError{err}
 	}
 	if !tr.Status.Authenticated {
-		return "", errors.New("the token is not valid")
+		return "", errInvalidToken
 	}
 	u := tr.Status.User
 	extra := map[string]authorizationv1.ExtraValue{}

@@ -124,7 +124,7 @@ func BenchmarkBrowserGraph(b *testing.B) {
 			base := startReview(b, h, AuthModeAuto)
 
 			// The server's part: one graph.json of the cluster.
-			p, _ := newPages(e, time.Second)
+			p, _ := newPages(e, time.Second, false)
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
 			t0 := time.Now()

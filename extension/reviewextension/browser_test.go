@@ -52,6 +52,8 @@ func startBrowser(tb testing.TB) context.Context {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
+		// A container's /dev/shm is often too small for Chromium's renderer.
+		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("enable-precise-memory-info", true),
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1400, 900),

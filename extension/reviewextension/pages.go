@@ -39,10 +39,15 @@ type pages struct {
 	tmpl    map[string]*template.Template
 }
 
-func newPages(cache reader, refresh time.Duration) (*pages, error) {
+// newPages parses the views; tokenRequired says whether they offer to log out.
+func newPages(cache reader, refresh time.Duration, tokenRequired bool) (*pages, error) {
 	p := &pages{cache: cache, refresh: refresh, tmpl: map[string]*template.Template{}}
+	fm := template.FuncMap{"tokenRequired": func() bool { return tokenRequired }}
+	for k, f := range funcs {
+		fm[k] = f
+	}
 	for _, name := range []string{"index.html", "proposal.html", "policy.html", "login.html"} {
-		t, err := template.New(name).Funcs(funcs).ParseFS(webFiles, "web/layout.html", "web/object.html", "web/"+name)
+		t, err := template.New(name).Funcs(fm).ParseFS(webFiles, "web/layout.html", "web/object.html", "web/"+name)
 		if err != nil {
 			return nil, fmt.Errorf("template %s: %w", name, err)
 		}

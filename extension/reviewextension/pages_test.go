@@ -82,6 +82,10 @@ func TestPagesOnLoopback(t *testing.T) {
 			}
 		}
 	}
+	// Nothing to log out of on loopback.
+	if _, body := get(t, base+"/"); strings.Contains(body, "Log out") {
+		t.Error("the loopback page offers to log out")
+	}
 	if code, _ := get(t, base+"/proposals/shop/missing"); code != http.StatusNotFound {
 		t.Errorf("a missing proposal: %d, want 404", code)
 	}

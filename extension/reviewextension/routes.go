@@ -1,6 +1,7 @@
 package reviewextension
 
 import (
+	"errors"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -80,7 +81,7 @@ func (s *server) requireToken(next http.Handler) http.Handler {
 			return
 		}
 		status := http.StatusForbidden
-		if token == "" || err.Error() == "the token is not valid" {
+		if errors.Is(err, errNoToken) || errors.Is(err, errInvalidToken) {
 			status = http.StatusUnauthorized
 			w.Header().Set("WWW-Authenticate", `Bearer realm="network-enforcer-review"`)
 		}

@@ -59,7 +59,7 @@ func (s *server) Start(_ context.Context, host component.Host) error {
 		}
 		s.auth = newAuthenticator(cs, s.cfg.Auth.CacheTTL)
 	}
-	if s.pages, err = newPages(e, s.cfg.RefreshInterval); err != nil {
+	if s.pages, err = newPages(e, s.cfg.RefreshInterval, s.auth != nil); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", s.cfg.Endpoint)
@@ -67,7 +67,7 @@ func (s *server) Start(_ context.Context, host component.Host) error {
 		return fmt.Errorf("review page on %s: %w", s.cfg.Endpoint, err)
 	}
 	s.addr = ln.Addr()
-	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.done = make(chan struct{})
 	go func() {
 		defer close(s.done)
