@@ -112,7 +112,9 @@ func (d *demo) startCollectors(ctx context.Context) error {
 		return err
 	}
 	d.info("the enforcer leads: it streams flows from the relay and writes")
-	d.reviewNote()
+	if err := d.checkReview(ctx); err != nil {
+		return err
+	}
 	return nil
 }
 
