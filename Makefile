@@ -77,6 +77,12 @@ lint: ## Check formatting (gofmt) and run go vet.
 		echo "gofmt would change:"; echo "$$files"; exit 1; fi
 	go vet $(GO_PACKAGES)
 
+# The browser libraries that the review page embeds, pinned in
+# hack/third-party.sh; the Go build needs only the committed copies.
+.PHONY: third-party
+third-party: ## Refresh third_party/ (Cytoscape.js, cytoscape-dagre) from npm at the pinned versions.
+	hack/third-party.sh
+
 ##@ Build
 
 .PHONY: build
@@ -121,13 +127,30 @@ helm: $(HELM) ## Install the pinned helm, which the chart's tests and the demo r
 # What the tests need is built side by side: on a fresh machine the module
 # downloads of one overlap the compiling of another.
 test: ## Build what the tests need, then run unit, control-plane and binary tests.
-	$(MAKE) --no-print-directory -j3 build controlplane $(HELM)
+	$(MAKE) --no-print-directory -j3 build controlplane $(HELM) browser
 	hack/test.sh
 
 # LOADTEST_ARGS passes flags, e.g. LOADTEST_ARGS='-paths hubble -flows 2000000'.
 .PHONY: loadtest
 loadtest: build controlplane ## Measure the built binary under a million recorded flows of each data plane, against a receive-only baseline in the same run.
 	go run ./hack/loadtest $(LOADTEST_ARGS)
+
+# The review page's browser test: Debian's headless Chromium, installed once
+# with apt (as root) when it is missing.
+.PHONY: browser
+browser: ## Install headless Chromium (Debian's chromium) for the review page's browser tests, if missing.
+	hack/browser.sh
+
+.PHONY: screenshots
+screenshots: controlplane browser ## Write the review page's screenshots (docs/review-*.png) from its browser test.
+	KUBEBUILDER_ASSETS=$$(hack/controlplane.sh --print) NETWORK_ENFORCER_REQUIRE_ALL=1 \
+		go test -count=1 -run '^TestBrowser$$' ./extension/reviewextension/ -args -screenshots
+
+# REVIEW_BENCH_ARGS passes flags, e.g. REVIEW_BENCH_ARGS='-bench Graph/500$$'.
+.PHONY: review-bench
+review-bench: controlplane browser ## Measure the review page at 500 and 5,000 workloads in headless Chromium: page load, graph render, the enforcer's memory.
+	KUBEBUILDER_ASSETS=$$(hack/controlplane.sh --print) NETWORK_ENFORCER_REQUIRE_ALL=1 \
+		go test -count=1 -run '^$$' -bench BrowserGraph -benchtime 3x -timeout 30m ./extension/reviewextension/ $(REVIEW_BENCH_ARGS)
 
 .PHONY: helm-lint
 helm-lint: $(HELM) ## Lint the Helm chart (helm lint --strict) with each provider.

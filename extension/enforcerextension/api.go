@@ -67,6 +67,13 @@ type Enforcer interface {
 	// or whose spec or annotations change, and for each key given to the
 	// returned Queue, with a PolicyStatusWriter for that term.
 	SyncPolicyStatus(reconcile func(ctx context.Context, key types.NamespacedName, w PolicyStatusWriter) error) Queue
+
+	// ListProposals returns the proposals in namespace ("" for all) from the
+	// shared cache, as copies, on every replica.
+	ListProposals(namespace string) ([]v1alpha1.WorkloadNetworkPolicyProposal, error)
+	// ListPolicies returns the policies in namespace ("" for all) from the
+	// shared cache, as copies, on every replica.
+	ListPolicies(namespace string) ([]v1alpha1.WorkloadNetworkPolicy, error)
 }
 
 // Queue asks a writer's controller for reconciles.

@@ -77,6 +77,7 @@ func (d *demo) startCollectors(ctx context.Context) error {
 
 	set(enforcerCfg, "kubeConfig", "extensions", "enforcer", "auth_type")
 	set(enforcerCfg, health2, "extensions", "health_check", "endpoint")
+	d.serveReview(enforcerCfg)
 	set(enforcerCfg, events, "exporters", "otlp_grpc/events", "endpoint")
 	set(enforcerCfg, d.ca.CertFile, "exporters", "otlp_grpc/events", "tls", "ca_file")
 	host, portText, _ := net.SplitHostPort(metrics1)
@@ -111,6 +112,9 @@ func (d *demo) startCollectors(ctx context.Context) error {
 		return err
 	}
 	d.info("the enforcer leads: it streams flows from the relay and writes")
+	if err := d.checkReview(ctx); err != nil {
+		return err
+	}
 	return nil
 }
 

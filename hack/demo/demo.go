@@ -42,6 +42,7 @@ type demo struct {
 	enforcer   *process
 	collector  *process
 	metrics    string
+	reviewURL  string // the review page, set by serveReview
 }
 
 // step prints a numbered step with the time since the demo started.

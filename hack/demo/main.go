@@ -85,6 +85,7 @@ func run(ctx context.Context, dir string, once bool) error {
 		}
 	}
 	d.lookAround()
+	d.reviewNote()
 	if once {
 		return nil
 	}

@@ -184,7 +184,7 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 	t.Helper()
 	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"), "config.yaml")
 
-	if got := keysOf(cfg, "extensions"); !equal(got, []string{"enforcer", "health_check"}) {
+	if got := keysOf(cfg, "extensions"); !equal(got, []string{"enforcer", "health_check", "review"}) {
 		t.Errorf("extensions %v", got)
 	}
 	if str(t, cfg, "extensions", "enforcer", "auth_type") != "serviceAccount" ||
@@ -313,7 +313,7 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 			}
 		}
 	}
-	if got := list(cfg, "service", "extensions"); !equal(got, []string{"health_check", "enforcer"}) {
+	if got := list(cfg, "service", "extensions"); !equal(got, []string{"health_check", "enforcer", "review"}) {
 		t.Errorf("service extensions %v", got)
 	}
 	if got := at(cfg, "service", "telemetry", "metrics", "readers"); got == nil {

@@ -366,7 +366,7 @@ func TestBinaryIsDistribution(t *testing.T) {
 		t.Fatalf("%s components: %v\n%s", ociimage.BinaryPath, err, out)
 	}
 	for _, c := range []string{"name: hubble", "name: goldmane", "name: ztunnel", "name: learning", "name: violation",
-		"name: k8swriter", "name: policy_denies", "name: enforcer", "scheme: secret"} {
+		"name: k8swriter", "name: policy_denies", "name: enforcer", "name: review", "scheme: secret"} {
 		if !strings.Contains(string(out), c) {
 			t.Errorf("components does not list %s:\n%s", c, out)
 		}

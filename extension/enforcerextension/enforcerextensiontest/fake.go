@@ -570,3 +570,42 @@ func (e *Enforcer) StartLogsProcessorWithConfig(tb testing.TB, f processor.Facto
 	tb.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 	return p, sink
 }
+
+// SetProposal adds or replaces a proposal, as if the writer had written it.
+func (e *Enforcer) SetProposal(p *v1alpha1.WorkloadNetworkPolicyProposal) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.proposals[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p.DeepCopy()
+}
+
+// ListProposals returns copies of the proposals in namespace ("" for all),
+// sorted by namespace and name.
+func (e *Enforcer) ListProposals(namespace string) ([]v1alpha1.WorkloadNetworkPolicyProposal, error) {
+	var out []v1alpha1.WorkloadNetworkPolicyProposal
+	for _, p := range e.Proposals() {
+		if namespace == "" || p.Namespace == namespace {
+			out = append(out, *p)
+		}
+	}
+	return out, nil
+}
+
+// ListPolicies returns copies of the policies in namespace ("" for all),
+// sorted by namespace and name.
+func (e *Enforcer) ListPolicies(namespace string) ([]v1alpha1.WorkloadNetworkPolicy, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []v1alpha1.WorkloadNetworkPolicy
+	for _, p := range e.policies {
+		if namespace == "" || p.Namespace == namespace {
+			out = append(out, *p.DeepCopy())
+		}
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.WorkloadNetworkPolicy) int {
+		if c := compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return compare(a.Name, b.Name)
+	})
+	return out, nil
+}

@@ -1,0 +1,168 @@
+package reviewextension
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+)
+
+// env is the control plane the package's tests share, holding the fixtures.
+var env *controlplanetest.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	env, err = controlplanetest.New(controlplanetest.Options{})
+	dir, derr := os.MkdirTemp("", "network-enforcer-review-")
+	if derr != nil {
+		err = derr
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	if err == nil {
+		// The enforcer extension reads $KUBECONFIG with auth_type kubeConfig, as
+		// it does outside a cluster.
+		path := filepath.Join(dir, "kubeconfig")
+		if err = env.WriteKubeconfig(path); err == nil {
+			err = os.Setenv("KUBECONFIG", path)
+		}
+	}
+	if err == nil {
+		err = createFixtures(context.Background(), env.Client, newFixtures(time.Now()))
+	}
+	if err != nil {
+		if env != nil {
+			_ = env.Stop()
+		}
+		if controlplanetest.SkipPackage(err) {
+			env = nil
+			return m.Run()
+		}
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	return code
+}
+
+// createFixtures writes the fixtures to the API server: each object, then its
+// status through the status subresource, as the enforcer's writers do.
+func createFixtures(ctx context.Context, c client.Client, f fixtures) error {
+	namespaces := map[string]bool{}
+	for _, p := range f.proposals {
+		namespaces[p.Namespace] = true
+	}
+	for _, p := range f.policies {
+		namespaces[p.Namespace] = true
+	}
+	for ns := range namespaces {
+		if err := client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})); err != nil {
+			return err
+		}
+	}
+	for i := range f.proposals {
+		p := f.proposals[i].DeepCopy()
+		status := p.Status
+		if err := c.Create(ctx, p); err != nil {
+			return fmt.Errorf("proposal %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		p.Status = status
+		if err := c.Status().Update(ctx, p); err != nil {
+			return fmt.Errorf("proposal %s/%s status: %w", p.Namespace, p.Name, err)
+		}
+	}
+	for i := range f.policies {
+		p := f.policies[i].DeepCopy()
+		status := p.Status
+		if err := c.Create(ctx, p); err != nil {
+			return fmt.Errorf("policy %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		p.Status = status
+		if err := c.Status().Update(ctx, p); err != nil {
+			return fmt.Errorf("policy %s/%s status: %w", p.Namespace, p.Name, err)
+		}
+	}
+	return nil
+}
+
+// host is a collector host with one extension.
+type host map[component.ID]component.Component
+
+func (h host) GetExtensions() map[component.ID]component.Component { return h }
+
+// startEnforcer starts the real enforcer extension on the test control plane
+// (a standby would do as well: the page reads the cache only) and waits until
+// its cache holds the fixtures.
+func startEnforcer(t testing.TB, lease string) (enforcerextension.Enforcer, component.Host) {
+	t.Helper()
+	proposals, policies := fixtureCounts()
+	f := enforcerextension.NewFactory()
+	cfg := f.CreateDefaultConfig().(*enforcerextension.Config)
+	cfg.AuthType = enforcerextension.AuthTypeKubeConfig
+	cfg.LeaderElection.LeaseName, cfg.LeaderElection.LeaseNamespace = lease, "default"
+	ext, err := f.Create(context.Background(), extension.Settings{ID: component.NewID(f.Type()),
+		TelemetrySettings: componenttest.NewNopTelemetrySettings(), BuildInfo: component.NewDefaultBuildInfo()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ext.Shutdown(context.Background()) })
+	e := ext.(enforcerextension.Enforcer)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ps, _ := e.ListProposals("")
+		ws, _ := e.ListPolicies("")
+		if len(ps) >= proposals && len(ws) >= policies {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cache holds %d proposals and %d policies, want %d and %d", len(ps), len(ws), proposals, policies)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return e, host{enforcerextension.DefaultReference(): ext}
+}
+
+// startReview starts the review page on a free loopback port, with mode, its
+// token reviews going to the test control plane.
+func startReview(t testing.TB, h component.Host, mode AuthMode) string {
+	t.Helper()
+	cfg := createDefaultConfig().(*Config)
+	cfg.Endpoint, cfg.Auth.Mode, cfg.RefreshInterval = "127.0.0.1:0", mode, 500*time.Millisecond
+	s := newServer(extension.Settings{ID: component.NewID(Type), TelemetrySettings: componenttest.NewNopTelemetrySettings()}, cfg,
+		func(enforcerextension.AuthType) (*rest.Config, error) { return env.Config, nil })
+	if err := s.Start(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	return "http://" + s.addr.String()
+}
+
+// fixtureCounts is how many proposals and policies newFixtures makes.
+func fixtureCounts() (int, int) {
+	f := newFixtures(time.Now())
+	return len(f.proposals), len(f.policies)
+}

@@ -1,0 +1,154 @@
+package reviewextension
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+)
+
+// objectData is what the proposal and policy views share.
+type objectData struct {
+	Kind       string // "proposal" or "policy"
+	Namespace  string
+	Name       string
+	Spec       v1alpha1.PolicySpec
+	Rules      string // the backend's spec as YAML, as kubectl shows it
+	Conditions []metav1.Condition
+	Traffic    v1alpha1.ObservedTraffic
+	WouldBlock []v1alpha1.ObservedEdge
+	Commands   []command
+}
+
+// command is a kubectl command that the view offers to copy: the page writes
+// nothing itself.
+type command struct {
+	What, Line string
+}
+
+type proposalData struct {
+	objectData
+}
+
+type policyData struct {
+	objectData
+	Mode         v1alpha1.PolicyMode
+	Status       v1alpha1.WorkloadNetworkPolicyStatus
+	UnusedRules  map[string]bool
+	Acknowledges map[string]string // violation id to its command
+}
+
+func newObjectData(kind, namespace, name string, spec v1alpha1.PolicySpec, conds []metav1.Condition, t v1alpha1.ObservedTraffic) objectData {
+	d := objectData{Kind: kind, Namespace: namespace, Name: name, Spec: spec, Conditions: conds, Traffic: t}
+	var rules any = spec.Kubernetes
+	if spec.Backend == v1alpha1.BackendIstio {
+		rules = spec.Istio
+	}
+	if b, err := yaml.Marshal(rules); err == nil {
+		d.Rules = string(b)
+	} else {
+		d.Rules = err.Error()
+	}
+	for _, e := range t.Observed {
+		if e.Verdict == v1alpha1.VerdictWouldBlock {
+			d.WouldBlock = append(d.WouldBlock, e)
+		}
+	}
+	return d
+}
+
+func (p *pages) proposal(w http.ResponseWriter, r *http.Request) {
+	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	o, ok := p.cache.Proposal(key)
+	if !ok {
+		http.Error(w, fmt.Sprintf("no proposal %s (promoted, or not learned yet?)", key), http.StatusNotFound)
+		return
+	}
+	d := proposalData{newObjectData("proposal", o.Namespace, o.Name, o.Spec, o.Status.Conditions, o.Status.ObservedTraffic)}
+	for _, mode := range []v1alpha1.PolicyMode{v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect} {
+		d.Commands = append(d.Commands, command{
+			What: "Promote to a policy in " + string(mode) + " mode",
+			Line: promoteCommand(o.Namespace, o.Name, mode),
+		})
+	}
+	p.render(w, http.StatusOK, "proposal.html", d)
+}
+
+func (p *pages) policy(w http.ResponseWriter, r *http.Request) {
+	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	o, ok := p.cache.Policy(key)
+	if !ok {
+		http.Error(w, fmt.Sprintf("no policy %s", key), http.StatusNotFound)
+		return
+	}
+	d := policyData{
+		objectData: newObjectData("policy", o.Namespace, o.Name, o.Spec.PolicySpec, o.Status.Conditions, o.Status.ObservedTraffic),
+		Mode:       o.Spec.Mode, Status: o.Status, UnusedRules: map[string]bool{}, Acknowledges: map[string]string{},
+	}
+	for _, rule := range unusedRules(o) {
+		d.UnusedRules[rule] = true
+	}
+	other := v1alpha1.PolicyModeProtect
+	if o.Spec.Mode == v1alpha1.PolicyModeProtect {
+		other = v1alpha1.PolicyModeMonitor
+	}
+	d.Commands = append(d.Commands, command{What: "Switch to " + string(other) + " mode", Line: modeCommand(o.Namespace, o.Name, other)})
+	for _, v := range o.Status.Violations {
+		d.Acknowledges[v.ID] = acknowledgeCommand(o.Namespace, o.Name, v.ID)
+	}
+	if len(o.Status.Violations) > 0 {
+		d.Commands = append(d.Commands, command{What: "Acknowledge violation " + o.Status.Violations[0].ID,
+			Line: acknowledgeCommand(o.Namespace, o.Name, o.Status.Violations[0].ID)})
+	}
+	p.render(w, http.StatusOK, "policy.html", d)
+}
+
+// promoteCommand sets the promote label on a proposal.
+func promoteCommand(namespace, name string, mode v1alpha1.PolicyMode) string {
+	return fmt.Sprintf("kubectl label wnpp -n %s %s %s=%s", namespace, name, v1alpha1.PromoteLabel, mode)
+}
+
+// modeCommand switches a policy's mode.
+func modeCommand(namespace, name string, mode v1alpha1.PolicyMode) string {
+	return fmt.Sprintf(`kubectl patch wnp -n %s %s --type merge -p '{"spec":{"mode":"%s"}}'`, namespace, name, mode)
+}
+
+// acknowledgeCommand acknowledges a violation record; the reason is the
+// person's to write.
+func acknowledgeCommand(namespace, name, id string) string {
+	return fmt.Sprintf("kubectl annotate wnp -n %s %s %s='<reason>'", namespace, name, v1alpha1.AcknowledgeAnnotation(id))
+}
+
+// peerText says who an observed peer is, in one line.
+func peerText(p v1alpha1.ObservedPeer) string {
+	var parts []string
+	if p.Namespace != "" || p.Name != "" {
+		parts = append(parts, strings.Trim(p.Namespace+"/"+workloadLabel(p.Kind, p.Name), "/"))
+	}
+	for _, s := range []string{p.Principal, p.DNSName, p.Address} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) == 0 {
+		return string(p.Class)
+	}
+	return string(p.Class) + " " + strings.Join(parts, " ")
+}
+
+// endpointText says who a violation's end is.
+func endpointText(e v1alpha1.ViolationEndpoint) string {
+	s := strings.Trim(e.Namespace+"/"+workloadLabel(e.Kind, e.Name), "/")
+	if e.Identity != "" {
+		s = strings.TrimSpace(s + " " + e.Identity)
+	}
+	if s == "" {
+		return "outside the workloads"
+	}
+	return s
+}

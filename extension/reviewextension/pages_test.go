@@ -1,0 +1,101 @@
+package reviewextension
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension"
+
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
+)
+
+// startOnFake serves the page on loopback, without a token, from a fake
+// enforcer that holds the fixtures.
+func startOnFake(t *testing.T) string {
+	t.Helper()
+	fake := enforcerextensiontest.New()
+	f := newFixtures(time.Now())
+	for i := range f.proposals {
+		fake.SetProposal(&f.proposals[i])
+	}
+	for i := range f.policies {
+		fake.SetPolicy(&f.policies[i])
+	}
+	cfg := createDefaultConfig().(*Config)
+	cfg.Endpoint = "127.0.0.1:0"
+	s := newServer(extension.Settings{ID: component.NewID(Type), TelemetrySettings: componenttest.NewNopTelemetrySettings()}, cfg, nil)
+	if err := s.Start(context.Background(), fake.Host(enforcerextension.DefaultReference())); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	return "http://" + s.addr.String()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestPagesOnLoopback(t *testing.T) {
+	base := startOnFake(t)
+	for path, wants := range map[string][]string{
+		"/":                        {"Cluster", `href="/proposals/shop/deployment-web-ingress"`, `href="/policies/pay/deployment-api-ingress"`, `data-url="/graph.json"`},
+		"/?namespace=pay":          {"Namespace pay", `data-url="/graph.json?namespace=pay"`, "deployment-api-ingress"},
+		"/graph.dot":               {"digraph review"},
+		"/graph.mmd":               {"flowchart LR"},
+		"/graph.mmd?namespace=pay": {`subgraph ns0["pay"]`},
+		"/proposals/shop/deployment-web-ingress": {
+			`<table id="would-block">`, "External 203.0.113.7/32",
+			"kubectl label wnpp -n shop deployment-web-ingress networkenforcer.kubewarden.io/promote=protect",
+			"kubectl label wnpp -n shop deployment-web-ingress networkenforcer.kubewarden.io/promote=monitor",
+		},
+		"/policies/shop/statefulset-db-ingress": {
+			`kubectl patch wnp -n shop statefulset-db-ingress --type merge -p &#39;{&#34;spec&#34;:{&#34;mode&#34;:&#34;protect&#34;}}&#39;`,
+			"kubectl annotate wnp -n shop statefulset-db-ingress networkenforcer.kubewarden.io/acknowledge-2=&#39;&lt;reason&gt;&#39;",
+			`<table id="violations">`, `<table id="acknowledged">`, "a one-off backfill", `<tr class="unused"><td>ingress[1]</td>`,
+		},
+		"/third_party/cytoscape/cytoscape.min.js": {"cytoscape"},
+		"/static/review.js":                       {"reviewGraph"},
+	} {
+		code, body := get(t, base+path)
+		if code != http.StatusOK {
+			t.Errorf("GET %s: %d %s", path, code, body)
+			continue
+		}
+		for _, want := range wants {
+			if !strings.Contains(body, want) {
+				t.Errorf("GET %s does not have %s", path, want)
+			}
+		}
+	}
+	// Nothing to log out of on loopback.
+	if _, body := get(t, base+"/"); strings.Contains(body, "Log out") {
+		t.Error("the loopback page offers to log out")
+	}
+	if code, _ := get(t, base+"/proposals/shop/missing"); code != http.StatusNotFound {
+		t.Errorf("a missing proposal: %d, want 404", code)
+	}
+	_, body := get(t, base+"/graph.json?namespace=pay")
+	var g Graph
+	if err := json.Unmarshal([]byte(body), &g); err != nil {
+		t.Fatal(err)
+	}
+	// Filtered on the server: only pay's policy and its peers.
+	if len(g.Edges) != 2 || g.Counts[StateProtected] != 2 || len(g.Nodes) != 3 {
+		t.Fatalf("pay's graph: %+v", g)
+	}
+}
