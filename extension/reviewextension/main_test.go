@@ -47,23 +47,7 @@ func run(m *testing.M) int {
 	if err == nil {
 		err = createFixtures(context.Background(), env.Client, newFixtures(time.Now()))
 	}
-	if err != nil {
-		if env != nil {
-			_ = env.Stop()
-		}
-		if controlplanetest.SkipPackage(err) {
-			env = nil
-			return m.Run()
-		}
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	return code
+	return controlplanetest.RunPackage(m, &env, err)
 }
 
 // createFixtures writes the fixtures to the API server: each object, then its

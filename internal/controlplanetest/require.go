@@ -103,3 +103,29 @@ func SkipPackage(err error) bool {
 	fmt.Fprintf(os.Stderr, "tests that use the control plane skip: %v\n", err)
 	return true
 }
+
+// RunPackage runs a package's tests on *env, the control plane that its
+// TestMain started, setup being what that start failed with (nil when it
+// did not). A setup that failed for a missing prerequisite runs the tests
+// without the control plane (*env is then nil; the tests that need it skip,
+// saying what to run) unless RequireAll; any other failure fails the package.
+// The control plane stops when the tests end.
+func RunPackage(m *testing.M, env **Env, setup error) int {
+	if setup != nil {
+		if *env != nil {
+			_ = (*env).Stop()
+		}
+		if SkipPackage(setup) {
+			*env = nil
+			return m.Run()
+		}
+		fmt.Fprintln(os.Stderr, setup)
+		return 1
+	}
+	code := m.Run()
+	if err := (*env).Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	return code
+}

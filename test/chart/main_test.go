@@ -65,24 +65,7 @@ func run(m *testing.M) int {
 	if err == nil {
 		err = createNamespaces(env.Client, append([]string{namespace}, extraNamespaces...))
 	}
-	if err != nil {
-		if env != nil {
-			_ = env.Stop()
-		}
-		if controlplanetest.SkipPackage(err) {
-			// The tests that need it skip, saying what to run; the others run.
-			env = nil
-			return m.Run()
-		}
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	return code
+	return controlplanetest.RunPackage(m, &env, err)
 }
 
 // installCertManagerCRDs creates cert-manager's CRDs from its module and waits

@@ -5,7 +5,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,22 +39,5 @@ func run(m *testing.M) int {
 	if err == nil {
 		err = derr
 	}
-	if err != nil {
-		if env != nil {
-			_ = env.Stop()
-		}
-		if controlplanetest.SkipPackage(err) {
-			// The tests that need it skip, saying what to run; the others run.
-			env = nil
-			return m.Run()
-		}
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	return code
+	return controlplanetest.RunPackage(m, &env, err)
 }
