@@ -4,9 +4,11 @@
 # kubelet, containerd with runc, a bridge CNI network, kube-proxy (nftables),
 # kube-router's NetworkPolicy firewall and CoreDNS.
 #
-# Usage: hack/cluster/cluster.sh run    start it, print its kubeconfig, and keep it
-#                                       up until SIGINT/SIGTERM; then clean the host
-#        hack/cluster/cluster.sh down   clean up what a killed run left behind
+# Usage: hack/cluster/cluster.sh run          start it, print its kubeconfig, and keep
+#                                             it up until SIGINT/SIGTERM; then clean the host
+#        hack/cluster/cluster.sh down         clean up what a killed run left behind
+#        hack/cluster/cluster.sh import TAR   import a docker tarball into the node's
+#                                             containerd (pods use it with imagePullPolicy: Never)
 #
 # `run` prints "cluster ready: KUBECONFIG=..." on stdout once every part is up
 # (tests wait for that line, then end the run with SIGTERM).
@@ -123,7 +125,7 @@ down() {
 	stop containerd
 	# A shim outlives containerd; ours are those that serve our socket.
 	local pid
-	for pid in $(ps -eo pid=,args= | awk -v s="$SOCK" 'index($0, "containerd-shim") && index($0, s) {print $1}'); do
+	for pid in $(ps -eo pid=,args= | awk -v s="$SOCK" '$2 ~ /containerd-shim/ && index($0, s) {print $1}'); do
 		kill -KILL "$pid" 2>/dev/null || true
 	done
 	stop kube-scheduler
@@ -133,7 +135,7 @@ down() {
 
 	# Mounts under the kubelet's and containerd's folders, deepest first.
 	local m
-	for m in $(awk '{print $2}' /proc/mounts | grep -E "^(/var/lib/kubelet|$state/containerd|$run_dir|/run/netns/cni-)" | sort -r); do
+	for m in $(awk '{print $2}' /proc/mounts | { grep -E "^(/var/lib/kubelet|$state/containerd|$run_dir|/run/netns/cni-)" || true; } | sort -r); do
 		umount -l "$m" 2>/dev/null || true
 	done
 	local ns
@@ -143,14 +145,19 @@ down() {
 	ip link delete "$BRIDGE" 2>/dev/null || true
 	nft delete table inet "$ISOLATION_TABLE" 2>/dev/null || true
 	flush_chains
-	# Empty tables that kube-proxy or kube-router left.
-	while read -r family name; do
-		[[ -z "$name" ]] && continue
-		if [[ -z "$(nft list table "$family" "$name" 2>/dev/null | grep -vE '^\s*(table|chain|type|policy|\}|$)')" ]] &&
-			[[ "$name" == kube-proxy || "$name" == kube-router* ]]; then
-			nft delete table "$family" "$name" 2>/dev/null || true
-		fi
-	done < <(nft list tables 2>/dev/null | awk '{print $2, $3}')
+	# Tables that the run made (iptables-nft makes ip filter, ip nat and so on
+	# for kube-router and the CNI plugins), once they hold no rule.
+	if [[ -f "$state/nft-tables.before" ]]; then
+		local family name
+		while read -r family name; do
+			[[ -z "$name" ]] && continue
+			grep -qxF "$family $name" "$state/nft-tables.before" && continue
+			if [[ -z "$(nft list table "$family" "$name" 2>/dev/null | grep -vE '^\s*(table|chain|type|policy|\}|$)')" ]]; then
+				nft delete table "$family" "$name" 2>/dev/null || true
+			fi
+		done < <(nft list tables 2>/dev/null | awk '{print $2, $3}')
+		rm -f "$state/nft-tables.before"
+	fi
 	restore_sysctl net.ipv4.ip_forward
 	restore_sysctl net.bridge.bridge-nf-call-iptables
 	rm -rf /var/lib/kubelet /var/log/pods /var/log/containers "$run_dir" "$state/containerd" "$state/pids" "$state/pki"
@@ -163,7 +170,7 @@ flush_chains() {
 	for ipt in iptables ip6tables; do
 		command -v "$ipt" >/dev/null || continue
 		for table in filter nat mangle raw; do
-			"$ipt" -t "$table" -S 2>/dev/null | grep -E '^-A (INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) .*-j (KUBE-|CNI-)' |
+			"$ipt" -t "$table" -S 2>/dev/null | { grep -E '^-A (INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) .*-j (KUBE-|CNI-)' || true; } |
 				while read -r rule; do
 					# shellcheck disable=SC2086 # the rule's words are its arguments
 					"$ipt" -t "$table" ${rule/-A/-D} 2>/dev/null || true
@@ -177,7 +184,7 @@ flush_chains() {
 		done
 	done
 	if command -v ipset >/dev/null; then
-		for chain in $(ipset list -n 2>/dev/null | grep -E '^(KUBE-|kube-router)'); do
+		for chain in $(ipset list -n 2>/dev/null | { grep -E '^(KUBE-|kube-router)' || true; }); do
 			ipset destroy "$chain" 2>/dev/null || true
 		done
 	fi
@@ -222,6 +229,7 @@ images() {
 }
 
 network() {
+	nft list tables 2>/dev/null | awk '{print $2, $3}' >"$state/nft-tables.before"
 	set_sysctl net.ipv4.ip_forward 1
 	modprobe br_netfilter 2>/dev/null || true
 	# kube-router filters pod-to-pod traffic on the bridge through iptables.
@@ -380,8 +388,21 @@ node() {
 	# kube-router exits when its Node does not exist yet: it starts after.
 	start kube-router "$bin/kube-router" --kubeconfig "$KUBECONFIG_FILE" --hostname-override "$NODE" \
 		--run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
-		--metrics-port 0 --health-port 0 --cluster-ip-cidr="$SERVICE_CIDR"
+		--metrics-port 0 --health-port 0 --service-cluster-ip-range "$SERVICE_CIDR"
 	wait_for "node $NODE Ready" 60 kubectl wait --for=condition=Ready "node/$NODE" --timeout=1s
+	# kube-router's firewall is in place once its forward chain is.
+	wait_for "kube-router's firewall" 30 iptables -S KUBE-ROUTER-FORWARD
+}
+
+# alive fails unless every process that this cluster started still runs.
+alive() {
+	local file
+	for file in "$state"/pids/*.pid; do
+		if ! ours "$(cat "$file")"; then
+			log "$(basename "$file" .pid) exited; see $state/logs/$(basename "$file" .pid).log"
+			return 1
+		fi
+	done
 }
 
 dns() {
@@ -404,10 +425,16 @@ up() {
 	runtime
 	node
 	dns
+	alive
 	log "up in $((SECONDS - start_time))s"
 }
 
 # ---------------------------------------------------------------- main
+
+if [[ "${1:-}" == import ]]; then
+	bin=$("$root/hack/cluster/build.sh" --print)
+	exec "$bin/ctr" -a "$SOCK" -n k8s.io images import "${2:?usage: $0 import TAR}"
+fi
 
 mkdir -p "$state" "$(dirname "$lock")"
 exec 9>"$lock"
