@@ -115,6 +115,14 @@ controlplane: ## Build the test control plane (kube-apiserver, kube-controller-m
 .PHONY: helm
 helm: $(HELM) ## Install the pinned helm, which the chart's tests and the demo run.
 
+.PHONY: cluster-build
+cluster-build: controlplane ## Build the real-node cluster's binaries (kubelet, containerd, kube-router, CoreDNS, hubble-relay, ...), cached.
+	hack/cluster/build.sh
+
+.PHONY: cluster
+cluster: cluster-build ## Run a real single-node cluster on this machine (root) until Ctrl-C, then clean the host.
+	hack/cluster/cluster.sh run
+
 ##@ Test
 
 .PHONY: test
@@ -123,6 +131,11 @@ helm: $(HELM) ## Install the pinned helm, which the chart's tests and the demo r
 test: ## Build what the tests need, then run unit, control-plane and binary tests.
 	$(MAKE) --no-print-directory -j3 build controlplane $(HELM)
 	hack/test.sh
+
+# The real-node suite starts its own cluster (so never beside `make cluster`).
+.PHONY: test-cluster
+test-cluster: image cluster-build $(HELM) ## Install the chart on a real single-node cluster and prove it there (root).
+	hack/test.sh -tags cluster -timeout 30m ./test/cluster/...
 
 # LOADTEST_ARGS passes flags, e.g. LOADTEST_ARGS='-paths hubble -flows 2000000'.
 .PHONY: loadtest

@@ -148,15 +148,19 @@ down() {
 	# Tables that the run made (iptables-nft makes ip filter, ip nat and so on
 	# for kube-router and the CNI plugins), once they hold no rule.
 	if [[ -f "$state/nft-tables.before" ]]; then
-		local family name
+		local family name left=0
 		while read -r family name; do
 			[[ -z "$name" ]] && continue
 			grep -qxF "$family $name" "$state/nft-tables.before" && continue
 			if [[ -z "$(nft list table "$family" "$name" 2>/dev/null | grep -vE '^\s*(table|chain|type|policy|\}|$)')" ]]; then
-				nft delete table "$family" "$name" 2>/dev/null || true
+				nft delete table "$family" "$name" 2>/dev/null || left=1
+			else
+				log "nft table $family $name still holds rules: left in place"
+				left=1
 			fi
 		done < <(nft list tables 2>/dev/null | awk '{print $2, $3}')
-		rm -f "$state/nft-tables.before"
+		# Kept while a table is left, so that the next clean-up knows it.
+		((left)) || rm -f "$state/nft-tables.before"
 	fi
 	restore_sysctl net.ipv4.ip_forward
 	restore_sysctl net.bridge.bridge-nf-call-iptables
@@ -172,8 +176,8 @@ flush_chains() {
 		for table in filter nat mangle raw; do
 			"$ipt" -t "$table" -S 2>/dev/null | { grep -E '^-A (INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) .*-j (KUBE-|CNI-)' || true; } |
 				while read -r rule; do
-					# shellcheck disable=SC2086 # the rule's words are its arguments
-					"$ipt" -t "$table" ${rule/-A/-D} 2>/dev/null || true
+					# eval: a rule's comment is quoted, as -S prints it.
+					eval "\"\$ipt\" -t \"\$table\" ${rule/-A/-D}" 2>/dev/null || true
 				done
 			for chain in $("$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-N" && ($2 ~ /^(KUBE-|CNI-)/) {print $2}'); do
 				"$ipt" -t "$table" -F "$chain" 2>/dev/null || true
@@ -229,7 +233,7 @@ images() {
 }
 
 network() {
-	nft list tables 2>/dev/null | awk '{print $2, $3}' >"$state/nft-tables.before"
+	[[ -f "$state/nft-tables.before" ]] || nft list tables 2>/dev/null | awk '{print $2, $3}' >"$state/nft-tables.before"
 	set_sysctl net.ipv4.ip_forward 1
 	modprobe br_netfilter 2>/dev/null || true
 	# kube-router filters pod-to-pod traffic on the bridge through iptables.

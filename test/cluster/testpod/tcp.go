@@ -5,6 +5,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 )
 
@@ -27,6 +28,9 @@ func server() error {
 
 // Dial is the answer of the client's /connect.
 type Dial struct {
+	// LocalPort is the connection's source port, known even when the
+	// connection is refused, so that a test can report that attempt as a flow.
+	LocalPort int `json:"localPort"`
 	// Local and Remote are the connection's addresses, when it opened.
 	Local  string `json:"local,omitempty"`
 	Remote string `json:"remote,omitempty"`
@@ -41,7 +45,29 @@ func client() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/connect", func(w http.ResponseWriter, r *http.Request) {
 		var d Dial
-		c, err := net.DialTimeout("tcp", r.URL.Query().Get("addr"), 3*time.Second)
+		dialer := net.Dialer{Timeout: 3 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+			// Bind before connecting, to learn the source port of an attempt
+			// that fails.
+			var bindErr error
+			err := rc.Control(func(fd uintptr) {
+				if bindErr = syscall.Bind(int(fd), &syscall.SockaddrInet4{}); bindErr != nil {
+					return
+				}
+				sa, err := syscall.Getsockname(int(fd))
+				if err != nil {
+					bindErr = err
+					return
+				}
+				if in4, ok := sa.(*syscall.SockaddrInet4); ok {
+					d.LocalPort = in4.Port
+				}
+			})
+			if err != nil {
+				return err
+			}
+			return bindErr
+		}}
+		c, err := dialer.Dial("tcp4", r.URL.Query().Get("addr"))
 		if err != nil {
 			d.Error = err.Error()
 		} else {

@@ -1,0 +1,70 @@
+//go:build cluster
+
+package cluster
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Release is what the suite installs the chart as.
+const (
+	release   = "ne"
+	namespace = "network-enforcer"
+	// Selectors of the chart's pods.
+	enforcerPods  = "app.kubernetes.io/instance=ne,app.kubernetes.io/component=enforcer"
+	collectorPods = "app.kubernetes.io/instance=ne,app.kubernetes.io/component=collector"
+)
+
+// helmInstall installs the chart with the real helm client, with the image
+// that the node holds (pullPolicy Never: no registry) and the values given.
+func helmInstall(t *testing.T, values ...string) {
+	t.Helper()
+	chart := filepath.Join(env.root, "chart")
+	args := []string{"--kubeconfig", env.kubeconfig, "install", release, chart, "-n", namespace,
+		"--set", "image.pullPolicy=Never", "--wait", "--timeout", "4m"}
+	for _, v := range values {
+		args = append(args, "--set", v)
+	}
+	start := time.Now()
+	out, err := exec.Command(env.helm, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	t.Logf("helm install --wait took %s", time.Since(start).Round(100*time.Millisecond))
+	t.Cleanup(func() {
+		out, err := exec.Command(env.helm, "--kubeconfig", env.kubeconfig, "uninstall", release, "-n", namespace, "--wait").CombinedOutput()
+		if err != nil {
+			t.Errorf("helm uninstall: %v\n%s", err, out)
+		}
+	})
+}
+
+// leader returns the holder of the enforcer's Lease.
+func leader(t *testing.T) string {
+	t.Helper()
+	out, err := kubectlErr("", "-n", namespace, "get", "lease", release+"-network-enforcer", "-o", "jsonpath={.spec.holderIdentity}")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// waitLeader waits until one of pods holds the Lease, and returns it.
+func waitLeader(t *testing.T, pods []pod, timeout time.Duration) string {
+	t.Helper()
+	var holder string
+	waitFor(t, "an enforcer pod to hold the Lease", timeout, func() bool {
+		holder = leader(t)
+		for _, p := range pods {
+			if strings.HasPrefix(holder, p.Name) {
+				return true
+			}
+		}
+		return false
+	})
+	return holder
+}
