@@ -17,15 +17,12 @@ func TestCilium(t *testing.T) {
 	importImages(t)
 	start := time.Now()
 
-	kubectl(t, "create", "namespace", namespace)
-	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", namespace, "--wait=true", "--timeout=60s") })
-	ciliumSecrets(t, release, namespace)
+	ciliumSecrets(t)
 	apply(t, fmt.Sprintf(hubbleManifests, testpodImage, relayImage))
 	agent := waitReady(t, "kube-system", "k8s-app=hubble-agent", 1, 2*time.Minute)[0]
 	waitReady(t, "kube-system", "k8s-app=hubble-relay", 1, 2*time.Minute)
 
-	helmInstall(t, "controller.provider.name=cilium",
-		"telemetry.default.tls.mode=existingSecret", "telemetry.default.tls.existingSecret.name="+collectorSecret)
+	installChart(t, "controller.provider.name=cilium")
 
 	t.Run("install", func(t *testing.T) {
 		enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
@@ -43,19 +40,43 @@ func TestCilium(t *testing.T) {
 		return
 	}
 
-	t.Run("journey", func(t *testing.T) { journey(t, agent) })
+	// The workloads outlive the journey: the failure tests go on with them.
+	apply(t, fmt.Sprintf(workloadManifests, testpodImage))
+	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", "shop", "--wait=true", "--timeout=60s") })
+	var w workloads
+	t.Run("journey", func(t *testing.T) { w = journey(t, agent) })
+	if t.Failed() {
+		return
+	}
+	memory(t)
+	t.Run("chart network policies", func(t *testing.T) { chartPolicies(t, w) })
+	t.Run("relay restart", func(t *testing.T) { relayRestart(t, w) })
+	t.Run("leader takeover", func(t *testing.T) { takeover(t, w) })
+	t.Run("eviction", eviction)
+}
+
+// The chart values that the suite sets, and what the tests derive from them.
+const (
+	syncInterval  = 5 * time.Second
+	leaseDuration = 15 * time.Second // the chart's default
+	serverPolicy  = "deployment-server-ingress"
+	serverAddr    = "server.shop.svc.cluster.local:8080"
+)
+
+// workloads are the journey's pods.
+type workloads struct {
+	agent, server, clientA, clientB pod
 }
 
 // journey: real TCP connections, learned through the relay, promoted to
 // protect, enforced by kube-router; the refused connection is a violation in
 // the policy's status, an event at the collector and a counter.
-func journey(t *testing.T, agent pod) {
-	apply(t, fmt.Sprintf(workloadManifests, testpodImage))
-	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", "shop", "--wait=true", "--timeout=60s") })
+func journey(t *testing.T, agent pod) workloads {
 	server := waitReady(t, "shop", "app=server", 1, 2*time.Minute)[0]
 	clientA := waitReady(t, "shop", "app=client-a", 1, 2*time.Minute)[0]
 	clientB := waitReady(t, "shop", "app=client-b", 1, 2*time.Minute)[0]
-	const addr = "server.shop.svc.cluster.local:8080"
+	w := workloads{agent: agent, server: server, clientA: clientA, clientB: clientB}
+	const addr = serverAddr
 
 	// 1. Learn: client-a's real connections, through the Service's DNS name.
 	for i := 0; i < 3; i++ {
@@ -65,7 +86,7 @@ func journey(t *testing.T, agent pod) {
 		}
 		report(t, agent, flowOf(end(clientA, "client-a", 1001), end(server, "server", 1003), d, 8080, false))
 	}
-	const policy = "deployment-server-ingress"
+	const policy = serverPolicy
 	waitFor(t, "the server's ingress proposal", 2*time.Minute, func() bool {
 		_, err := kubectlErr("", "-n", "shop", "get", "workloadnetworkpolicyproposal", policy)
 		return err == nil
@@ -105,7 +126,32 @@ func journey(t *testing.T, agent pod) {
 		return strings.Contains(out, "policy_violation_observed") && strings.Contains(out, "client-b")
 	})
 	waitFor(t, "the counter at the collector", time.Minute, func() bool {
-		out, err := httpDo("GET", "http://"+collector.IP+":9464/metrics", "")
-		return err == nil && strings.Contains(out, "network_enforcer_policy_denies")
+		return denies(t, collector) >= 1
 	})
+	return w
+}
+
+// denies is the sum of the collector's network_enforcer_policy_denies series.
+func denies(t *testing.T, collector pod) float64 {
+	return metricSum("http://"+collector.IP+":9464/metrics", "network_enforcer_policy_denies")
+}
+
+// metricSum scrapes a Prometheus endpoint from the node, as Prometheus would,
+// and sums the series whose name starts with prefix; 0 when it cannot.
+func metricSum(url, prefix string) float64 {
+	out, err := httpDo("GET", url, "")
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		fields := strings.Fields(line)
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
 }

@@ -19,6 +19,27 @@ const (
 	collectorPods = "app.kubernetes.io/instance=ne,app.kubernetes.io/component=collector"
 )
 
+// createNamespace creates namespace unless it exists, and deletes it when the
+// test ends.
+func createNamespace(t *testing.T, ns string) {
+	t.Helper()
+	if _, err := kubectlErr("", "get", "namespace", ns); err == nil {
+		return
+	}
+	kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", ns, "--wait=true", "--timeout=90s") })
+}
+
+// installChart installs the chart into its namespace with the default
+// collector's certificate, a short status sync, and values.
+func installChart(t *testing.T, values ...string) {
+	t.Helper()
+	createNamespace(t, namespace)
+	collectorSecrets(t)
+	helmInstall(t, append([]string{"controller.statusSyncInterval=" + syncInterval.String(),
+		"telemetry.default.tls.mode=existingSecret", "telemetry.default.tls.existingSecret.name=" + collectorSecret}, values...)...)
+}
+
 // helmInstall installs the chart with the real helm client, with the image
 // that the node holds (pullPolicy Never: no registry) and the values given.
 func helmInstall(t *testing.T, values ...string) {

@@ -4,6 +4,8 @@
 //	testpod hubble   a Cilium agent's Hubble side as hubble-relay sees it: the Peer
 //	                 service (naming this pod as the one node) and the Observer
 //	                 service on :4244, serving the flows POSTed to :8081/flows
+//	testpod goldmane Calico Goldmane's Flows service on :7443, mutual TLS only
+//	testpod ztunnel  prints recorded ztunnel log lines to stdout, as ztunnel does
 //	testpod server   a TCP server on :8080 that answers "ok" to each connection
 //	testpod client   an HTTP server on :8081 whose /connect?addr=IP:PORT opens one
 //	                 fresh TCP connection and says how it went
@@ -22,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: testpod hubble|server|client")
+		fmt.Fprintln(os.Stderr, "usage: testpod hubble|goldmane|ztunnel|server|client")
 		os.Exit(2)
 	}
 	// As PID 1 the program gets no default signal handling: end on SIGTERM.
@@ -36,6 +38,10 @@ func main() {
 	switch os.Args[1] {
 	case "hubble":
 		err = hubble()
+	case "goldmane":
+		err = goldmane()
+	case "ztunnel":
+		err = ztunnel()
 	case "server":
 		err = server()
 	case "client":
