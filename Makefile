@@ -135,7 +135,7 @@ test: ## Build what the tests need, then run unit, control-plane and binary test
 # The real-node suite starts its own cluster (so never beside `make cluster`).
 .PHONY: test-cluster
 test-cluster: image cluster-build $(HELM) ## Install the chart on a real single-node cluster and prove it there (root).
-	hack/test.sh -tags cluster -timeout 30m ./test/cluster/...
+	hack/test.sh -tags cluster -timeout 30m -v ./test/cluster/...
 
 # LOADTEST_ARGS passes flags, e.g. LOADTEST_ARGS='-paths hubble -flows 2000000'.
 .PHONY: loadtest

@@ -164,7 +164,10 @@ down() {
 	fi
 	restore_sysctl net.ipv4.ip_forward
 	restore_sysctl net.bridge.bridge-nf-call-iptables
-	rm -rf /var/lib/kubelet /var/log/pods /var/log/containers "$run_dir" "$state/containerd" "$state/pids" "$state/pki"
+	# Every run starts from an empty etcd and new certificates: nothing of a
+	# previous run's objects comes back.
+	rm -rf /var/lib/kubelet /var/log/pods /var/log/containers "$run_dir" "$state/containerd" "$state/pids" "$state/pki" \
+		"$state/etcd" "$state/apiserver-certs" "$state/kcm-certs" "$state/kubelet-certs"
 }
 
 # flush_chains removes the KUBE-* and CNI-* chains of iptables (kube-router,
@@ -443,8 +446,13 @@ fi
 mkdir -p "$state" "$(dirname "$lock")"
 exec 9>"$lock"
 if ! flock -n 9; then
-	log "another cluster runs on this machine (lock $lock held)"
-	exit 1
+	# Another run (a test suite in another work tree, `make cluster`) has the
+	# machine's cluster: wait for it to end, as a test run would for a CPU.
+	log "another cluster runs on this machine (lock $lock): waiting up to ${NETWORK_ENFORCER_CLUSTER_WAIT:-1200}s"
+	if ! flock -w "${NETWORK_ENFORCER_CLUSTER_WAIT:-1200}" 9; then
+		log "the other cluster did not end in time"
+		exit 1
+	fi
 fi
 bin=$("$root/hack/cluster/build.sh" --print)
 

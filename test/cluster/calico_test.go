@@ -77,6 +77,7 @@ func TestCalico(t *testing.T) {
 	installChart(t, "controller.provider.name=calico",
 		"controller.provider.calico.tls.existingSecret.name=goldmane-client",
 		"controller.provider.calico.tls.calicoCA.issue=false")
+	logsOnFailure(t, namespace+"/"+enforcerPods, "calico-system/k8s-app=goldmane")
 	enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
 	waitReady(t, namespace, collectorPods, 1, 2*time.Minute)
 	t.Logf("leader %s", waitLeader(t, enforcers, time.Minute))

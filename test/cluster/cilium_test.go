@@ -23,6 +23,9 @@ func TestCilium(t *testing.T) {
 	waitReady(t, "kube-system", "k8s-app=hubble-relay", 1, 2*time.Minute)
 
 	installChart(t, "controller.provider.name=cilium")
+	// After the install: cleanups run last first, so the logs are read before
+	// the uninstall.
+	logsOnFailure(t, namespace+"/"+enforcerPods, "kube-system/k8s-app=hubble-relay", "kube-system/k8s-app=hubble-agent")
 
 	t.Run("install", func(t *testing.T) {
 		enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)

@@ -70,6 +70,7 @@ func TestIstio(t *testing.T) {
 		"controller.provider.istio.tls.mode=existingSecret",
 		"controller.provider.istio.tls.existingSecret.name=flows-server",
 		"controller.provider.istio.tls.existingSecret.clientName=flows-client")
+	logsOnFailure(t, namespace+"/"+enforcerPods, namespace+"/app.kubernetes.io/component=node-agent", "istio-system/app=ztunnel")
 	enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
 	waitReady(t, namespace, "app.kubernetes.io/instance=ne,app.kubernetes.io/component=node-agent", 1, 2*time.Minute)
 	t.Logf("leader %s", waitLeader(t, enforcers, time.Minute))

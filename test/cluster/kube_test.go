@@ -156,3 +156,19 @@ func httpDo(method, url, body string) (string, error) {
 	}
 	return string(b), nil
 }
+
+// logsOnFailure logs, when t has failed, the recent logs of the pods that
+// each namespace/selector picks: what a person would look at first.
+func logsOnFailure(t *testing.T, selectors ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, s := range selectors {
+			ns, sel, _ := strings.Cut(s, "/")
+			out, err := kubectlErr("", "-n", ns, "logs", "-l", sel, "--all-containers", "--prefix", "--tail=60")
+			t.Logf("logs of %s in %s:\n%s%v", sel, ns, out, err)
+		}
+	})
+}
