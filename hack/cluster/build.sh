@@ -9,15 +9,16 @@
 #   coredns                                      github.com/coredns/coredns
 #   hubble-relay                                 github.com/cilium/cilium, hack/cluster/relay's module
 #
-# Each part is built once into .cache/cluster/<part>-<version>, so bumping a
-# version builds the new one beside the old; a later run takes no time.
+# Each part is built once into .cache/cluster/<part>-<version> (or under
+# $NETWORK_ENFORCER_CLUSTER_CACHE), so bumping a version builds the new one
+# beside the old; a later run takes no time.
 #
 # Usage: hack/cluster/build.sh          build what is missing; print the folder
 #        hack/cluster/build.sh --print  print the folder only
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cache="$root/.cache/cluster"
+cache="${NETWORK_ENFORCER_CLUSTER_CACHE:-$root/.cache/cluster}"
 export CGO_ENABLED=0
 
 # Third-party versions that are not in a go.mod of ours.

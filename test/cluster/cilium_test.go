@@ -62,6 +62,7 @@ func TestCilium(t *testing.T) {
 const (
 	syncInterval  = 5 * time.Second
 	leaseDuration = 15 * time.Second // the chart's default
+	retryPeriod   = 2 * time.Second  // the chart's default
 	serverPolicy  = "deployment-server-ingress"
 	serverAddr    = "server.shop.svc.cluster.local:8080"
 )
