@@ -474,6 +474,7 @@ run)
 	trap 'exit 143' TERM
 	up
 	echo "cluster ready: KUBECONFIG=$KUBECONFIG_FILE"
+	log "kubectl at the node's version: $bin/kubectl; import an image: $0 import TAR; Ctrl-C stops the cluster and cleans the host"
 	# sleep in the background, so that a signal reaches the trap at once.
 	while :; do
 		sleep 3600 &
