@@ -76,6 +76,7 @@ lint: ## Check formatting (gofmt) and run go vet.
 	@files=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$files" ]; then \
 		echo "gofmt would change:"; echo "$$files"; exit 1; fi
 	go vet $(GO_PACKAGES)
+	go vet -tags cluster ./test/cluster/...
 
 ##@ Build
 
@@ -127,15 +128,18 @@ cluster: cluster-build ## Run a real single-node cluster on this machine (root) 
 
 .PHONY: test
 # What the tests need is built side by side: on a fresh machine the module
-# downloads of one overlap the compiling of another.
-test: ## Build what the tests need, then run unit, control-plane and binary tests.
-	$(MAKE) --no-print-directory -j3 build controlplane $(HELM)
+# downloads of one overlap the compiling of another. The image comes after
+# the build: both generate the distribution's sources in _build.
+test: ## Build what the tests need, then run unit, control-plane, binary and real-node tests.
+	$(MAKE) --no-print-directory -j3 build controlplane cluster-build $(HELM)
+	$(MAKE) --no-print-directory image
 	hack/test.sh
 
-# The real-node suite starts its own cluster (so never beside `make cluster`).
+# The real-node suite, which `make test` runs too, alone. It starts its own
+# cluster: beside `make cluster`, it waits for that one to end.
 .PHONY: test-cluster
 test-cluster: image cluster-build $(HELM) ## Install the chart on a real single-node cluster and prove it there (root).
-	hack/test.sh -tags cluster -timeout 30m -v ./test/cluster/...
+	hack/test.sh -timeout 30m -v ./test/cluster/...
 
 # LOADTEST_ARGS passes flags, e.g. LOADTEST_ARGS='-paths hubble -flows 2000000'.
 .PHONY: loadtest

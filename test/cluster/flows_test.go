@@ -4,7 +4,6 @@ package cluster
 
 import (
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -86,5 +85,3 @@ func streams(t *testing.T, agent pod) string {
 	}
 	return strings.TrimSpace(out)
 }
-
-var _ = fmt.Sprint

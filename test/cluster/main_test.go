@@ -74,7 +74,7 @@ func run(m *testing.M) int {
 // `make image`, the pinned helm and the cluster's binaries.
 func prerequisites(root string) error {
 	if os.Geteuid() != 0 {
-		return &controlplanetest.MissingError{What: "root", Target: "test-cluster", Detail: "the real node needs root (network namespaces, mounts, netfilter)"}
+		return &controlplanetest.MissingError{What: "root", Target: "test-cluster", Hint: "as root", Detail: "the real node needs root (network namespaces, mounts, netfilter)"}
 	}
 	tarball := filepath.Join(root, "bin", "network-enforcer-image.tar")
 	if _, err := os.Stat(tarball); err != nil {
