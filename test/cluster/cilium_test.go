@@ -31,6 +31,7 @@ func TestCilium(t *testing.T) {
 		enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
 		waitReady(t, namespace, collectorPods, 1, 2*time.Minute)
 		holder := waitLeader(t, enforcers, time.Minute)
+		serviceAccount(t)
 		t.Logf("ready in %s; leader %s", time.Since(start).Round(100*time.Millisecond), holder)
 		// The relay opened a stream to the agent for the enforcer's: the
 		// enforcer reached the relay through the chart's Cilium TLS setup.

@@ -89,3 +89,34 @@ func waitLeader(t *testing.T, pods []pod, timeout time.Duration) string {
 	})
 	return holder
 }
+
+// serviceAccount checks that the enforcer pods run as the chart's
+// ServiceAccount with its projected token, and that the chart's RBAC is what
+// they have: they may write NetworkPolicies, and may not read Secrets beyond
+// the one of the flow source, nor impersonate.
+func serviceAccount(t *testing.T) {
+	t.Helper()
+	sa := release + "-network-enforcer"
+	out := kubectl(t, "-n", namespace, "get", "pods", "-l", enforcerPods, "-o",
+		`jsonpath={range .items[*]}{.spec.serviceAccountName} {.spec.volumes[?(@.projected)].projected.sources[*].serviceAccountToken.path}{"\n"}{end}`)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line != sa+" token" {
+			t.Errorf("enforcer pod's ServiceAccount and projected token: %q, want %q", line, sa+" token")
+		}
+	}
+	user := "system:serviceaccount:" + namespace + ":" + sa
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"create", "networkpolicies", "-n", "shop"}, "yes"},
+		{[]string{"get", "secrets", "-n", "shop"}, "no"},
+		{[]string{"get", "secrets", "-n", namespace}, "no"},
+		{[]string{"impersonate", "serviceaccounts", "-n", "kube-system"}, "no"},
+	} {
+		got, _ := kubectlErr("", append([]string{"auth", "can-i", "--as", user}, c.args...)...)
+		if strings.TrimSpace(got) != c.want {
+			t.Errorf("kubectl auth can-i %s as the enforcer: %q, want %q", strings.Join(c.args, " "), strings.TrimSpace(got), c.want)
+		}
+	}
+}
