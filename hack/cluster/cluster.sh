@@ -59,7 +59,8 @@ start() {
 ours() {
 	local pid=$1
 	[[ -r /proc/$pid/cmdline ]] || return 1
-	tr '\0' ' ' </proc/"$pid"/cmdline | grep -qF -e "$state" -e "$run_dir"
+	# The process may end between the test and the read: that is "not ours".
+	{ tr '\0' ' ' </proc/"$pid"/cmdline; } 2>/dev/null | grep -qF -e "$state" -e "$run_dir"
 }
 
 # stop NAME: ends the recorded process NAME (TERM, then KILL after 10 s).
