@@ -76,6 +76,7 @@ lint: ## Check formatting (gofmt) and run go vet.
 	@files=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$files" ]; then \
 		echo "gofmt would change:"; echo "$$files"; exit 1; fi
 	go vet $(GO_PACKAGES)
+	go vet -tags cluster ./test/cluster/...
 
 # The browser libraries that the review page embeds, pinned in
 # hack/third-party.sh; the Go build needs only the committed copies.
@@ -121,14 +122,30 @@ controlplane: ## Build the test control plane (kube-apiserver, kube-controller-m
 .PHONY: helm
 helm: $(HELM) ## Install the pinned helm, which the chart's tests and the demo run.
 
+.PHONY: cluster-build
+cluster-build: controlplane ## Build the real-node cluster's binaries (kubelet, containerd, kube-router, CoreDNS, hubble-relay, ...), cached.
+	hack/cluster/build.sh
+
+.PHONY: cluster
+cluster: cluster-build ## Run a real single-node cluster on this machine (root) until Ctrl-C, then clean the host.
+	hack/cluster/cluster.sh run
+
 ##@ Test
 
 .PHONY: test
 # What the tests need is built side by side: on a fresh machine the module
-# downloads of one overlap the compiling of another.
-test: ## Build what the tests need, then run unit, control-plane and binary tests.
-	$(MAKE) --no-print-directory -j3 build controlplane $(HELM) browser
+# downloads of one overlap the compiling of another. The image comes after
+# the build: both generate the distribution's sources in _build.
+test: ## Build what the tests need, then run unit, control-plane, browser, binary and real-node tests.
+	$(MAKE) --no-print-directory -j3 build controlplane cluster-build $(HELM) browser
+	$(MAKE) --no-print-directory image
 	hack/test.sh
+
+# The real-node suite, which `make test` runs too, alone. It starts its own
+# cluster: beside `make cluster`, it waits for that one to end.
+.PHONY: test-cluster
+test-cluster: image cluster-build $(HELM) ## Install the chart on a real single-node cluster and prove it there (root).
+	hack/test.sh -timeout 30m -v ./test/cluster/...
 
 # LOADTEST_ARGS passes flags, e.g. LOADTEST_ARGS='-paths hubble -flows 2000000'.
 .PHONY: loadtest

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every Go test of the module: unit tests, the tests on the real control plane
-# (kube-apiserver, etcd, kube-controller-manager from hack/controlplane.sh) and the
-# tests of the built binary (bin/network-enforcer). `make test` builds both first.
+# (kube-apiserver, etcd, kube-controller-manager from hack/controlplane.sh), the
+# tests of the built binary (bin/network-enforcer) and the real-node suite
+# (test/cluster, on the cluster of hack/cluster). `make test` builds all first.
 # Arguments go to `go test` (before the package pattern ./..., which a package
 # argument narrows: hack/test.sh -run TestX ./api/...).
 #
@@ -33,7 +34,9 @@ done
 # A background job of a script is no process-group leader, so setsid makes the
 # session at once, without a fork: $! is the session's id. Were it not, no
 # process would have that session id and the cleanup would end nothing.
-setsid go test -count=1 -timeout 20m "$@" "${packages[@]}" &
+# The tag cluster adds the real-node suite (test/cluster), which a plain
+# `go test ./...` leaves out: it changes the machine's network while it runs.
+setsid go test -count=1 -timeout 20m -tags cluster "$@" "${packages[@]}" &
 session=$!
 
 # session_pids prints the PIDs of the processes still in the session.

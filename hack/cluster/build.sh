@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Finds or builds every binary of the real single-node cluster and prints the
+# folder that holds them all (as links into per-version cache folders):
+#
+#   kubelet kube-scheduler kube-proxy kubectl   k8s.io/kubernetes, hack/controlplane's module
+#   kube-apiserver kube-controller-manager etcd hack/controlplane.sh
+#   containerd containerd-shim-runc-v2 ctr       github.com/containerd/containerd/v2
+#   kube-router                                  github.com/cloudnativelabs/kube-router/v2 (firewall only; test use)
+#   coredns                                      github.com/coredns/coredns
+#   hubble-relay                                 github.com/cilium/cilium, hack/cluster/relay's module
+#
+# Each part is built once into .cache/cluster/<part>-<version> (or under
+# $NETWORK_ENFORCER_CLUSTER_CACHE), so bumping a version builds the new one
+# beside the old; a later run takes no time.
+#
+# Usage: hack/cluster/build.sh          build what is missing; print the folder
+#        hack/cluster/build.sh --print  print the folder only
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cache="${NETWORK_ENFORCER_CLUSTER_CACHE:-$root/.cache/cluster}"
+export CGO_ENABLED=0
+
+# Third-party versions that are not in a go.mod of ours.
+CONTAINERD_VERSION=v2.4.2
+KUBE_ROUTER_VERSION=v2.1.0
+COREDNS_VERSION=v1.15.0
+
+modversion() { grep -E "^\s*(require\s+)?$2 v" "$1" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^v[0-9]/) {print $i; exit}}'; }
+k8s_version=$(modversion "$root/hack/controlplane/go.mod" k8s.io/kubernetes)
+cilium_version=$(modversion "$root/hack/cluster/relay/go.mod" github.com/cilium/cilium)
+if [[ "$cilium_version" != "$(modversion "$root/go.mod" github.com/cilium/cilium)" ]]; then
+	echo "hack/cluster/relay/go.mod and go.mod pin different Cilium versions" >&2
+	exit 1
+fi
+
+out="$cache/bin-kubernetes-$k8s_version-containerd-$CONTAINERD_VERSION-cilium-$cilium_version"
+if [[ "${1:-}" == "--print" ]]; then
+	echo "$out"
+	exit 0
+fi
+
+# part NAME DIR BINARIES... -- COMMAND...: runs COMMAND with $tmp as the output
+# folder unless DIR holds every binary; the folder appears only once complete.
+part() {
+	local name=$1 dir=$2 bins=() complete=1 bin
+	shift 2
+	while [[ "$1" != "--" ]]; do bins+=("$1"); shift; done
+	shift
+	for bin in "${bins[@]}"; do [[ -x "$dir/$bin" ]] || complete=0; done
+	if ((complete)); then return 0; fi
+	echo "building $name" >&2
+	local start=$SECONDS
+	tmp="$dir.partial"
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	"$@"
+	rm -rf "$dir"
+	mv "$tmp" "$dir"
+	echo "built $name in $((SECONDS - start))s" >&2
+}
+
+k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${k8s_version}"
+k8s_ldflags+=" -X k8s.io/component-base/version.gitMajor=$(cut -d. -f1 <<<"${k8s_version#v}")"
+k8s_ldflags+=" -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"${k8s_version}")"
+k8s_ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
+
+build_node() {
+	(cd "$root/hack/controlplane" && go build -ldflags "$k8s_ldflags" -o "$tmp/" \
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler \
+		k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubectl)
+}
+build_containerd() {
+	GOBIN="$tmp" GOFLAGS=-tags=no_btrfs,no_devmapper,no_zfs go install -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+		"github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
+		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION" \
+		"github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION"
+}
+build_kube_router() {
+	GOBIN="$tmp" go install -ldflags "-s -w" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
+}
+build_coredns() {
+	GOBIN="$tmp" go install -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+}
+build_relay() {
+	(cd "$root/hack/cluster/relay" && go build -ldflags "-s -w" -o "$tmp/hubble-relay" github.com/cilium/cilium/hubble-relay)
+}
+
+node_dir="$cache/node-kubernetes-$k8s_version"
+containerd_dir="$cache/containerd-$CONTAINERD_VERSION"
+kube_router_dir="$cache/kube-router-$KUBE_ROUTER_VERSION"
+coredns_dir="$cache/coredns-$COREDNS_VERSION"
+relay_dir="$cache/hubble-relay-$cilium_version"
+
+controlplane=$("$root/hack/controlplane.sh")
+part "kubelet, kube-scheduler, kube-proxy, kubectl $k8s_version" "$node_dir" kubelet kube-scheduler kube-proxy kubectl -- build_node
+part "containerd $CONTAINERD_VERSION" "$containerd_dir" containerd containerd-shim-runc-v2 ctr -- build_containerd
+part "kube-router $KUBE_ROUTER_VERSION" "$kube_router_dir" kube-router -- build_kube_router
+part "coredns $COREDNS_VERSION" "$coredns_dir" coredns -- build_coredns
+part "hubble-relay $cilium_version" "$relay_dir" hubble-relay -- build_relay
+
+mkdir -p "$out"
+for d in "$controlplane" "$node_dir" "$containerd_dir" "$kube_router_dir" "$coredns_dir" "$relay_dir"; do
+	for bin in "$d"/*; do ln -sfn "$bin" "$out/$(basename "$bin")"; done
+done
+echo "$out"

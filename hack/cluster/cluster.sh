@@ -1,0 +1,490 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes cluster on this machine, from Go modules and
+# Debian packages: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# kubelet, containerd with runc, a bridge CNI network, kube-proxy (nftables),
+# kube-router's NetworkPolicy firewall and CoreDNS.
+#
+# Usage: hack/cluster/cluster.sh run          start it, print its kubeconfig, and keep
+#                                             it up until SIGINT/SIGTERM; then clean the host
+#        hack/cluster/cluster.sh down         clean up what a killed run left behind
+#        hack/cluster/cluster.sh import TAR   import a docker tarball into the node's
+#                                             containerd (pods use it with imagePullPolicy: Never)
+#
+# `run` prints "cluster ready: KUBECONFIG=..." on stdout once every part is up
+# (tests wait for that line, then end the run with SIGTERM).
+#
+# One cluster at a time per machine: it uses the host's kubelet folders, pod log
+# folders and netfilter, so a lock refuses a second one. Every process is
+# recorded by PID in the state folder and stopped by that PID only. Pod traffic
+# stays on the cluster's bridge: no masquerade, no default route in the pods,
+# and a forward rule drops whatever would leave the bridge for another interface.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+state=${NETWORK_ENFORCER_CLUSTER_STATE:-/var/lib/network-enforcer-cluster}
+run_dir=/run/network-enforcer-cluster
+lock=/run/network-enforcer-cluster.lock
+
+NODE=ne-node
+BRIDGE=ne-br0
+NODE_IP=10.217.0.1
+POD_CIDR=10.217.0.0/24
+SERVICE_CIDR=10.217.16.0/24
+API_SERVICE_IP=10.217.16.1
+DNS_IP=10.217.16.10
+API_PORT=16443
+ETCD_PORT=23790
+ETCD_PEER_PORT=23800
+KUBECONFIG_FILE=$state/pki/admin.kubeconfig
+SOCK=$run_dir/containerd.sock
+ISOLATION_TABLE=network_enforcer_cluster
+PACKAGES=(runc containernetworking-plugins nftables conntrack ipset iproute2 iptables)
+
+log() { echo "cluster: $*" >&2; }
+
+# ---------------------------------------------------------------- processes
+
+# start NAME COMMAND...: runs COMMAND in the background with its output in
+# logs/NAME.log and records its PID.
+start() {
+	local name=$1
+	shift
+	mkdir -p "$state/logs" "$state/pids"
+	setsid "$@" >"$state/logs/$name.log" 2>&1 </dev/null &
+	echo $! >"$state/pids/$name.pid"
+}
+
+# ours PID: whether PID is still the process that this cluster started (a PID
+# can be reused): its command line names our state or run folder.
+ours() {
+	local pid=$1
+	[[ -r /proc/$pid/cmdline ]] || return 1
+	# The process may end between the test and the read: that is "not ours".
+	{ tr '\0' ' ' </proc/"$pid"/cmdline; } 2>/dev/null | grep -qF -e "$state" -e "$run_dir"
+}
+
+# stop NAME: ends the recorded process NAME (TERM, then KILL after 10 s).
+stop() {
+	local name=$1 file="$state/pids/$1.pid" pid i
+	[[ -f "$file" ]] || return 0
+	pid=$(cat "$file")
+	if ours "$pid"; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for ((i = 0; i < 100; i++)); do
+			ours "$pid" || break
+			sleep 0.1
+		done
+		if ours "$pid"; then
+			log "$name ($pid) ignored SIGTERM: killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	fi
+	rm -f "$file"
+}
+
+# wait_for WHAT SECONDS COMMAND...: polls COMMAND until it succeeds.
+wait_for() {
+	local what=$1 secs=$2 i
+	shift 2
+	for ((i = 0; i < secs * 5; i++)); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.2
+	done
+	log "$what did not come up in ${secs}s; see $state/logs"
+	return 1
+}
+
+kubectl() { "$bin/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+
+# ---------------------------------------------------------------- tear-down
+
+# down cleans the host of everything a run of this script makes, whether that
+# run ended or was killed: the order matters (pods go while the kubelet runs, so
+# that the CNI plugin frees their addresses and namespaces).
+down() {
+	bin=$("$root/hack/cluster/build.sh" --print)
+	if [[ -f "$state/pids/kubelet.pid" ]] && ours "$(cat "$state/pids/kubelet.pid")"; then
+		stop kube-controller-manager
+		stop kube-scheduler
+		if kubectl get --raw /readyz >/dev/null 2>&1; then
+			kubectl delete pods --all --all-namespaces --now --wait=true --timeout=40s >/dev/null 2>&1 ||
+				log "some pods did not go before the kubelet stops"
+		fi
+	fi
+	stop kube-router
+	if [[ -x "$bin/kube-router" ]]; then "$bin/kube-router" --cleanup-config >/dev/null 2>&1 || true; fi
+	stop kube-proxy
+	if [[ -x "$bin/kube-proxy" ]]; then "$bin/kube-proxy" --cleanup >/dev/null 2>&1 || true; fi
+	stop kubelet
+	if [[ -S "$SOCK" ]] && [[ -f "$state/pids/containerd.pid" ]] && ours "$(cat "$state/pids/containerd.pid")"; then
+		local task
+		for task in $("$bin/ctr" -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
+			"$bin/ctr" -a "$SOCK" -n k8s.io tasks kill -s KILL "$task" >/dev/null 2>&1 || true
+		done
+		sleep 0.5
+	fi
+	stop containerd
+	# A shim outlives containerd; ours are those that serve our socket.
+	local pid
+	for pid in $(ps -eo pid=,args= | awk -v s="$SOCK" '$2 ~ /containerd-shim/ && index($0, s) {print $1}'); do
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+	stop kube-scheduler
+	stop kube-controller-manager
+	stop kube-apiserver
+	stop etcd
+
+	# Mounts under the kubelet's and containerd's folders, deepest first.
+	local m
+	for m in $(awk '{print $2}' /proc/mounts | { grep -E "^(/var/lib/kubelet|$state/containerd|$run_dir|/run/netns/cni-)" || true; } | sort -r); do
+		umount -l "$m" 2>/dev/null || true
+	done
+	local ns
+	for ns in $(ip netns list 2>/dev/null | awk '/^cni-/ {print $1}'); do
+		ip netns delete "$ns" 2>/dev/null || true
+	done
+	ip link delete "$BRIDGE" 2>/dev/null || true
+	nft delete table inet "$ISOLATION_TABLE" 2>/dev/null || true
+	flush_chains
+	# Tables that the run made (iptables-nft makes ip filter, ip nat and so on
+	# for kube-router and the CNI plugins), once they hold no rule.
+	if [[ -f "$state/nft-tables.before" ]]; then
+		local family name left=0
+		while read -r family name; do
+			[[ -z "$name" ]] && continue
+			grep -qxF "$family $name" "$state/nft-tables.before" && continue
+			if [[ -z "$(nft list table "$family" "$name" 2>/dev/null | grep -vE '^\s*(table|chain|type|policy|\}|$)')" ]]; then
+				nft delete table "$family" "$name" 2>/dev/null || left=1
+			else
+				log "nft table $family $name still holds rules: left in place"
+				left=1
+			fi
+		done < <(nft list tables 2>/dev/null | awk '{print $2, $3}')
+		# Kept while a table is left, so that the next clean-up knows it.
+		((left)) || rm -f "$state/nft-tables.before"
+	fi
+	restore_sysctl net.ipv4.ip_forward
+	restore_sysctl net.bridge.bridge-nf-call-iptables
+	# Every run starts from an empty etcd and new certificates: nothing of a
+	# previous run's objects comes back.
+	rm -rf /var/lib/kubelet /var/log/pods /var/log/containers "$run_dir" "$state/containerd" "$state/pids" "$state/pki" \
+		"$state/etcd" "$state/apiserver-certs" "$state/kcm-certs" "$state/kubelet-certs"
+}
+
+# flush_chains removes the KUBE-* and CNI-* chains of iptables (kube-router,
+# the CNI plugins) and the jumps to them from the built-in chains.
+flush_chains() {
+	local ipt table rule chain
+	for ipt in iptables ip6tables; do
+		command -v "$ipt" >/dev/null || continue
+		for table in filter nat mangle raw; do
+			"$ipt" -t "$table" -S 2>/dev/null | { grep -E '^-A (INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) .*-j (KUBE-|CNI-)' || true; } |
+				while read -r rule; do
+					# eval: a rule's comment is quoted, as -S prints it.
+					eval "\"\$ipt\" -t \"\$table\" ${rule/-A/-D}" 2>/dev/null || true
+				done
+			for chain in $("$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-N" && ($2 ~ /^(KUBE-|CNI-)/) {print $2}'); do
+				"$ipt" -t "$table" -F "$chain" 2>/dev/null || true
+			done
+			for chain in $("$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-N" && ($2 ~ /^(KUBE-|CNI-)/) {print $2}'); do
+				"$ipt" -t "$table" -X "$chain" 2>/dev/null || true
+			done
+		done
+	done
+	if command -v ipset >/dev/null; then
+		for chain in $(ipset list -n 2>/dev/null | { grep -E '^(KUBE-|kube-router)' || true; }); do
+			ipset destroy "$chain" 2>/dev/null || true
+		done
+	fi
+}
+
+# set_sysctl KEY VALUE remembers the old value once (a killed run's value stays
+# the one to restore) and sets the new one.
+set_sysctl() {
+	local file="$state/sysctl.$1"
+	[[ -f "$file" ]] || sysctl -n "$1" >"$file"
+	sysctl -qw "$1=$2"
+}
+
+restore_sysctl() {
+	local file="$state/sysctl.$1"
+	[[ -f "$file" ]] || return 0
+	sysctl -qw "$1=$(cat "$file")" || true
+	rm -f "$file"
+}
+
+# ---------------------------------------------------------------- start-up
+
+packages() {
+	local missing=() p
+	for p in "${PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	((${#missing[@]} == 0)) && return 0
+	log "installing ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# images builds the images that no registry serves here into docker tarballs.
+images() {
+	local tools="$state/tools"
+	mkdir -p "$tools" "$state/images"
+	(cd "$root" && go build -o "$tools/" ./hack/cluster/pki ./hack/cluster/staticimage ./hack/cluster/pause)
+	"$tools/staticimage" -name ne.local/pause:1 -binary "$tools/pause" -tarball "$state/images/pause.tar"
+	"$tools/staticimage" -name "ne.local/coredns:$(basename "$(dirname "$(readlink -f "$bin/coredns")")")" \
+		-binary "$bin/coredns" -tarball "$state/images/coredns.tar"
+}
+
+network() {
+	[[ -f "$state/nft-tables.before" ]] || nft list tables 2>/dev/null | awk '{print $2, $3}' >"$state/nft-tables.before"
+	set_sysctl net.ipv4.ip_forward 1
+	modprobe br_netfilter 2>/dev/null || true
+	# kube-router filters pod-to-pod traffic on the bridge through iptables.
+	set_sysctl net.bridge.bridge-nf-call-iptables 1
+	ip link add "$BRIDGE" type bridge
+	ip addr add "$NODE_IP/${POD_CIDR#*/}" dev "$BRIDGE"
+	ip link set "$BRIDGE" up
+	nft -f - <<-EOF
+		table inet $ISOLATION_TABLE {
+			chain forward {
+				type filter hook forward priority -10; policy accept;
+				iifname "$BRIDGE" oifname != "$BRIDGE" drop
+				oifname "$BRIDGE" iifname != "$BRIDGE" drop
+			}
+		}
+	EOF
+	mkdir -p "$state/cni"
+	cat >"$state/cni/10-network-enforcer.conflist" <<-EOF
+		{
+		  "cniVersion": "1.0.0",
+		  "name": "network-enforcer",
+		  "plugins": [
+		    {
+		      "type": "bridge",
+		      "bridge": "$BRIDGE",
+		      "isGateway": true,
+		      "ipMasq": false,
+		      "hairpinMode": true,
+		      "ipam": {
+		        "type": "host-local",
+		        "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$NODE_IP"}]],
+		        "routes": [{"dst": "$SERVICE_CIDR"}],
+		        "dataDir": "$run_dir/cni-ipam"
+		      }
+		    }
+		  ]
+		}
+	EOF
+}
+
+control_plane() {
+	local pki="$state/pki"
+	start etcd "$bin/etcd" --name "$NODE" --data-dir "$state/etcd" \
+		--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+		--listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+		--initial-cluster "$NODE=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls ""
+	start kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+		--bind-address "$NODE_IP" --advertise-address "$NODE_IP" --secure-port "$API_PORT" \
+		--tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/ca.crt" \
+		--service-cluster-ip-range "$SERVICE_CIDR" --authorization-mode Node,RBAC --allow-privileged=true \
+		--service-account-issuer https://kubernetes.default.svc.cluster.local \
+		--service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+		--kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
+		--kubelet-certificate-authority "$pki/ca.crt" --kubelet-preferred-address-types InternalIP \
+		--cert-dir "$state/apiserver-certs"
+	wait_for kube-apiserver 60 kubectl get --raw /readyz
+	start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$KUBECONFIG_FILE" \
+		--controllers '*,-nodeipam' --leader-elect=false --secure-port 0 \
+		--service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" --use-service-account-credentials \
+		--cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
+		--service-cluster-ip-range "$SERVICE_CIDR" --cert-dir "$state/kcm-certs"
+	start kube-scheduler "$bin/kube-scheduler" --kubeconfig "$KUBECONFIG_FILE" --leader-elect=false \
+		--secure-port 0 --authentication-kubeconfig "$KUBECONFIG_FILE" --authorization-kubeconfig "$KUBECONFIG_FILE"
+}
+
+runtime() {
+	mkdir -p "$run_dir" "$state/containerd"
+	cat >"$state/containerd.toml" <<-EOF
+		version = 3
+		root = "$state/containerd/root"
+		state = "$run_dir/state"
+		[grpc]
+		  address = "$SOCK"
+		[ttrpc]
+		  address = "$run_dir/containerd.sock.ttrpc"
+		[debug]
+		  address = "$run_dir/debug.sock"
+		[plugins.'io.containerd.cri.v1.runtime']
+		  restrict_oom_score_adj = true
+		  disable_apparmor = true
+		  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+		    default_runtime_name = "runc"
+		    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+		      runtime_type = "io.containerd.runc.v2"
+		      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+		        BinaryName = "$(command -v runc)"
+		        SystemdCgroup = false
+		  [plugins.'io.containerd.cri.v1.runtime'.cni]
+		    bin_dirs = ["/usr/lib/cni"]
+		    conf_dir = "$state/cni"
+		[plugins.'io.containerd.cri.v1.images']
+		  snapshotter = "overlayfs"
+		  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+		    sandbox = "ne.local/pause:1"
+		[plugins.'io.containerd.grpc.v1.cri']
+		  enable_cdi = false
+	EOF
+	PATH="$bin:$PATH" start containerd "$bin/containerd" --config "$state/containerd.toml"
+	wait_for containerd 30 "$bin/ctr" -a "$SOCK" version
+	local tar
+	for tar in "$state"/images/*.tar; do
+		"$bin/ctr" -a "$SOCK" -n k8s.io images import --no-unpack=false "$tar" >/dev/null
+	done
+}
+
+node() {
+	local pki="$state/pki"
+	cat >"$state/kubelet.yaml" <<-EOF
+		apiVersion: kubelet.config.k8s.io/v1beta1
+		kind: KubeletConfiguration
+		address: $NODE_IP
+		port: 10250
+		readOnlyPort: 0
+		healthzBindAddress: 127.0.0.1
+		healthzPort: 10248
+		authentication:
+		  anonymous: {enabled: false}
+		  webhook: {enabled: true}
+		  x509: {clientCAFile: $pki/ca.crt}
+		authorization: {mode: Webhook}
+		tlsCertFile: $pki/kubelet.crt
+		tlsPrivateKeyFile: $pki/kubelet.key
+		cgroupDriver: cgroupfs
+		failCgroupV1: false
+		failSwapOn: false
+		containerRuntimeEndpoint: unix://$SOCK
+		podCIDR: $POD_CIDR
+		clusterDNS: [$DNS_IP]
+		clusterDomain: cluster.local
+		resolvConf: /etc/resolv.conf
+		maxPods: 60
+		serializeImagePulls: false
+		# A shared disk: never evict or collect images for its use by others.
+		evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
+		imageGCHighThresholdPercent: 100
+		imageGCLowThresholdPercent: 99
+		localStorageCapacityIsolation: false
+	EOF
+	start kubelet "$bin/kubelet" --config "$state/kubelet.yaml" --kubeconfig "$pki/node.kubeconfig" \
+		--node-ip "$NODE_IP" --hostname-override "$NODE" --root-dir /var/lib/kubelet \
+		--cert-dir "$state/kubelet-certs"
+	wait_for "node $NODE" 60 kubectl get node "$NODE"
+	cat >"$state/kube-proxy.yaml" <<-EOF
+		apiVersion: kubeproxy.config.k8s.io/v1alpha1
+		kind: KubeProxyConfiguration
+		mode: nftables
+		clusterCIDR: $POD_CIDR
+		hostnameOverride: $NODE
+		bindAddress: $NODE_IP
+		healthzBindAddress: 127.0.0.1:10256
+		metricsBindAddress: 127.0.0.1:10249
+		nodePortAddresses: ["$NODE_IP/32"]
+		clientConnection: {kubeconfig: $KUBECONFIG_FILE}
+	EOF
+	start kube-proxy "$bin/kube-proxy" --config "$state/kube-proxy.yaml"
+	# kube-router exits when its Node does not exist yet: it starts after.
+	start kube-router "$bin/kube-router" --kubeconfig "$KUBECONFIG_FILE" --hostname-override "$NODE" \
+		--run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
+		--metrics-port 0 --health-port 0 --service-cluster-ip-range "$SERVICE_CIDR"
+	wait_for "node $NODE Ready" 60 kubectl wait --for=condition=Ready "node/$NODE" --timeout=1s
+	# kube-router's firewall is in place once its forward chain is.
+	wait_for "kube-router's firewall" 30 iptables -S KUBE-ROUTER-FORWARD
+}
+
+# alive fails unless every process that this cluster started still runs.
+alive() {
+	local file
+	for file in "$state"/pids/*.pid; do
+		if ! ours "$(cat "$file")"; then
+			log "$(basename "$file" .pid) exited; see $state/logs/$(basename "$file" .pid).log"
+			return 1
+		fi
+	done
+}
+
+dns() {
+	local image
+	image="ne.local/coredns:$(basename "$(dirname "$(readlink -f "$bin/coredns")")")"
+	sed -e "s|@IMAGE@|$image|" -e "s|@DNS_IP@|$DNS_IP|" "$root/hack/cluster/coredns.yaml" | kubectl apply -f - >/dev/null
+	wait_for "CoreDNS" 90 kubectl -n kube-system wait --for=condition=Available deployment/coredns --timeout=1s
+}
+
+up() {
+	start_time=$SECONDS
+	packages
+	bin=$("$root/hack/cluster/build.sh")
+	mkdir -p "$state"
+	images
+	network
+	"$state/tools/pki" -dir "$state/pki" -node "$NODE" -ip "$NODE_IP" -service-ip "$API_SERVICE_IP" \
+		-server "https://$NODE_IP:$API_PORT"
+	control_plane
+	runtime
+	node
+	dns
+	alive
+	log "up in $((SECONDS - start_time))s"
+}
+
+# ---------------------------------------------------------------- main
+
+if [[ "${1:-}" == import ]]; then
+	bin=$("$root/hack/cluster/build.sh" --print)
+	exec "$bin/ctr" -a "$SOCK" -n k8s.io images import "${2:?usage: $0 import TAR}"
+fi
+
+mkdir -p "$state" "$(dirname "$lock")"
+exec 9>"$lock"
+if ! flock -n 9; then
+	# Another run (a test suite in another work tree, `make cluster`) has the
+	# machine's cluster: wait for it to end, as a test run would for a CPU.
+	log "another cluster runs on this machine (lock $lock): waiting up to ${NETWORK_ENFORCER_CLUSTER_WAIT:-1200}s"
+	if ! flock -w "${NETWORK_ENFORCER_CLUSTER_WAIT:-1200}" 9; then
+		log "the other cluster did not end in time"
+		exit 1
+	fi
+fi
+bin=$("$root/hack/cluster/build.sh" --print)
+
+case "${1:-}" in
+down)
+	down
+	;;
+run)
+	down
+	finish() {
+		trap - EXIT INT TERM
+		[[ -n "${sleeper:-}" ]] && kill "$sleeper" 2>/dev/null
+		log "stopping"
+		down
+		log "host clean"
+	}
+	trap finish EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	up
+	echo "cluster ready: KUBECONFIG=$KUBECONFIG_FILE"
+	log "kubectl at the node's version: $bin/kubectl; import an image: $0 import TAR; Ctrl-C stops the cluster and cleans the host"
+	# sleep in the background, so that a signal reaches the trap at once.
+	while :; do
+		sleep 3600 &
+		sleeper=$!
+		wait "$sleeper" || true
+	done
+	;;
+*)
+	echo "usage: $0 run|down" >&2
+	exit 2
+	;;
+esac

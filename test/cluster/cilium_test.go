@@ -1,0 +1,162 @@
+//go:build cluster
+
+package cluster
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCilium installs the chart for Cilium on the real node, behind the real
+// hubble-relay, and follows one policy from real connections to enforcement.
+func TestCilium(t *testing.T) {
+	require(t)
+	importImages(t)
+	start := time.Now()
+
+	ciliumSecrets(t)
+	apply(t, fmt.Sprintf(hubbleManifests, testpodImage, relayImage))
+	agent := waitReady(t, "kube-system", "k8s-app=hubble-agent", 1, 2*time.Minute)[0]
+	waitReady(t, "kube-system", "k8s-app=hubble-relay", 1, 2*time.Minute)
+
+	installChart(t, "controller.provider.name=cilium")
+	// After the install: cleanups run last first, so the logs are read before
+	// the uninstall.
+	logsOnFailure(t, namespace+"/"+enforcerPods, "kube-system/k8s-app=hubble-relay", "kube-system/k8s-app=hubble-agent")
+
+	t.Run("install", func(t *testing.T) {
+		enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
+		waitReady(t, namespace, collectorPods, 1, 2*time.Minute)
+		holder := waitLeader(t, enforcers, time.Minute)
+		serviceAccount(t)
+		t.Logf("ready in %s; leader %s", time.Since(start).Round(100*time.Millisecond), holder)
+		// The relay opened a stream to the agent for the enforcer's: the
+		// enforcer reached the relay through the chart's Cilium TLS setup.
+		waitFor(t, "the leader's stream through the relay to the agent", time.Minute, func() bool {
+			n, _ := strconv.Atoi(streams(t, agent))
+			return n > 0
+		})
+	})
+	if t.Failed() {
+		return
+	}
+
+	// The workloads outlive the journey: the failure tests go on with them.
+	apply(t, fmt.Sprintf(workloadManifests, testpodImage))
+	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", "shop", "--wait=true", "--timeout=60s") })
+	var w workloads
+	t.Run("journey", func(t *testing.T) { w = journey(t, agent) })
+	if t.Failed() {
+		return
+	}
+	memory(t)
+	t.Run("chart network policies", func(t *testing.T) { chartPolicies(t, w) })
+	t.Run("relay restart", func(t *testing.T) { relayRestart(t, w) })
+	t.Run("leader takeover", func(t *testing.T) { takeover(t, w) })
+	t.Run("eviction", eviction)
+}
+
+// The chart values that the suite sets, and what the tests derive from them.
+const (
+	syncInterval  = 5 * time.Second
+	leaseDuration = 15 * time.Second // the chart's default
+	retryPeriod   = 2 * time.Second  // the chart's default
+	serverPolicy  = "deployment-server-ingress"
+	serverAddr    = "server.shop.svc.cluster.local:8080"
+)
+
+// workloads are the journey's pods.
+type workloads struct {
+	agent, server, clientA, clientB pod
+}
+
+// journey: real TCP connections, learned through the relay, promoted to
+// protect, enforced by kube-router; the refused connection is a violation in
+// the policy's status, an event at the collector and a counter.
+func journey(t *testing.T, agent pod) workloads {
+	server := waitReady(t, "shop", "app=server", 1, 2*time.Minute)[0]
+	clientA := waitReady(t, "shop", "app=client-a", 1, 2*time.Minute)[0]
+	clientB := waitReady(t, "shop", "app=client-b", 1, 2*time.Minute)[0]
+	w := workloads{agent: agent, server: server, clientA: clientA, clientB: clientB}
+	const addr = serverAddr
+
+	// 1. Learn: client-a's real connections, through the Service's DNS name.
+	for i := 0; i < 3; i++ {
+		d := connect(t, clientA, addr)
+		if !d.ok() {
+			t.Fatalf("client-a to %s before any policy: %+v", addr, d)
+		}
+		report(t, agent, flowOf(end(clientA, "client-a", 1001), end(server, "server", 1003), d, 8080, false))
+	}
+	const policy = serverPolicy
+	waitFor(t, "the server's ingress proposal", 2*time.Minute, func() bool {
+		_, err := kubectlErr("", "-n", "shop", "get", "workloadnetworkpolicyproposal", policy)
+		return err == nil
+	})
+	t.Log(kubectl(t, "-n", "shop", "get", "workloadnetworkpolicyproposal", policy, "-o", "yaml"))
+
+	// 2. Promote to protect.
+	kubectl(t, "-n", "shop", "label", "workloadnetworkpolicyproposal", policy, "networkenforcer.kubewarden.io/promote=protect")
+	waitFor(t, "the NetworkPolicy", time.Minute, func() bool {
+		_, err := kubectlErr("", "-n", "shop", "get", "networkpolicy", policy)
+		return err == nil
+	})
+	t.Log(kubectl(t, "-n", "shop", "get", "networkpolicy", policy, "-o", "yaml"))
+
+	// 3. kube-router enforces it: the client never learned is refused, on a
+	// fresh connection; the learned one still connects.
+	var refused dial
+	enforcedAt := time.Now()
+	waitFor(t, "kube-router to refuse client-b", 30*time.Second, func() bool {
+		refused = connect(t, clientB, addr)
+		return refused.refused()
+	})
+	t.Logf("kube-router enforced the policy %s after it appeared: %+v", time.Since(enforcedAt).Round(100*time.Millisecond), refused)
+	if d := connect(t, clientA, addr); !d.ok() {
+		t.Fatalf("client-a under protect: %+v", d)
+	}
+
+	// 4. The refused connection comes back as a dropped flow.
+	report(t, agent, flowOf(end(clientB, "client-b", 1002), end(server, "server", 1003), refused, 8080, true))
+	waitFor(t, "the violation in the policy status", 90*time.Second, func() bool {
+		out, err := kubectlErr("", "-n", "shop", "get", "workloadnetworkpolicy", policy, "-o", "jsonpath={.status.violationCount} {.status.violations[*].source.name}")
+		return err == nil && !strings.HasPrefix(out, " ") && strings.Contains(out, "client-b")
+	})
+	collector := listPods(t, namespace, collectorPods)[0]
+	waitFor(t, "the event at the collector", time.Minute, func() bool {
+		out, _ := kubectlErr("", "-n", namespace, "logs", collector.Name)
+		return strings.Contains(out, "policy_violation_observed") && strings.Contains(out, "client-b")
+	})
+	waitFor(t, "the counter at the collector", time.Minute, func() bool {
+		return denies(t, collector) >= 1
+	})
+	return w
+}
+
+// denies is the sum of the collector's network_enforcer_policy_denies series.
+func denies(t *testing.T, collector pod) float64 {
+	return metricSum("http://"+collector.IP+":9464/metrics", "network_enforcer_policy_denies")
+}
+
+// metricSum scrapes a Prometheus endpoint from the node, as Prometheus would,
+// and sums the series whose name starts with prefix; 0 when it cannot.
+func metricSum(url, prefix string) float64 {
+	out, err := httpDo("GET", url, "")
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		fields := strings.Fields(line)
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}

@@ -1,0 +1,71 @@
+//go:build cluster
+
+package cluster
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Images of the suite, imported into the node's containerd; pods use them with
+// imagePullPolicy: Never, as no registry is reachable.
+const (
+	testpodImage = "ne.local/testpod:dev"
+	relayImage   = "ne.local/hubble-relay:dev"
+)
+
+var images struct {
+	once sync.Once
+	err  error
+}
+
+// importImages imports, once per run: the distribution's image from `make
+// image`, the tests' pod program, and hubble-relay as the cluster's build made it.
+func importImages(t *testing.T) {
+	t.Helper()
+	images.once.Do(func() { images.err = buildAndImport(t.TempDir()) })
+	if images.err != nil {
+		t.Fatal(images.err)
+	}
+}
+
+func buildAndImport(dir string) error {
+	goBuild := exec.Command("go", "build", "-o", dir+"/", "./test/cluster/testpod", "./hack/cluster/staticimage")
+	goBuild.Dir = env.root
+	goBuild.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := goBuild.CombinedOutput(); err != nil {
+		return &cmdError{"go build", err, out}
+	}
+	for _, img := range []struct{ name, binary string }{
+		{testpodImage, filepath.Join(dir, "testpod")},
+		{relayImage, filepath.Join(env.bin, "hubble-relay")},
+	} {
+		tar := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(img.name)+".tar")
+		if out, err := exec.Command(filepath.Join(dir, "staticimage"), "-name", img.name, "-binary", img.binary, "-tarball", tar).CombinedOutput(); err != nil {
+			return &cmdError{"staticimage " + img.name, err, out}
+		}
+		if err := importTarball(tar); err != nil {
+			return err
+		}
+	}
+	return importTarball(filepath.Join(env.root, "bin", "network-enforcer-image.tar"))
+}
+
+func importTarball(tar string) error {
+	if out, err := exec.Command(filepath.Join(env.root, "hack", "cluster", "cluster.sh"), "import", tar).CombinedOutput(); err != nil {
+		return &cmdError{"import " + tar, err, out}
+	}
+	return nil
+}
+
+type cmdError struct {
+	what string
+	err  error
+	out  []byte
+}
+
+func (e *cmdError) Error() string { return e.what + ": " + e.err.Error() + ": " + string(e.out) }

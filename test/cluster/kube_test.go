@@ -1,0 +1,174 @@
+//go:build cluster
+
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kubectlErr runs the cluster's kubectl (the one built at the node's version)
+// against the cluster, with stdin when it is not empty.
+func kubectlErr(stdin string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(env.bin, "kubectl"), append([]string{"--kubeconfig", env.kubeconfig}, args...)...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), nil
+}
+
+// kubectl is kubectlErr that fails t on error.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := kubectlErr("", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// apply applies manifests.
+func apply(t *testing.T, manifests string) {
+	t.Helper()
+	if _, err := kubectlErr(manifests, "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond every 200 ms until it holds, or fails t after timeout.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitReady waits until the pods that selector picks in namespace are all
+// Ready, through their own probes, and there are want of them.
+func waitReady(t *testing.T, namespace, selector string, want int, timeout time.Duration) []pod {
+	t.Helper()
+	var pods []pod
+	deadline := time.Now().Add(timeout)
+	for {
+		pods = listPods(t, namespace, selector)
+		ready := 0
+		for _, p := range pods {
+			if p.ready() && p.DeletionTimestamp == "" {
+				ready++
+			}
+		}
+		if ready == want && len(pods) == want {
+			return pods
+		}
+		if time.Now().After(deadline) {
+			out, _ := kubectlErr("", "-n", namespace, "describe", "pods", "-l", selector)
+			t.Fatalf("timed out after %s waiting for %d Ready pods %s in %s; have %d of %d\n%s", timeout, want, selector, namespace, ready, len(pods), out)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// pod is what the tests read of a Pod.
+type pod struct {
+	Name              string
+	IP                string
+	DeletionTimestamp string
+	Conditions        []struct{ Type, Status string }
+}
+
+func (p pod) ready() bool {
+	for _, c := range p.Conditions {
+		if c.Type == "Ready" {
+			return c.Status == "True"
+		}
+	}
+	return false
+}
+
+func listPods(t *testing.T, namespace, selector string) []pod {
+	t.Helper()
+	out := kubectl(t, "-n", namespace, "get", "pods", "-l", selector, "-o", "json")
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Name              string `json:"name"`
+				DeletionTimestamp string `json:"deletionTimestamp"`
+			} `json:"metadata"`
+			Status struct {
+				PodIP      string `json:"podIP"`
+				Conditions []struct {
+					Type   string `json:"type"`
+					Status string `json:"status"`
+				} `json:"conditions"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	var pods []pod
+	for _, it := range list.Items {
+		p := pod{Name: it.Metadata.Name, IP: it.Status.PodIP, DeletionTimestamp: it.Metadata.DeletionTimestamp}
+		for _, c := range it.Status.Conditions {
+			p.Conditions = append(p.Conditions, struct{ Type, Status string }{c.Type, c.Status})
+		}
+		pods = append(pods, p)
+	}
+	return pods
+}
+
+// httpDo sends a request from the node to a pod's address (the node reaches
+// its pods over the bridge) and returns the body.
+func httpDo(method, url, body string) (string, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return string(b), fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, b)
+	}
+	return string(b), nil
+}
+
+// logsOnFailure logs, when t has failed, the recent logs of the pods that
+// each namespace/selector picks: what a person would look at first.
+func logsOnFailure(t *testing.T, selectors ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, s := range selectors {
+			ns, sel, _ := strings.Cut(s, "/")
+			out, err := kubectlErr("", "-n", ns, "logs", "-l", sel, "--all-containers", "--prefix", "--tail=60")
+			t.Logf("logs of %s in %s:\n%s%v", sel, ns, out, err)
+		}
+	})
+}

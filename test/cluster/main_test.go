@@ -1,0 +1,168 @@
+//go:build cluster
+
+// Package cluster proves the product on a real node: the cluster that
+// hack/cluster/cluster.sh runs (kubelet, containerd, runc, bridge CNI,
+// kube-proxy, kube-router's NetworkPolicy firewall, CoreDNS), the image that
+// `make image` builds imported into the node, the chart installed with the
+// real helm client, and the data planes played by pods of the tests' own
+// program (test/cluster/testpod) behind the real hubble-relay.
+//
+// The suite starts the cluster itself and stops it at the end, which cleans
+// the host; `make test-cluster` runs it. It needs root, and it takes the
+// machine's one cluster lock, so it never runs beside `make cluster`.
+package cluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kubewarden/network-enforcer/internal/charttest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+)
+
+// env is what every test of the package uses: the running cluster.
+var env struct {
+	root, kubeconfig, helm, bin string
+	// missing is why the suite cannot run: a prerequisite that is not built.
+	missing error
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	root, err := controlplanetest.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env.root = root
+	if env.missing = prerequisites(root); env.missing != nil {
+		if controlplanetest.SkipPackage(env.missing) {
+			return m.Run()
+		}
+		fmt.Fprintln(os.Stderr, env.missing)
+		return 1
+	}
+	stop, err := startCluster(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the cluster:", err)
+		return 1
+	}
+	code := m.Run()
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the cluster:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// prerequisites returns a *controlplanetest.MissingError when the suite cannot
+// run here: it needs root (the node's network and mounts), the image tarball of
+// `make image`, the pinned helm and the cluster's binaries.
+func prerequisites(root string) error {
+	if os.Geteuid() != 0 {
+		return &controlplanetest.MissingError{What: "root", Target: "test-cluster", Hint: "as root", Detail: "the real node needs root (network namespaces, mounts, netfilter)"}
+	}
+	tarball := filepath.Join(root, "bin", "network-enforcer-image.tar")
+	if _, err := os.Stat(tarball); err != nil {
+		return &controlplanetest.MissingError{What: "the distribution's image", Target: "image", Detail: tarball + " is missing"}
+	}
+	helm, err := charttest.Path()
+	if err != nil {
+		return err
+	}
+	env.helm = helm
+	out, err := exec.Command(filepath.Join(root, "hack", "cluster", "build.sh"), "--print").Output()
+	if err != nil {
+		return fmt.Errorf("hack/cluster/build.sh --print: %w", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	for _, bin := range []string{"kubelet", "kubectl", "containerd", "kube-router", "coredns", "hubble-relay", "etcd", "kube-apiserver"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+			return &controlplanetest.MissingError{What: "the real-node cluster's binaries", Target: "cluster-build", Detail: fmt.Sprintf("%s is missing in %s", bin, dir)}
+		}
+	}
+	env.bin = dir
+	return nil
+}
+
+// require skips t, or fails it under NETWORK_ENFORCER_REQUIRE_ALL, when the
+// suite's prerequisites are missing.
+func require(t *testing.T) {
+	t.Helper()
+	controlplanetest.Need(t, env.missing)
+}
+
+// startCluster runs `hack/cluster/cluster.sh run` and waits for its ready line.
+// The returned stop ends the run with SIGTERM, on which the script deletes the
+// pods while the kubelet still runs and then cleans the host.
+func startCluster(root string) (func() error, error) {
+	logPath := filepath.Join(os.TempDir(), "network-enforcer-cluster.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(root, "hack", "cluster", "cluster.sh"), "run")
+	cmd.Stderr = logFile
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if kc, ok := strings.CutPrefix(sc.Text(), "cluster ready: KUBECONFIG="); ok {
+				ready <- kc
+			}
+		}
+		close(ready)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	stop := func() error {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && exit.ExitCode() == 143 {
+				return nil
+			}
+			return err
+		case <-time.After(3 * time.Minute):
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("cluster.sh did not stop in 3 minutes; see %s", logPath)
+		}
+	}
+	select {
+	case kc, ok := <-ready:
+		if !ok {
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("cluster.sh ended before the cluster was ready; see %s", logPath)
+		}
+		env.kubeconfig = kc
+		fmt.Fprintf(os.Stderr, "cluster ready in %s (log: %s)\n", time.Since(start).Round(100*time.Millisecond), logPath)
+		return stop, nil
+	case <-time.After(20 * time.Minute):
+		_ = stop()
+		return nil, fmt.Errorf("the cluster was not ready in 20 minutes; see %s", logPath)
+	}
+}

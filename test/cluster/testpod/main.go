@@ -1,0 +1,56 @@
+// Command testpod is the program of the real-node tests' own pods, one binary in
+// one image with a mode per role:
+//
+//	testpod hubble   a Cilium agent's Hubble side as hubble-relay sees it: the Peer
+//	                 service (naming this pod as the one node) and the Observer
+//	                 service on :4244, serving the flows POSTed to :8081/flows
+//	testpod goldmane Calico Goldmane's Flows service on :7443, mutual TLS only
+//	testpod ztunnel  prints recorded ztunnel log lines to stdout, as ztunnel does
+//	testpod server   a TCP server on :8080 that answers "ok" to each connection
+//	testpod client   an HTTP server on :8081 whose /connect?addr=IP:PORT opens one
+//	                 fresh TCP connection and says how it went
+//
+// A test drives the clients from the node, learns each connection's real
+// addresses from the answer, and hands the same connections to the Hubble pod as
+// flows: the connection log of the test, served through the real relay.
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: testpod hubble|goldmane|ztunnel|server|client")
+		os.Exit(2)
+	}
+	// As PID 1 the program gets no default signal handling: end on SIGTERM.
+	go func() {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
+		<-c
+		os.Exit(0)
+	}()
+	var err error
+	switch os.Args[1] {
+	case "hubble":
+		err = hubble()
+	case "goldmane":
+		err = goldmane()
+	case "ztunnel":
+		err = ztunnel()
+	case "server":
+		err = server()
+	case "client":
+		err = client()
+	default:
+		err = fmt.Errorf("unknown mode %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testpod:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"log"
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+)
+
+// server answers "ok" on each TCP connection to :8080, and logs who connected.
+func server() error {
+	lis, err := net.Listen("tcp", ":8080")
+	if err != nil {
+		return err
+	}
+	for {
+		c, err := lis.Accept()
+		if err != nil {
+			return err
+		}
+		log.Printf("accepted %s -> %s", c.RemoteAddr(), c.LocalAddr())
+		_, _ = c.Write([]byte("ok\n"))
+		_ = c.Close()
+	}
+}
+
+// Dial is the answer of the client's /connect.
+type Dial struct {
+	// LocalPort is the connection's source port, known even when the
+	// connection is refused, so that a test can report that attempt as a flow.
+	LocalPort int `json:"localPort"`
+	// Local and Remote are the connection's addresses, when it opened.
+	Local  string `json:"local,omitempty"`
+	Remote string `json:"remote,omitempty"`
+	// Reply is what the server said.
+	Reply string `json:"reply,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// client serves /connect?addr=IP:PORT on :8081: one fresh connection each time,
+// since a connection that is already open outlives a new NetworkPolicy.
+func client() error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/connect", func(w http.ResponseWriter, r *http.Request) {
+		var d Dial
+		dialer := net.Dialer{Timeout: 3 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+			// Bind before connecting, to learn the source port of an attempt
+			// that fails.
+			var bindErr error
+			err := rc.Control(func(fd uintptr) {
+				if bindErr = syscall.Bind(int(fd), &syscall.SockaddrInet4{}); bindErr != nil {
+					return
+				}
+				sa, err := syscall.Getsockname(int(fd))
+				if err != nil {
+					bindErr = err
+					return
+				}
+				if in4, ok := sa.(*syscall.SockaddrInet4); ok {
+					d.LocalPort = in4.Port
+				}
+			})
+			if err != nil {
+				return err
+			}
+			return bindErr
+		}}
+		c, err := dialer.Dial("tcp4", r.URL.Query().Get("addr"))
+		if err != nil {
+			d.Error = err.Error()
+		} else {
+			d.Local, d.Remote = c.LocalAddr().String(), c.RemoteAddr().String()
+			_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+			buf := make([]byte, 16)
+			n, _ := c.Read(buf)
+			d.Reply = string(buf[:n])
+			_ = c.Close()
+		}
+		log.Printf("connect %s: %+v", r.URL.Query().Get("addr"), d)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(d)
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	return http.ListenAndServe(":8081", mux)
+}
