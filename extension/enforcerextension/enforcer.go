@@ -149,10 +149,15 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 
 // Shutdown gives the lease up, so that a standby takes over at once, and stops
 // the cache.
-func (e *enforcer) Shutdown(context.Context) error {
+func (e *enforcer) Shutdown(ctx context.Context) error {
 	if e.cancel != nil {
 		e.cancel()
 		<-e.done
+		// The lease goes with a bound: a shutdown that the API server holds
+		// up leaves it to expire instead.
+		rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+		e.leadership.released(rctx)
+		cancel()
 		if e.resolver != nil {
 			e.resolver.stores.factory.Shutdown()
 		}
@@ -162,6 +167,9 @@ func (e *enforcer) Shutdown(context.Context) error {
 	}
 	return nil
 }
+
+// releaseTimeout bounds how long a shutdown waits for the lease's release.
+const releaseTimeout = 5 * time.Second
 
 // eventComponent is the source of the Events that the enforcer records.
 const eventComponent = "network-enforcer"

@@ -32,6 +32,25 @@ type leadership struct {
 	leading context.Context // set while leading
 	// observed counts the changes of the lease holder seen.
 	observed int
+	// done is closed when the elector has stopped, after it released the
+	// lease that it held; nil before run.
+	done chan struct{}
+}
+
+// released waits, at most until ctx ends, for the elector that run started
+// to stop once run's context ended: a leader releases its lease on its way out,
+// so that a standby takes over at its next retry instead of a lease later.
+func (l *leadership) released(ctx context.Context) {
+	l.mu.Lock()
+	done := l.done
+	l.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // observedChanges is how many changes of the lease holder this replica has
@@ -91,9 +110,14 @@ func (l *leadership) run(ctx context.Context, cs kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
+	done := make(chan struct{})
+	l.mu.Lock()
+	l.done = done
+	l.mu.Unlock()
 	go func() {
+		defer close(done)
 		for ctx.Err() == nil {
-			elector.Run(ctx) // returns when leadership is lost
+			elector.Run(ctx) // returns when leadership is lost, after releasing it
 		}
 	}()
 	return nil

@@ -117,9 +117,10 @@ func takeover(t *testing.T, w workloads) {
 	took := time.Since(start)
 	t.Logf("takeover: %s led %s after %s was deleted, %s after its last renewal", newHolder,
 		took.Round(100*time.Millisecond), leaderPod, time.Since(lastRenew).Round(100*time.Millisecond))
-	// The deleted leader does not give the Lease up: the others may take it
-	// once it expires, one lease after the last renewal, and they try every
-	// retry period with client-go's jitter (up to 2.2 retry periods apart).
+	// The deleted leader gives the Lease up on its way out (SIGTERM), so the
+	// others take it at their next retry; were it killed, they would once it
+	// expires, one lease after the last renewal, trying every retry period
+	// with client-go's jitter (up to 2.2 retry periods apart): the bound.
 	if bound := leaseDuration + retryPeriod*22/10 + time.Second; !lastRenew.IsZero() && time.Since(lastRenew) > bound {
 		t.Errorf("takeover %s after the old leader's last renewal: more than one lease and a retry (%s)", time.Since(lastRenew), bound)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,51 +52,7 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 	relay := grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
 		func(s *grpc.Server) { observer.RegisterObserverServer(s, dataplanetest.NewHubbleRelay(flows)) })
 
-	start := func(name string) *replica {
-		metrics := freeAddr(t)
-		host, port, _ := strings.Cut(metrics, ":")
-		config := writeConfig(t, name+".yaml", fmt.Sprintf(`
-extensions:
-  enforcer:
-    auth_type: kubeConfig
-    leader_election:
-      lease_name: two-replicas
-      lease_namespace: default
-      lease_duration: %[1]s
-      renew_deadline: 3s
-      retry_period: %[6]s
-receivers:
-  hubble:
-    endpoint: %[2]s
-    tls:
-      ca_file: %[3]s
-      server_name_override: ui.hubble-relay.cilium.io
-    backfill:
-      since: 876000h
-    enforcer: enforcer
-processors:
-  learning:
-exporters:
-  k8swriter:
-service:
-  extensions: [enforcer]
-  telemetry:
-    metrics:
-      level: normal
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: %[4]s
-                port: %[5]s
-  pipelines:
-    logs:
-      receivers: [hubble]
-      processors: [learning]
-      exporters: [k8swriter]
-`, leaseDuration, relay.Addr, ca.CertFile, host, port, retryPeriod))
-		return &replica{process: startBinary(t, config, "KUBECONFIG="+kubeconfig), name: name, metrics: metrics}
-	}
+	start := func(name string) *replica { return startReplica(t, relay.Addr, ca.CertFile, name, "two-replicas") }
 	a, b := start("a"), start("b")
 
 	var leader, standby *replica
@@ -268,4 +225,85 @@ func lease(t *testing.T) *coordinationv1.Lease {
 		t.Fatal(err)
 	}
 	return &l
+}
+
+// startReplica starts the built binary as one replica of a two-replica
+// deployment: leader election on the Lease leaseName, flows from the relay at
+// relayAddr, proposals written.
+func startReplica(t *testing.T, relayAddr, caFile, name, leaseName string) *replica {
+	t.Helper()
+	metrics := freeAddr(t)
+	host, port, _ := strings.Cut(metrics, ":")
+	config := writeConfig(t, name+".yaml", fmt.Sprintf(`
+extensions:
+  enforcer:
+    auth_type: kubeConfig
+    leader_election:
+      lease_name: %[7]s
+      lease_namespace: default
+      lease_duration: %[1]s
+      renew_deadline: 3s
+      retry_period: %[6]s
+receivers:
+  hubble:
+    endpoint: %[2]s
+    tls:
+      ca_file: %[3]s
+      server_name_override: ui.hubble-relay.cilium.io
+    backfill:
+      since: 876000h
+    enforcer: enforcer
+processors:
+  learning:
+exporters:
+  k8swriter:
+service:
+  extensions: [enforcer]
+  telemetry:
+    metrics:
+      level: normal
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: %[4]s
+                port: %[5]s
+  pipelines:
+    logs:
+      receivers: [hubble]
+      processors: [learning]
+      exporters: [k8swriter]
+`, leaseDuration, relayAddr, caFile, host, port, retryPeriod, leaseName))
+	return &replica{process: startBinary(t, config, "KUBECONFIG="+kubeconfig), name: name, metrics: metrics}
+}
+
+// TestLeaderGivesUpTheLeaseOnSIGTERM: a leader that is told to stop, as a
+// deleted pod is, releases the Lease on its way out, so that a standby takes
+// over at its next retry instead of a lease later.
+func TestLeaderGivesUpTheLeaseOnSIGTERM(t *testing.T) {
+	controlplanetest.Require(t)
+	ca := certtest.NewCA(t, "cluster-ca")
+	relay := grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
+		func(s *grpc.Server) { observer.RegisterObserverServer(s, dataplanetest.NewHubbleRelay(nil)) })
+	r := startReplica(t, relay.Addr, ca.CertFile, "sigterm", "sigterm")
+	waitFor(t, "the replica to lead", time.Minute, func() bool {
+		return strings.Contains(r.output.String(), "Leading: streaming flows and writing")
+	})
+	stopped := time.Now()
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the replica did not exit within 30s of SIGTERM:\n%s", r.output)
+	}
+	var l coordinationv1.Lease
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "sigterm"}, &l); err != nil {
+		t.Fatal(err)
+	}
+	if h := l.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Fatalf("the stopped leader still holds the Lease (%s):\n%s", *h, r.output)
+	}
+	t.Logf("the leader exited and released the Lease %s after SIGTERM", time.Since(stopped).Round(time.Millisecond))
 }
