@@ -115,8 +115,11 @@ func takeover(t *testing.T, w workloads) {
 		return l.holder != ""
 	})
 	took := time.Since(start)
-	t.Logf("takeover: %s led %s after %s was deleted, %s after its last renewal", newHolder,
-		took.Round(100*time.Millisecond), leaderPod, time.Since(lastRenew).Round(100*time.Millisecond))
+	sinceRenewal := "its last renewal not seen"
+	if !lastRenew.IsZero() {
+		sinceRenewal = time.Since(lastRenew).Round(100*time.Millisecond).String() + " after its last renewal"
+	}
+	t.Logf("takeover: %s led %s after %s was deleted (%s)", newHolder, took.Round(100*time.Millisecond), leaderPod, sinceRenewal)
 	// The deleted leader gives the Lease up on its way out (SIGTERM), so the
 	// others take it at their next retry; were it killed, they would once it
 	// expires, one lease after the last renewal, trying every retry period
@@ -141,11 +144,12 @@ type leaseState struct {
 
 func lease(t *testing.T) leaseState {
 	t.Helper()
-	out, err := kubectlErr("", "-n", namespace, "get", "lease", release+"-network-enforcer", "-o", "jsonpath={.spec.holderIdentity} {.spec.renewTime}")
+	out, err := kubectlErr("", "-n", namespace, "get", "lease", release+"-network-enforcer", "-o", "jsonpath={.spec.holderIdentity}|{.spec.renewTime}")
 	if err != nil {
 		return leaseState{}
 	}
-	holder, renew, _ := strings.Cut(strings.TrimSpace(out), " ")
+	// A released Lease has no holder: the separator keeps the fields apart.
+	holder, renew, _ := strings.Cut(strings.TrimSpace(out), "|")
 	ts, _ := time.Parse(time.RFC3339Nano, renew)
 	return leaseState{holder: holder, renewed: ts}
 }
