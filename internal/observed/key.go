@@ -8,6 +8,8 @@
 package observed
 
 import (
+	"net/netip"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
@@ -45,6 +47,16 @@ func KeyOf(e *v1alpha1.ObservedEdge) Key {
 	p := &e.Peer
 	return Key{Class: p.Class, Namespace: p.Namespace, Kind: p.Kind, Name: p.Name, Principal: p.Principal,
 		Address: p.Address, DNSName: p.DNSName, Protocol: e.Protocol, Port: e.Port}
+}
+
+// SetAddress names a peer that is not a workload by what the data plane gives
+// for it: an IP address, or a name (a Goldmane network set's, pub, pvt).
+func (k *Key) SetAddress(address string) {
+	if _, err := netip.ParseAddr(address); err == nil {
+		k.Address = address
+		return
+	}
+	k.DNSName = address
 }
 
 // ProtocolOf turns a flow's network.transport (tcp, udp, sctp) into the

@@ -112,12 +112,14 @@ func (u *Update) Written(now time.Time) (more bool) {
 	}
 	tb.lastWrite = now
 	for k, total := range u.totals {
-		e := tb.edges[k]
-		if e == nil {
-			continue
+		if e := tb.edges[k]; e != nil {
+			e.unwritten -= u.taken[k]
+			e.base = total
 		}
-		e.unwritten -= u.taken[k]
-		e.base = total
+	}
+	// Every edge, not only the update's: one first seen since the update was
+	// made has flows of its own to write.
+	for _, e := range tb.edges {
 		more = more || e.unwritten > 0
 	}
 	tb.pending = more

@@ -211,3 +211,20 @@ func BenchmarkMemoryPer10kEdges(b *testing.B) {
 	}
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB/10k-edges")
 }
+
+// TestWrittenSeesEdgesNewSinceTheUpdate: an edge first seen between a
+// status and its write has flows of its own, so the write asks for another.
+func TestWrittenSeesEdgesNewSinceTheUpdate(t *testing.T) {
+	s := NewStore(10)
+	s.Add(obj, &db, 1, t0)
+	u := s.Status(obj, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10)
+	if first, _ := s.Add(obj, &stripe, 1, t0.Add(time.Second)); first {
+		t.Fatal("an add while a write is pending asks for a write of its own")
+	}
+	if more := u.Written(t0); !more {
+		t.Fatal("the write forgot the edge first seen after its status was made")
+	}
+	if !s.Pending(obj) {
+		t.Fatal("the object has unwritten flows but is not pending")
+	}
+}

@@ -1,7 +1,6 @@
 package learningprocessor
 
 import (
-	"net/netip"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -64,11 +63,9 @@ func (m *memo) unlearned(e learning.Edge, end *flow.Endpoint, reason string, rec
 	} else if k.class == v1alpha1.PeerClassBarePod {
 		e.Peer = workload.Ref{Namespace: end.Namespace, Kind: observed.KindPod, Name: end.Pod}
 	}
-	if _, err := netip.ParseAddr(end.Address); err == nil {
-		k.address = end.Address
-	} else {
-		k.dnsName = end.Address // a Goldmane name: a network set's, pub, pvt
-	}
+	var peer observed.Key
+	peer.SetAddress(end.Address)
+	k.address, k.dnsName = peer.Address, peer.DNSName
 	e.Principal, e.PeerCIDR = "", ""
 	k.edge = e
 	i, ok := m.unlearnedEdges[k]

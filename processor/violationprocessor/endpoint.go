@@ -1,8 +1,6 @@
 package violationprocessor
 
 import (
-	"net/netip"
-
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
@@ -42,10 +40,6 @@ func other(e enforcerextension.Enforcer, end *flow.Endpoint) (v1alpha1.Violation
 	default:
 		v.Name = end.Address
 	}
-	if _, err := netip.ParseAddr(end.Address); err == nil {
-		k.Address = end.Address
-	} else {
-		k.DNSName = end.Address // a Goldmane name: a network set's, pub, pvt
-	}
+	k.SetAddress(end.Address)
 	return v, p, k
 }
