@@ -52,13 +52,7 @@ type Edge struct {
 
 // AppendTo appends the edge as a log record to sl.
 func (e *Edge) AppendTo(sl plog.ScopeLogs) {
-	lr := sl.LogRecords().AppendEmpty()
-	lr.SetEventName(EventName)
-	a := lr.Attributes()
-	a.EnsureCapacity(6)
-	a.PutStr(AttrBackend, string(e.Backend))
-	a.PutStr(AttrDirection, string(e.Direction))
-	a.PutStr(AttrWorkload, e.Workload.String())
+	a := e.appendRecord(sl, EventName, 6)
 	switch {
 	case e.Principal != "":
 		a.PutStr(AttrPeerPrincipal, e.Principal)
@@ -69,6 +63,20 @@ func (e *Edge) AppendTo(sl plog.ScopeLogs) {
 	}
 	a.PutStr(AttrProtocol, e.Protocol)
 	a.PutInt(AttrPort, int64(e.Port))
+}
+
+// appendRecord appends a record named event to sl with the edge's workload
+// and direction, room for n attributes, and returns its attributes: the
+// start that a learned edge and an observation share.
+func (e *Edge) appendRecord(sl plog.ScopeLogs, event string, n int) pcommon.Map {
+	lr := sl.LogRecords().AppendEmpty()
+	lr.SetEventName(event)
+	a := lr.Attributes()
+	a.EnsureCapacity(n)
+	a.PutStr(AttrBackend, string(e.Backend))
+	a.PutStr(AttrDirection, string(e.Direction))
+	a.PutStr(AttrWorkload, e.Workload.String())
+	return a
 }
 
 // ReadFrom fills e from a log record that AppendTo wrote; false when lr is not a

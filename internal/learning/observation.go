@@ -45,13 +45,7 @@ type Observation struct {
 // Its Edge names the workload, direction, protocol and port, and Peer a bare
 // pod (kind Pod) where the peer is one.
 func (o *Observation) AppendTo(sl plog.ScopeLogs) {
-	lr := sl.LogRecords().AppendEmpty()
-	lr.SetEventName(ObservationEventName)
-	a := lr.Attributes()
-	a.EnsureCapacity(9)
-	a.PutStr(AttrBackend, string(o.Backend))
-	a.PutStr(AttrDirection, string(o.Direction))
-	a.PutStr(AttrWorkload, o.Workload.String())
+	a := o.appendRecord(sl, ObservationEventName, 9)
 	if o.Peer != (workload.Ref{}) {
 		a.PutStr(AttrPeerWorkload, o.Peer.String())
 	}
@@ -63,7 +57,7 @@ func (o *Observation) AppendTo(sl plog.ScopeLogs) {
 	}
 	a.PutStr(AttrProtocol, o.Protocol)
 	a.PutInt(AttrPort, int64(o.Port))
-	SetObserved(lr, o.Class, o.Flows, o.Time)
+	SetObserved(sl.LogRecords().At(sl.LogRecords().Len()-1), o.Class, o.Flows, o.Time)
 }
 
 // SetObserved adds an observation to a record: a learned edge's, which then
