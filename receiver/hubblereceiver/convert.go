@@ -1,6 +1,7 @@
 package hubblereceiver
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +16,20 @@ const (
 	// dropNoPolicyVerdict is a flow whose verdict says nothing about policy: a
 	// drop for another reason than policy, an error, a trace or translation point.
 	dropNoPolicyVerdict flowsource.DropReason = "no_policy_verdict"
+	// dropUntracked is a trace taken before the agent's connection tracking
+	// (FROM_ENDPOINT, FROM_HOST, FROM_NETWORK, ...): it carries no trace reason,
+	// so a reply (a server's SYN-ACK from its port to the client's ephemeral
+	// port) cannot be told from a new connection. The trace of the same packet
+	// at the next observation point, or the policy verdict, carries the state.
+	dropUntracked flowsource.DropReason = "untracked_trace"
+	// dropSameConnection is another event of a connection, or of a refused
+	// attempt, that already gave a record (see connections).
+	dropSameConnection flowsource.DropReason = "same_connection"
+)
+
+// Cilium's monitor event type of a trace (pkg/monitor/api), as Hubble's event_type.type.
+const (
+	eventTrace = 4
 )
 
 // Cilium's reserved security identities of ends that are not pods.
@@ -29,6 +44,14 @@ const (
 
 // convertFlow maps one Hubble flow into the flow schema. It keeps the non-reply
 // L3/L4 flows that carry a policy verdict, and says why it drops the others.
+//
+// A real agent emits several events for one connection: a trace at each
+// observation point, a policy verdict at each end that enforces policy, and for
+// a refused packet a drop notification beside the verdict. convertFlow keeps
+// each event that says which way the connection goes; connections then keeps
+// one record per connection, outcome and direction: the trace that shows it
+// passed (no direction: every end's policy judges it), the verdict of each end
+// that enforces policy, and one denial per refused attempt.
 func convertFlow(f *flowpb.Flow, rec *flow.Record) (flowsource.DropReason, bool) {
 	if f == nil || f.GetIP() == nil {
 		return flowsource.DropMalformed, false
@@ -42,6 +65,11 @@ func convertFlow(f *flowpb.Flow, rec *flow.Record) (flowsource.DropReason, bool)
 		}
 		return flowsource.DropNotL4, false
 	}
+	if f.GetEventType().GetType() == eventTrace {
+		if reason, ok := tracked(f.GetTraceReason()); !ok {
+			return reason, false
+		}
+	}
 	outcome, reason, ok := outcomeOf(f)
 	if !ok {
 		return reason, false
@@ -54,6 +82,12 @@ func convertFlow(f *flowpb.Flow, rec *flow.Record) (flowsource.DropReason, bool)
 	if !ok {
 		return reason, false
 	}
+	if f.GetEventType().GetType() == eventTrace {
+		// A trace's direction is that of the agent's connection-tracking
+		// lookup (EGRESS at the destination's TO_ENDPOINT), not a policy's: the
+		// trace says that the connection passed, which each end's policy judges.
+		direction, reporter = "", ""
+	}
 
 	*rec = flow.Record{
 		Time:        f.GetTime().AsTime(),
@@ -62,12 +96,28 @@ func convertFlow(f *flowpb.Flow, rec *flow.Record) (flowsource.DropReason, bool)
 		Reporter:    reporter,
 		Direction:   direction,
 		Transport:   transport,
-		Source:      endpointOf(f.GetSource(), f.GetIP().GetSource(), srcPort),
-		Destination: endpointOf(f.GetDestination(), f.GetIP().GetDestination(), dstPort),
+		Source:      endpointOf(f.GetSource(), f.GetIP().GetSource(), srcPort, false),
+		Destination: endpointOf(f.GetDestination(), f.GetIP().GetDestination(), dstPort, true),
 		Policy:      policyOf(f, outcome, direction),
 		Count:       1,
 	}
 	return "", true
+}
+
+// tracked reports whether a trace was taken after the agent's connection
+// tracking, in the connection's own direction: a new connection, or a packet of
+// an established one that is not a reply.
+func tracked(r flowpb.TraceReason) (flowsource.DropReason, bool) {
+	switch r {
+	case flowpb.TraceReason_NEW, flowpb.TraceReason_ESTABLISHED, flowpb.TraceReason_REOPENED:
+		return "", true
+	case flowpb.TraceReason_REPLY, flowpb.TraceReason_RELATED:
+		return flowsource.DropReply, false
+	case flowpb.TraceReason_TRACE_REASON_UNKNOWN, flowpb.TraceReason_SRV6_ENCAP, flowpb.TraceReason_SRV6_DECAP,
+		flowpb.TraceReason_ENCRYPT_OVERLAY:
+		return dropUntracked, false
+	}
+	return flowsource.DropUnknownEnum, false
 }
 
 // outcomeOf maps the verdict. A drop counts as a policy denial only with a policy
@@ -125,7 +175,7 @@ func directionOf(d flowpb.TrafficDirection) (flow.Direction, flow.Reporter, flow
 	}
 }
 
-func endpointOf(ep *flowpb.Endpoint, addr string, port uint32) flow.Endpoint {
+func endpointOf(ep *flowpb.Endpoint, addr string, port uint32, destination bool) flow.Endpoint {
 	e := flow.Endpoint{
 		Address:   addr,
 		Port:      port,
@@ -144,20 +194,33 @@ func endpointOf(ep *flowpb.Endpoint, addr string, port uint32) flow.Endpoint {
 		}
 	}
 	if e.Pod == "" {
-		e.External = externalOf(ep)
+		e.External = externalOf(ep, destination)
 	}
 	return e
 }
 
 // externalOf classifies an end with no pod by its reserved identity or labels.
-func externalOf(ep *flowpb.Endpoint) flow.External {
+//
+// Where the API server runs on a node, that node's host identity (1) carries
+// the label reserved:kube-apiserver beside reserved:host: a connection to it is
+// a connection to the API server (after Cilium's translation of the kubernetes
+// Service, the backend's address and port), and one from it is the node's
+// (the kubelet's probes, host-network pods). The label names an address, not a
+// port: a host-network server on such a node is seen as the API server too.
+func externalOf(ep *flowpb.Endpoint, destination bool) flow.External {
+	if destination && slices.Contains(ep.GetLabels(), "reserved:kube-apiserver") {
+		return flow.ExternalAPIServer
+	}
 	switch ep.GetIdentity() {
 	case identityWorld, identityWorldIPv4, identityWorldIPv6:
 		return flow.ExternalWorld
 	case identityHost, identityRemoteNode:
 		return flow.ExternalHost
 	case identityKubeAPI:
-		return flow.ExternalAPIServer
+		if destination {
+			return flow.ExternalAPIServer
+		}
+		return flow.ExternalHost
 	}
 	for _, l := range ep.GetLabels() {
 		switch {
@@ -165,8 +228,10 @@ func externalOf(ep *flowpb.Endpoint) flow.External {
 			return flow.ExternalWorld
 		case l == "reserved:host", l == "reserved:remote-node":
 			return flow.ExternalHost
-		case l == "reserved:kube-apiserver":
+		case l == "reserved:kube-apiserver" && destination:
 			return flow.ExternalAPIServer
+		case l == "reserved:kube-apiserver":
+			return flow.ExternalHost
 		}
 	}
 	return flow.ExternalUnknown

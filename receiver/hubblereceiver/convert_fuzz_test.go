@@ -8,7 +8,8 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 )
 
-// FuzzConvertFlow fuzzes the Hubble flow conversion, seeded from the fixtures.
+// FuzzConvertFlow fuzzes the Hubble flow conversion and the merge of a
+// connection's events, seeded from the fixtures and from a real agent's flows.
 func FuzzConvertFlow(f *testing.F) {
 	var seeds []*flowpb.Flow
 	for _, resp := range loadFixtures(f) {
@@ -16,5 +17,9 @@ func FuzzConvertFlow(f *testing.F) {
 			seeds = append(seeds, fl)
 		}
 	}
-	flowsourcetest.FuzzConversion(f, seeds, func() *flowpb.Flow { return &flowpb.Flow{} }, convertFlow, nil)
+	for _, name := range realAgentRecordings {
+		seeds = append(seeds, loadRealAgent(f, name)...)
+	}
+	conns := newConnections()
+	flowsourcetest.FuzzConversion(f, seeds, func() *flowpb.Flow { return &flowpb.Flow{} }, conns.convert, nil)
 }

@@ -29,10 +29,13 @@ type hubbleReceiver struct {
 	// stream continues where the broken one stopped instead of losing the gap.
 	mu         sync.Mutex
 	resumeFrom time.Time
+
+	// conns is used only by the goroutine that drains the stream.
+	conns *connections
 }
 
 func newHubbleReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*hubbleReceiver, error) {
-	r := &hubbleReceiver{cfg: cfg}
+	r := &hubbleReceiver{cfg: cfg, conns: newConnections()}
 	base, err := flowsource.NewGRPCReceiver(set, &cfg.ClientConfig, cfg.Reconnect, cfg.Batch, next,
 		func(conn *grpc.ClientConn) { r.client = observer.NewObserverClient(conn) }, r.stream)
 	if err != nil {
@@ -102,7 +105,7 @@ func (r *hubbleReceiver) handleFlow(ctx context.Context, f *flowpb.Flow) {
 		r.mu.Unlock()
 	}
 	var rec flow.Record
-	if reason, ok := convertFlow(f, &rec); !ok {
+	if reason, ok := r.conns.convert(f, &rec); !ok {
 		r.Telemetry.Dropped(ctx, reason)
 		return
 	}

@@ -4,8 +4,12 @@
 // certificates for the admin (system:masters, which the control-plane parts and
 // kube-router use too: a test cluster, not a hardened one), the API server's
 // client to the kubelet, and the node, and the service-account signing key.
+// With -hubble, it also writes into that folder what Cilium's chart issues for
+// Hubble (hubble.tls.auto): a CA of its own, the agents' server certificate for
+// *.<cluster>.hubble-grpc.cilium.io, and hubble-relay's client and server
+// certificates for *.hubble-relay.cilium.io.
 //
-//	go run ./hack/cluster/pki -dir DIR -node NAME -ip 10.217.0.1 -service-ip 10.217.16.1 -server https://10.217.0.1:16443
+//	go run ./hack/cluster/pki -dir DIR -node NAME -ip 10.217.0.1 -service-ip 10.217.16.1 -server https://10.217.0.1:16443 [-hubble DIR2]
 //
 // Files that exist are kept, so that a restarted cluster keeps its CA.
 package main
@@ -41,6 +45,7 @@ func run() error {
 	ip := flag.String("ip", "", "the node's address, where the API server and the kubelet listen")
 	serviceIP := flag.String("service-ip", "", "the ClusterIP of the kubernetes Service")
 	server := flag.String("server", "", "the API server's URL, for the kubeconfigs")
+	hubble := flag.String("hubble", "", "folder to write Cilium's Hubble certificates into (none when empty)")
 	flag.Parse()
 	if *dir == "" || *node == "" || *ip == "" || *serviceIP == "" || *server == "" {
 		return errors.New("-dir, -node, -ip, -service-ip and -server are required")
@@ -49,7 +54,7 @@ func run() error {
 		return err
 	}
 	p := pki{dir: *dir}
-	if err := p.loadOrMakeCA(); err != nil {
+	if err := p.loadOrMakeCA("network-enforcer-realnode-ca"); err != nil {
 		return err
 	}
 	ips := []net.IP{net.ParseIP(*ip), net.ParseIP(*serviceIP), net.ParseIP("127.0.0.1")}
@@ -82,6 +87,39 @@ func run() error {
 			return err
 		}
 	}
+	if *hubble != "" {
+		return hubbleCerts(*hubble)
+	}
+	return nil
+}
+
+// hubbleCerts writes the certificates of Cilium's chart for Hubble, named after
+// the Secrets it puts them in: hubble-server (hubble-server-certs, the agents'),
+// hubble-relay-client (hubble-relay-client-certs) and hubble-relay-server
+// (hubble-relay-server-certs), all signed by one CA (cilium-ca), for the
+// cluster name "default".
+func hubbleCerts(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	p := pki{dir: dir}
+	if err := p.loadOrMakeCA("Cilium CA"); err != nil {
+		return err
+	}
+	server, relay := "*.default.hubble-grpc.cilium.io", "*.hubble-relay.cilium.io"
+	for _, c := range []struct {
+		name, cn string
+		usage    x509.ExtKeyUsage
+	}{
+		{"hubble-server", server, x509.ExtKeyUsageServerAuth},
+		{"hubble-relay-client", relay, x509.ExtKeyUsageClientAuth},
+		{"hubble-relay-server", relay, x509.ExtKeyUsageServerAuth},
+	} {
+		tmpl := x509.Certificate{Subject: pkix.Name{CommonName: c.cn}, DNSNames: []string{c.cn}, ExtKeyUsage: []x509.ExtKeyUsage{c.usage}}
+		if err := p.issue(c.name, tmpl); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
 	return nil
 }
 
@@ -97,7 +135,7 @@ func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
-func (p *pki) loadOrMakeCA() error {
+func (p *pki) loadOrMakeCA(name string) error {
 	certPath, keyPath := p.path("ca.crt"), p.path("ca.key")
 	if !exists(certPath) || !exists(keyPath) {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -105,7 +143,7 @@ func (p *pki) loadOrMakeCA() error {
 			return err
 		}
 		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "network-enforcer-realnode-ca"},
+			SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
 			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(10 * 365 * 24 * time.Hour),
 			IsCA: true, BasicConstraintsValid: true,
 			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,

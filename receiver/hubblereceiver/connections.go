@@ -1,0 +1,87 @@
+package hubblereceiver
+
+import (
+	"time"
+
+	flowpb "github.com/cilium/cilium/api/v1/flow"
+
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
+)
+
+// Bounds of the connections remembered. A connection is remembered for between
+// one and two periods of flow time after its record: longer than a refused
+// SYN's retransmissions (127 s with Linux's default tcp_syn_retries), so that
+// one refused attempt is one denial, and short enough that a long-lived
+// connection gives a record again every few minutes, which keeps its edge's
+// lastSeen current.
+const (
+	connectionPeriod = 150 * time.Second
+	// connectionLimit bounds each generation: past it the generation turns
+	// early, which at worst gives a connection a second record.
+	connectionLimit = 1 << 20
+)
+
+// connections keeps one record per connection out of the events that a Cilium
+// agent emits for it: traces at several observation points, a policy verdict at
+// each end that enforces policy, a drop notification beside the verdict of each
+// refused packet, the retransmissions of a refused SYN, and the same connection
+// seen by the agents of both nodes through the relay. A connection is its
+// five-tuple, outcome and direction: a denial after an allowed event (allowed
+// at the source, refused at the destination) still gives its own record, and
+// so does each end's verdict, which that end's policy judges.
+//
+// Time is the flows' own, so that a backfill and a live stream behave alike.
+// It is used by the one goroutine that drains the stream.
+type connections struct {
+	since             time.Time
+	current, previous map[connectionKey]struct{}
+}
+
+type connectionKey struct {
+	srcAddr, dstAddr string
+	srcPort, dstPort uint32
+	transport        flow.Transport
+	outcome          flow.Outcome
+	direction        flow.Direction
+}
+
+func newConnections() *connections {
+	return &connections{current: map[connectionKey]struct{}{}}
+}
+
+// convert maps f into rec as convertFlow does, and drops it as
+// dropSameConnection when its connection already gave a record.
+func (c *connections) convert(f *flowpb.Flow, rec *flow.Record) (flowsource.DropReason, bool) {
+	if reason, ok := convertFlow(f, rec); !ok {
+		return reason, false
+	}
+	if c.seen(rec) {
+		return dropSameConnection, false
+	}
+	return "", true
+}
+
+// seen records rec's connection and reports whether it had already given a
+// record.
+func (c *connections) seen(rec *flow.Record) bool {
+	if rec.Time.Sub(c.since) >= connectionPeriod || len(c.current) >= connectionLimit {
+		c.previous, c.current = c.current, make(map[connectionKey]struct{}, len(c.current))
+		c.since = rec.Time
+	}
+	k := connectionKey{
+		srcAddr: rec.Source.Address, dstAddr: rec.Destination.Address,
+		srcPort: rec.Source.Port, dstPort: rec.Destination.Port,
+		transport: rec.Transport, outcome: rec.Outcome, direction: rec.Direction,
+	}
+	if _, ok := c.current[k]; ok {
+		return true
+	}
+	if _, ok := c.previous[k]; ok {
+		// Not carried into the current generation: once that one turns, the
+		// connection's next event gives a record again.
+		return true
+	}
+	c.current[k] = struct{}{}
+	return false
+}
