@@ -122,13 +122,17 @@ controlplane: ## Build the test control plane (kube-apiserver, kube-controller-m
 .PHONY: helm
 helm: $(HELM) ## Install the pinned helm, which the chart's tests and the demo run.
 
+# CNI=cilium makes the Cilium agent the node's CNI (with Hubble and the real
+# hubble-relay) in place of the bridge and kube-router.
+CNI ?= bridge
+
 .PHONY: cluster-build
-cluster-build: controlplane ## Build the real-node cluster's binaries (kubelet, containerd, kube-router, CoreDNS, hubble-relay, ...), cached.
-	hack/cluster/build.sh
+cluster-build: controlplane ## Build the real-node cluster's binaries (kubelet, containerd, kube-router, CoreDNS, hubble-relay, the Cilium agent, ...), cached.
+	hack/cluster/build.sh --cilium
 
 .PHONY: cluster
-cluster: cluster-build ## Run a real single-node cluster on this machine (root) until Ctrl-C, then clean the host.
-	hack/cluster/cluster.sh run
+cluster: cluster-build ## Run a real single-node cluster on this machine (root) until Ctrl-C, then clean the host; CNI=cilium for Cilium as the CNI.
+	NETWORK_ENFORCER_CLUSTER_CNI=$(CNI) hack/cluster/cluster.sh run
 
 ##@ Test
 

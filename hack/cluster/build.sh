@@ -8,6 +8,11 @@
 #   kube-router                                  github.com/cloudnativelabs/kube-router/v2 (firewall only; test use)
 #   coredns                                      github.com/coredns/coredns
 #   hubble-relay                                 github.com/cilium/cilium, hack/cluster/relay's module
+#   cilium-agent cilium-cni cilium-dbg hubble    github.com/cilium/cilium at the same version, built
+#                                                from a copy of the module (with its bpf/ sources)
+#
+# The Cilium agent is built only when asked for (--cilium, or
+# NETWORK_ENFORCER_CLUSTER_CNI=cilium): it is the largest part by far.
 #
 # Each part is built once into .cache/cluster/<part>-<version> (or under
 # $NETWORK_ENFORCER_CLUSTER_CACHE), so bumping a version builds the new one
@@ -82,6 +87,35 @@ build_kube_router() {
 build_coredns() {
 	GOBIN="$tmp" go install -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
 }
+# build_cilium builds the agent and its tools from a writable copy of the
+# Cilium module, as Cilium's own Makefile does from its tree. Two changes:
+# the module is not vendored here, so -mod=mod; and v1.20.2 pins a gobgp
+# pseudo-version that no proxy serves, where v4.7.0 (tagged the same day, the
+# same go.mod) is. The agent compiles its datapath at run time from bpf/,
+# which the folder keeps beside the binaries.
+build_cilium() {
+	local src
+	src=$(cd "$root/hack/cluster/relay" && go mod download -json "github.com/cilium/cilium@$cilium_version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+	[[ -d "$src" ]] || { echo "no module folder for github.com/cilium/cilium@$cilium_version" >&2; return 1; }
+	cp -r "$src" "$tmp/src"
+	chmod -R u+w "$tmp/src"
+	(
+		cd "$tmp/src"
+		go mod edit -replace github.com/osrg/gobgp/v4=github.com/osrg/gobgp/v4@v4.7.0
+		export GOFLAGS="-buildvcs=false -mod=mod"
+		local ldflags="-s -w -X github.com/cilium/cilium/pkg/version.ciliumVersion=${cilium_version#v}"
+		go build -ldflags "$ldflags" -o "$tmp/cilium-agent" ./daemon
+		go build -ldflags "$ldflags" -o "$tmp/cilium-cni" ./plugins/cilium-cni
+		go build -ldflags "$ldflags" -o "$tmp/cilium-dbg" ./cilium-dbg
+		go build -ldflags "$ldflags" -o "$tmp/hubble" ./hubble
+	)
+	# What the agent reads at run time: its datapath sources and the CRDs that
+	# the operator would install (the operator is not built: see cluster.sh).
+	mkdir -p "$tmp/lib" "$tmp/crds"
+	cp -r "$tmp/src/bpf" "$tmp/lib/bpf"
+	cp "$tmp/src"/pkg/k8s/apis/cilium.io/client/crds/v2/*.yaml "$tmp/src"/pkg/k8s/apis/cilium.io/client/crds/v2alpha1/*.yaml "$tmp/crds/"
+	rm -rf "$tmp/src"
+}
 build_relay() {
 	(cd "$root/hack/cluster/relay" && go build -ldflags "-s -w" -o "$tmp/hubble-relay" github.com/cilium/cilium/hubble-relay)
 }
@@ -91,6 +125,10 @@ containerd_dir="$cache/containerd-$CONTAINERD_VERSION"
 kube_router_dir="$cache/kube-router-$KUBE_ROUTER_VERSION"
 coredns_dir="$cache/coredns-$COREDNS_VERSION"
 relay_dir="$cache/hubble-relay-$cilium_version"
+cilium_dir="$cache/cilium-agent-$cilium_version"
+
+with_cilium=0
+if [[ "${1:-}" == "--cilium" || "${NETWORK_ENFORCER_CLUSTER_CNI:-}" == "cilium" ]]; then with_cilium=1; fi
 
 controlplane=$("$root/hack/controlplane.sh")
 part "kubelet, kube-scheduler, kube-proxy, kubectl $k8s_version" "$node_dir" kubelet kube-scheduler kube-proxy kubectl -- build_node
@@ -98,9 +136,14 @@ part "containerd $CONTAINERD_VERSION" "$containerd_dir" containerd containerd-sh
 part "kube-router $KUBE_ROUTER_VERSION" "$kube_router_dir" kube-router -- build_kube_router
 part "coredns $COREDNS_VERSION" "$coredns_dir" coredns -- build_coredns
 part "hubble-relay $cilium_version" "$relay_dir" hubble-relay -- build_relay
+if ((with_cilium)); then
+	part "cilium-agent $cilium_version" "$cilium_dir" cilium-agent cilium-cni cilium-dbg hubble -- build_cilium
+fi
 
 mkdir -p "$out"
-for d in "$controlplane" "$node_dir" "$containerd_dir" "$kube_router_dir" "$coredns_dir" "$relay_dir"; do
+dirs=("$controlplane" "$node_dir" "$containerd_dir" "$kube_router_dir" "$coredns_dir" "$relay_dir")
+((with_cilium)) && dirs+=("$cilium_dir")
+for d in "${dirs[@]}"; do
 	for bin in "$d"/*; do ln -sfn "$bin" "$out/$(basename "$bin")"; done
 done
 echo "$out"

@@ -4,6 +4,17 @@
 # kubelet, containerd with runc, a bridge CNI network, kube-proxy (nftables),
 # kube-router's NetworkPolicy firewall and CoreDNS.
 #
+# With NETWORK_ENFORCER_CLUSTER_CNI=cilium (`make cluster CNI=cilium`) the
+# node's CNI is the real Cilium agent in place of the bridge and kube-router:
+# the agent runs on the host, as its DaemonSet pod would, with Hubble on behind
+# mutual TLS (the certificates and Secrets that Cilium's chart issues), and the
+# real hubble-relay runs as a pod that finds the agent through the hubble-peer
+# Service, as in a Cilium cluster. kube-proxy stays. Without Cilium's operator
+# (which does not build from the module), the agent allocates identities as
+# CRDs and takes the pod range from the Node, which the controller manager's
+# node IPAM sets. CILIUM_MONITOR_AGGREGATION sets the agent's monitor
+# aggregation (default medium, as Cilium's chart sets it).
+#
 # Usage: hack/cluster/cluster.sh run          start it, print its kubeconfig, and keep
 #                                             it up until SIGINT/SIGTERM; then clean the host
 #        hack/cluster/cluster.sh down         clean up what a killed run left behind
@@ -25,10 +36,34 @@ state=${NETWORK_ENFORCER_CLUSTER_STATE:-/var/lib/network-enforcer-cluster}
 run_dir=/run/network-enforcer-cluster
 lock=/run/network-enforcer-cluster.lock
 
+CNI=${NETWORK_ENFORCER_CLUSTER_CNI:-bridge}
+case "$CNI" in
+bridge | cilium) ;;
+*)
+	echo "cluster: unknown CNI \"$CNI\": must be bridge or cilium" >&2
+	exit 2
+	;;
+esac
 NODE=ne-node
 BRIDGE=ne-br0
+# With the bridge the node's address is the pods' gateway, on the bridge; with
+# Cilium it is on a veth pair of its own (this kernel has no dummy device),
+# which is the agent's --devices, and the agent puts its own cilium_host
+# address in the pod range.
 NODE_IP=10.217.0.1
+NODE_DEV=ne-node0
+if [[ "$CNI" == cilium ]]; then NODE_IP=10.217.1.1; fi
 POD_CIDR=10.217.0.0/24
+# The test host outside the cluster (Cilium mode): a network namespace of its
+# own on a link from the node, at an address outside the pod and service ranges.
+OUTSIDE_NS=ne-outside
+OUTSIDE_DEV=ne-out0
+OUTSIDE_GW=10.217.32.1
+OUTSIDE_IP=10.217.32.2
+CILIUM_MONITOR_AGGREGATION=${CILIUM_MONITOR_AGGREGATION:-medium}
+# build.sh builds the agent in Cilium mode only.
+export NETWORK_ENFORCER_CLUSTER_CNI=$CNI
+HUBBLE_PORT=4244
 SERVICE_CIDR=10.217.16.0/24
 API_SERVICE_IP=10.217.16.1
 DNS_IP=10.217.16.10
@@ -39,6 +74,8 @@ KUBECONFIG_FILE=$state/pki/admin.kubeconfig
 SOCK=$run_dir/containerd.sock
 ISOLATION_TABLE=network_enforcer_cluster
 PACKAGES=(runc containernetworking-plugins nftables conntrack ipset iproute2 iptables)
+# Cilium's loader compiles the datapath with clang from PATH (see agent()).
+if [[ "$CNI" == cilium ]]; then PACKAGES+=(clang-19 llvm-19); fi
 
 log() { echo "cluster: $*" >&2; }
 
@@ -133,6 +170,7 @@ down() {
 	stop kube-controller-manager
 	stop kube-apiserver
 	stop etcd
+	cilium_down
 
 	# Mounts under the kubelet's and containerd's folders, deepest first.
 	local m
@@ -144,6 +182,9 @@ down() {
 		ip netns delete "$ns" 2>/dev/null || true
 	done
 	ip link delete "$BRIDGE" 2>/dev/null || true
+	ip link delete "$NODE_DEV" 2>/dev/null || true
+	ip link delete "$OUTSIDE_DEV" 2>/dev/null || true
+	ip netns delete "$OUTSIDE_NS" 2>/dev/null || true
 	nft delete table inet "$ISOLATION_TABLE" 2>/dev/null || true
 	flush_chains
 	# Tables that the run made (iptables-nft makes ip filter, ip nat and so on
@@ -163,30 +204,53 @@ down() {
 		# Kept while a table is left, so that the next clean-up knows it.
 		((left)) || rm -f "$state/nft-tables.before"
 	fi
-	restore_sysctl net.ipv4.ip_forward
-	restore_sysctl net.bridge.bridge-nf-call-iptables
+	local key
+	for key in "${SYSCTLS[@]}"; do restore_sysctl "$key"; done
 	# Every run starts from an empty etcd and new certificates: nothing of a
 	# previous run's objects comes back.
 	rm -rf /var/lib/kubelet /var/log/pods /var/log/containers "$run_dir" "$state/containerd" "$state/pids" "$state/pki" \
 		"$state/etcd" "$state/apiserver-certs" "$state/kcm-certs" "$state/kubelet-certs"
 }
 
-# flush_chains removes the KUBE-* and CNI-* chains of iptables (kube-router,
-# the CNI plugins) and the jumps to them from the built-in chains.
+# cilium_down removes what the Cilium agent put on the host, whether it ended
+# or was killed: its processes, then (with the agent's own post-uninstall
+# clean-up) its BPF programs, maps and tc filters, its links and routes, then
+# its pins, mounts, run folder and iptables chains (in flush_chains).
+cilium_down() {
+	stop cilium-agent
+	if [[ -x "$bin/cilium-dbg" ]] && { [[ -d /sys/fs/bpf/cilium ]] || ip link show cilium_host >/dev/null 2>&1; }; then
+		"$bin/cilium-dbg" post-uninstall-cleanup --all-state --force >/dev/null 2>&1 || log "cilium-dbg post-uninstall-cleanup failed"
+	fi
+	local link
+	for link in cilium_host cilium_net cilium_vxlan $(ip -o link show 2>/dev/null | awk -F': ' '$2 ~ /^lxc/ {sub(/@.*/, "", $2); print $2}'); do
+		ip link delete "$link" 2>/dev/null || true
+	done
+	rm -rf /sys/fs/bpf/cilium /sys/fs/bpf/tc/globals/cilium_* 2>/dev/null || true
+	if mountpoint -q /run/cilium/cgroupv2; then umount /run/cilium/cgroupv2 || true; fi
+	if [[ -f "$state/bpffs.mounted" ]]; then
+		umount /sys/fs/bpf 2>/dev/null || true
+		rm -f "$state/bpffs.mounted"
+	fi
+	rm -rf /run/cilium /var/run/cilium
+}
+
+# flush_chains removes the KUBE-*, CNI-* and CILIUM_* chains of iptables
+# (kube-router, the CNI plugins, the Cilium agent) and the jumps to them from
+# the built-in chains.
 flush_chains() {
 	local ipt table rule chain
 	for ipt in iptables ip6tables; do
 		command -v "$ipt" >/dev/null || continue
 		for table in filter nat mangle raw; do
-			"$ipt" -t "$table" -S 2>/dev/null | { grep -E '^-A (INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) .*-j (KUBE-|CNI-)' || true; } |
+			"$ipt" -t "$table" -S 2>/dev/null | { grep -E '^-A (INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) .*-j (KUBE-|CNI-|CILIUM_)' || true; } |
 				while read -r rule; do
 					# eval: a rule's comment is quoted, as -S prints it.
 					eval "\"\$ipt\" -t \"\$table\" ${rule/-A/-D}" 2>/dev/null || true
 				done
-			for chain in $("$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-N" && ($2 ~ /^(KUBE-|CNI-)/) {print $2}'); do
+			for chain in $("$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-N" && ($2 ~ /^(KUBE-|CNI-|CILIUM_)/) {print $2}'); do
 				"$ipt" -t "$table" -F "$chain" 2>/dev/null || true
 			done
-			for chain in $("$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-N" && ($2 ~ /^(KUBE-|CNI-)/) {print $2}'); do
+			for chain in $("$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-N" && ($2 ~ /^(KUBE-|CNI-|CILIUM_)/) {print $2}'); do
 				"$ipt" -t "$table" -X "$chain" 2>/dev/null || true
 			done
 		done
@@ -198,11 +262,25 @@ flush_chains() {
 	fi
 }
 
+# The sysctls that a run changes: this script (forwarding, the bridge's
+# netfilter) and the Cilium agent (forwarding on every interface, reverse-path
+# filtering, its BPF JIT and neighbour settings). Each is remembered before the
+# run changes it and restored at the end.
+SYSCTLS=(net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables net.ipv4.conf.all.forwarding
+	net.ipv4.conf.default.forwarding net.ipv4.conf.all.rp_filter net.ipv4.conf.default.rp_filter
+	net.core.bpf_jit_enable net.ipv4.fib_multipath_use_neigh kernel.timer_migration)
+
+# remember_sysctl KEY saves the current value once, so that a killed run's
+# saved value stays the one to restore.
+remember_sysctl() {
+	local file="$state/sysctl.$1"
+	[[ -f "$file" ]] || sysctl -n "$1" >"$file" 2>/dev/null || rm -f "$file"
+}
+
 # set_sysctl KEY VALUE remembers the old value once (a killed run's value stays
 # the one to restore) and sets the new one.
 set_sysctl() {
-	local file="$state/sysctl.$1"
-	[[ -f "$file" ]] || sysctl -n "$1" >"$file"
+	remember_sysctl "$1"
 	sysctl -qw "$1=$2"
 }
 
@@ -234,11 +312,22 @@ images() {
 	"$tools/staticimage" -name ne.local/pause:1 -binary "$tools/pause" -tarball "$state/images/pause.tar"
 	"$tools/staticimage" -name "ne.local/coredns:$(basename "$(dirname "$(readlink -f "$bin/coredns")")")" \
 		-binary "$bin/coredns" -tarball "$state/images/coredns.tar"
+	if [[ "$CNI" == cilium ]]; then
+		"$tools/staticimage" -name "$(relay_image)" -binary "$bin/hubble-relay" -tarball "$state/images/hubble-relay.tar"
+	fi
 }
+
+relay_image() { echo "ne.local/hubble-relay:$(basename "$(dirname "$(readlink -f "$bin/hubble-relay")")")"; }
 
 network() {
 	[[ -f "$state/nft-tables.before" ]] || nft list tables 2>/dev/null | awk '{print $2, $3}' >"$state/nft-tables.before"
+	local key
+	for key in "${SYSCTLS[@]}"; do remember_sysctl "$key"; done
 	set_sysctl net.ipv4.ip_forward 1
+	if [[ "$CNI" == cilium ]]; then
+		cilium_network
+		return
+	fi
 	modprobe br_netfilter 2>/dev/null || true
 	# kube-router filters pod-to-pod traffic on the bridge through iptables.
 	set_sysctl net.bridge.bridge-nf-call-iptables 1
@@ -278,6 +367,51 @@ network() {
 	EOF
 }
 
+# cilium_network makes the node's device, the outside test host and the
+# isolation rules of Cilium mode, and the CNI configuration that calls the
+# agent's plugin. Pod traffic has no way off the machine: the forward hook
+# drops any packet from or to the pod range on an interface that is not the
+# cluster's (the pods' lxc*, the agent's cilium_*, this script's ne-*), and
+# the agent masquerades nothing.
+cilium_network() {
+	ip link add "$NODE_DEV" type veth peer name ne-node1
+	ip addr add "$NODE_IP/24" dev "$NODE_DEV"
+	ip link set ne-node1 up
+	ip link set "$NODE_DEV" up
+	ip netns add "$OUTSIDE_NS"
+	ip link add "$OUTSIDE_DEV" type veth peer name ne-out1 netns "$OUTSIDE_NS"
+	ip addr add "$OUTSIDE_GW/30" dev "$OUTSIDE_DEV"
+	ip link set "$OUTSIDE_DEV" up
+	ip -n "$OUTSIDE_NS" addr add "$OUTSIDE_IP/30" dev ne-out1
+	ip -n "$OUTSIDE_NS" link set ne-out1 up
+	ip -n "$OUTSIDE_NS" link set lo up
+	ip -n "$OUTSIDE_NS" route add "$POD_CIDR" via "$OUTSIDE_GW"
+	nft -f - <<-EOF
+		table inet $ISOLATION_TABLE {
+			chain forward {
+				type filter hook forward priority -10; policy accept;
+				ip saddr $POD_CIDR oifname "lxc*" accept
+				ip saddr $POD_CIDR oifname "cilium_*" accept
+				ip saddr $POD_CIDR oifname "ne-*" accept
+				ip saddr $POD_CIDR drop
+				ip daddr $POD_CIDR iifname "lxc*" accept
+				ip daddr $POD_CIDR iifname "cilium_*" accept
+				ip daddr $POD_CIDR iifname "ne-*" accept
+				ip daddr $POD_CIDR drop
+			}
+		}
+	EOF
+	mkdir -p "$state/cni" "$state/cni-bin"
+	ln -sfn "$bin/cilium-cni" "$state/cni-bin/cilium-cni"
+	cat >"$state/cni/05-cilium.conflist" <<-EOF
+		{
+		  "cniVersion": "0.3.1",
+		  "name": "cilium",
+		  "plugins": [{"type": "cilium-cni", "enable-debug": false, "log-file": "$state/logs/cilium-cni.log"}]
+		}
+	EOF
+}
+
 control_plane() {
 	local pki="$state/pki"
 	start etcd "$bin/etcd" --name "$NODE" --data-dir "$state/etcd" \
@@ -294,8 +428,14 @@ control_plane() {
 		--kubelet-certificate-authority "$pki/ca.crt" --kubelet-preferred-address-types InternalIP \
 		--cert-dir "$state/apiserver-certs"
 	wait_for kube-apiserver 60 kubectl get --raw /readyz
+	# With the bridge, the kubelet is given the pod range; the Cilium agent reads
+	# it from the Node, where the controller manager's node IPAM writes it.
+	local ipam=(--controllers '*,-nodeipam')
+	if [[ "$CNI" == cilium ]]; then
+		ipam=(--controllers '*' --allocate-node-cidrs --cluster-cidr "$POD_CIDR" --node-cidr-mask-size "${POD_CIDR#*/}")
+	fi
 	start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$KUBECONFIG_FILE" \
-		--controllers '*,-nodeipam' --leader-elect=false --secure-port 0 \
+		"${ipam[@]}" --leader-elect=false --secure-port 0 \
 		--service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" --use-service-account-credentials \
 		--cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
 		--service-cluster-ip-range "$SERVICE_CIDR" --cert-dir "$state/kcm-certs"
@@ -304,7 +444,7 @@ control_plane() {
 }
 
 runtime() {
-	mkdir -p "$run_dir" "$state/containerd"
+	mkdir -p "$run_dir" "$state/containerd" "$state/cni-bin"
 	cat >"$state/containerd.toml" <<-EOF
 		version = 3
 		root = "$state/containerd/root"
@@ -326,7 +466,7 @@ runtime() {
 		        BinaryName = "$(command -v runc)"
 		        SystemdCgroup = false
 		  [plugins.'io.containerd.cri.v1.runtime'.cni]
-		    bin_dirs = ["/usr/lib/cni"]
+		    bin_dirs = ["$state/cni-bin", "/usr/lib/cni"]
 		    conf_dir = "$state/cni"
 		[plugins.'io.containerd.cri.v1.images']
 		  snapshotter = "overlayfs"
@@ -393,6 +533,11 @@ node() {
 		clientConnection: {kubeconfig: $KUBECONFIG_FILE}
 	EOF
 	start kube-proxy "$bin/kube-proxy" --config "$state/kube-proxy.yaml"
+	if [[ "$CNI" == cilium ]]; then
+		agent
+		wait_for "node $NODE Ready" 120 kubectl wait --for=condition=Ready "node/$NODE" --timeout=1s
+		return
+	fi
 	# kube-router exits when its Node does not exist yet: it starts after.
 	start kube-router "$bin/kube-router" --kubeconfig "$KUBECONFIG_FILE" --hostname-override "$NODE" \
 		--run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
@@ -400,6 +545,63 @@ node() {
 	wait_for "node $NODE Ready" 60 kubectl wait --for=condition=Ready "node/$NODE" --timeout=1s
 	# kube-router's firewall is in place once its forward chain is.
 	wait_for "kube-router's firewall" 30 iptables -S KUBE-ROUTER-FORWARD
+}
+
+# hubble_secrets puts the Hubble certificates in the Secrets that Cilium's
+# chart makes (kube-system: cilium-ca, hubble-server-certs,
+# hubble-relay-client-certs, hubble-relay-server-certs), each with ca.crt.
+hubble_secrets() {
+	local dir="$state/pki/hubble" name
+	kubectl -n kube-system create secret generic cilium-ca --from-file=ca.crt="$dir/ca.crt" --from-file=ca.key="$dir/ca.key" >/dev/null
+	for name in hubble-server hubble-relay-client hubble-relay-server; do
+		kubectl -n kube-system create secret tls "$name-certs" --cert "$dir/$name.crt" --key "$dir/$name.key" >/dev/null
+		kubectl -n kube-system patch secret "$name-certs" --type merge \
+			-p "{\"data\":{\"ca.crt\":\"$(base64 -w0 "$dir/ca.crt")\"}}" >/dev/null
+	done
+}
+
+# agent starts the Cilium agent on the host, as its DaemonSet pod would run:
+# Cilium's CRDs first (the operator would install them), then the agent in a
+# mount namespace of its own, where kernel.unprivileged_bpf_disabled is a
+# plain file (the agent sets it to 1, which the host could not undo before a
+# reboot). Its bpffs and cgroup2 mounts are the host's, so that the clean-up
+# finds them.
+agent() {
+	kubectl apply --server-side -f "$bin/crds/" >/dev/null
+	hubble_secrets
+	if ! mountpoint -q /sys/fs/bpf; then
+		mount -t bpf bpf /sys/fs/bpf
+		touch "$state/bpffs.mounted"
+	fi
+	mkdir -p /run/cilium/cgroupv2 "$state/cilium/path"
+	mountpoint -q /run/cilium/cgroupv2 || mount -t cgroup2 none /run/cilium/cgroupv2
+	ln -sfn "$(command -v clang-19)" "$state/cilium/path/clang"
+	ln -sfn "$(command -v llc-19)" "$state/cilium/path/llc"
+	echo 0 >"$state/cilium/unprivileged_bpf_disabled"
+	local pki="$state/pki/hubble"
+	PATH="$state/cilium/path:$PATH" K8S_NODE_NAME="$NODE" start cilium-agent \
+		unshare --mount --propagation slave -- sh -c 'mount --bind "$0" /proc/sys/kernel/unprivileged_bpf_disabled && exec "$@"' \
+		"$state/cilium/unprivileged_bpf_disabled" "$bin/cilium-agent" \
+		--k8s-kubeconfig-path "$KUBECONFIG_FILE" --lib-dir "$(readlink -f "$bin/lib")" --state-dir /run/cilium \
+		--ipam kubernetes --k8s-require-ipv4-pod-cidr --routing-mode native --ipv4-native-routing-cidr "$POD_CIDR" \
+		--enable-ipv6=false --kube-proxy-replacement=false --enable-ipv4-masquerade=false \
+		--enable-host-legacy-routing=true --devices "$NODE_DEV" --enable-policy default \
+		--enable-l7-proxy=false --enable-health-checking=false --enable-endpoint-health-checking=false \
+		--cni-exclusive=false --cgroup-root /run/cilium/cgroupv2 --identity-allocation-mode crd \
+		--cluster-name default --monitor-aggregation "$CILIUM_MONITOR_AGGREGATION" \
+		--enable-hubble --hubble-listen-address "$NODE_IP:$HUBBLE_PORT" --hubble-disable-tls=false \
+		--hubble-tls-cert-file "$pki/hubble-server.crt" --hubble-tls-key-file "$pki/hubble-server.key" \
+		--hubble-tls-client-ca-files "$pki/ca.crt"
+	wait_for "the Cilium agent" 300 "$bin/cilium-dbg" status --brief
+}
+
+# relay runs the real hubble-relay as Cilium's chart does: a Deployment in
+# kube-system that finds the agents through the hubble-peer Service (here one
+# with no selector: the agent is not a pod) and reads them over mutual TLS.
+relay() {
+	sed -e "s|@IMAGE@|$(relay_image)|" -e "s|@NODE_IP@|$NODE_IP|" -e "s|@HUBBLE_PORT@|$HUBBLE_PORT|" \
+		"$root/hack/cluster/hubble-relay.yaml" | kubectl apply -f - >/dev/null
+	wait_for "hubble-relay" 120 kubectl -n kube-system wait --for=condition=Available deployment/hubble-relay --timeout=1s
 }
 
 # alive fails unless every process that this cluster started still runs.
@@ -427,12 +629,15 @@ up() {
 	mkdir -p "$state"
 	images
 	network
+	local hubble=()
+	[[ "$CNI" == cilium ]] && hubble=(-hubble "$state/pki/hubble")
 	"$state/tools/pki" -dir "$state/pki" -node "$NODE" -ip "$NODE_IP" -service-ip "$API_SERVICE_IP" \
-		-server "https://$NODE_IP:$API_PORT"
+		-server "https://$NODE_IP:$API_PORT" "${hubble[@]}"
 	control_plane
 	runtime
 	node
 	dns
+	[[ "$CNI" == cilium ]] && relay
 	alive
 	log "up in $((SECONDS - start_time))s"
 }
@@ -475,6 +680,10 @@ run)
 	trap 'exit 143' TERM
 	up
 	echo "cluster ready: KUBECONFIG=$KUBECONFIG_FILE"
+	if [[ "$CNI" == cilium ]]; then
+		echo "outside host: netns $OUTSIDE_NS at $OUTSIDE_IP"
+		log "Cilium: $bin/cilium-dbg status; $bin/hubble observe --server unix:///run/cilium/hubble.sock"
+	fi
 	log "kubectl at the node's version: $bin/kubectl; import an image: $0 import TAR; Ctrl-C stops the cluster and cleans the host"
 	# sleep in the background, so that a signal reaches the trap at once.
 	while :; do

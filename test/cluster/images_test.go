@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -18,19 +17,17 @@ const (
 	relayImage   = "ne.local/hubble-relay:dev"
 )
 
-var images struct {
-	once sync.Once
-	err  error
-}
-
-// importImages imports, once per run: the distribution's image from `make
+// importImages imports, once per cluster: the distribution's image from `make
 // image`, the tests' pod program, and hubble-relay as the cluster's build made it.
 func importImages(t *testing.T) {
 	t.Helper()
-	images.once.Do(func() { images.err = buildAndImport(t.TempDir()) })
-	if images.err != nil {
-		t.Fatal(images.err)
+	if running.imported {
+		return
 	}
+	if err := buildAndImport(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	running.imported = true
 }
 
 func buildAndImport(dir string) error {

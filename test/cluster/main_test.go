@@ -54,19 +54,57 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, env.missing)
 		return 1
 	}
-	stop, err := startCluster(root)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the cluster:", err)
-		return 1
-	}
 	code := m.Run()
-	if err := stop(); err != nil {
+	if err := stopCluster(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the cluster:", err)
 		if code == 0 {
 			code = 1
 		}
 	}
 	return code
+}
+
+// The node's CNIs: the bridge plugin with kube-router's firewall, or the real
+// Cilium agent.
+const (
+	cniBridge = "bridge"
+	cniCilium = "cilium"
+)
+
+// running is the cluster that runs now: one at a time, started by the first
+// test that needs its CNI and stopped when a test needs the other, or at the
+// end of the run.
+var running struct {
+	cni  string
+	stop func() error
+	// imported is whether the suite's images are in this cluster's node.
+	imported bool
+}
+
+// useCluster makes the cluster with cni the running one, and fails t when it
+// cannot start.
+func useCluster(t *testing.T, cni string) {
+	t.Helper()
+	if running.cni == cni {
+		return
+	}
+	if err := stopCluster(); err != nil {
+		t.Fatal("stopping the cluster:", err)
+	}
+	stop, err := startCluster(env.root, cni)
+	if err != nil {
+		t.Fatal("starting the cluster:", err)
+	}
+	running.cni, running.stop, running.imported = cni, stop, false
+}
+
+func stopCluster() error {
+	if running.stop == nil {
+		return nil
+	}
+	err := running.stop()
+	running.cni, running.stop = "", nil
+	return err
 }
 
 // prerequisites returns a *controlplanetest.MissingError when the suite cannot
@@ -90,7 +128,7 @@ func prerequisites(root string) error {
 		return fmt.Errorf("hack/cluster/build.sh --print: %w", err)
 	}
 	dir := strings.TrimSpace(string(out))
-	for _, bin := range []string{"kubelet", "kubectl", "containerd", "kube-router", "coredns", "hubble-relay", "etcd", "kube-apiserver"} {
+	for _, bin := range []string{"kubelet", "kubectl", "containerd", "kube-router", "coredns", "hubble-relay", "etcd", "kube-apiserver", "cilium-agent", "hubble"} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
 			return &controlplanetest.MissingError{What: "the real-node cluster's binaries", Target: "cluster-build", Detail: fmt.Sprintf("%s is missing in %s", bin, dir)}
 		}
@@ -100,22 +138,32 @@ func prerequisites(root string) error {
 }
 
 // require skips t, or fails it under NETWORK_ENFORCER_REQUIRE_ALL, when the
-// suite's prerequisites are missing.
+// suite's prerequisites are missing; else it runs t on the cluster with the
+// bridge CNI and kube-router.
 func require(t *testing.T) {
 	t.Helper()
 	controlplanetest.Need(t, env.missing)
+	useCluster(t, cniBridge)
 }
 
-// startCluster runs `hack/cluster/cluster.sh run` and waits for its ready line.
-// The returned stop ends the run with SIGTERM, on which the script deletes the
-// pods while the kubelet still runs and then cleans the host.
-func startCluster(root string) (func() error, error) {
-	logPath := filepath.Join(os.TempDir(), "network-enforcer-cluster.log")
+// requireCilium is require for the cluster whose CNI is the Cilium agent.
+func requireCilium(t *testing.T) {
+	t.Helper()
+	controlplanetest.Need(t, env.missing)
+	useCluster(t, cniCilium)
+}
+
+// startCluster runs `hack/cluster/cluster.sh run` with the CNI given and waits
+// for its ready line. The returned stop ends the run with SIGTERM, on which the
+// script deletes the pods while the kubelet still runs and then cleans the host.
+func startCluster(root, cni string) (func() error, error) {
+	logPath := filepath.Join(os.TempDir(), "network-enforcer-cluster-"+cni+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(root, "hack", "cluster", "cluster.sh"), "run")
+	cmd.Env = append(os.Environ(), "NETWORK_ENFORCER_CLUSTER_CNI="+cni)
 	cmd.Stderr = logFile
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -159,7 +207,7 @@ func startCluster(root string) (func() error, error) {
 			return nil, fmt.Errorf("cluster.sh ended before the cluster was ready; see %s", logPath)
 		}
 		env.kubeconfig = kc
-		fmt.Fprintf(os.Stderr, "cluster ready in %s (log: %s)\n", time.Since(start).Round(100*time.Millisecond), logPath)
+		fmt.Fprintf(os.Stderr, "%s cluster ready in %s (log: %s)\n", cni, time.Since(start).Round(100*time.Millisecond), logPath)
 		return stop, nil
 	case <-time.After(20 * time.Minute):
 		_ = stop()

@@ -9,6 +9,9 @@
 //	testpod server   a TCP server on :8080 that answers "ok" to each connection
 //	testpod client   an HTTP server on :8081 whose /connect?addr=IP:PORT opens one
 //	                 fresh TCP connection and says how it went
+//	testpod app      server and client in one: a workload that is called and calls
+//	testpod dial ADDR [INTERVAL]  connects to ADDR once (a Job's pod), or every
+//	                 INTERVAL (a DaemonSet's)
 //
 // A test drives the clients from the node, learns each connection's real
 // addresses from the answer, and hands the same connections to the Hubble pod as
@@ -24,7 +27,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: testpod hubble|goldmane|ztunnel|server|client")
+		fmt.Fprintln(os.Stderr, "usage: testpod hubble|goldmane|ztunnel|server|client|app|dial")
 		os.Exit(2)
 	}
 	// As PID 1 the program gets no default signal handling: end on SIGTERM.
@@ -46,6 +49,14 @@ func main() {
 		err = server()
 	case "client":
 		err = client()
+	case "app":
+		go func() {
+			fmt.Fprintln(os.Stderr, "testpod: server:", server())
+			os.Exit(1)
+		}()
+		err = client()
+	case "dial":
+		err = dialMode(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"log"
 	"net"
 	"net/http"
@@ -84,4 +85,36 @@ func client() error {
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return http.ListenAndServe(":8081", mux)
+}
+
+// dialMode connects to args[0] once, or every args[1] when given, and fails
+// when a single connection fails.
+func dialMode(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: testpod dial ADDR [INTERVAL]")
+	}
+	once := func() error {
+		c, err := net.DialTimeout("tcp4", args[0], 3*time.Second)
+		if err != nil {
+			return err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		buf := make([]byte, 16)
+		n, _ := c.Read(buf)
+		log.Printf("dial %s: %s -> %s: %q", args[0], c.LocalAddr(), c.RemoteAddr(), buf[:n])
+		return c.Close()
+	}
+	if len(args) == 1 {
+		return once()
+	}
+	every, err := time.ParseDuration(args[1])
+	if err != nil {
+		return err
+	}
+	for {
+		if err := once(); err != nil {
+			log.Printf("dial %s: %v", args[0], err)
+		}
+		time.Sleep(every)
+	}
 }

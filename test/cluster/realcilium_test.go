@@ -1,0 +1,445 @@
+//go:build cluster
+
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Addresses of the Cilium cluster (hack/cluster/cluster.sh in Cilium mode).
+const (
+	outsideNS   = "ne-outside"
+	outsideAddr = "10.217.32.2:8080"
+	apiServer   = "kubernetes.default.svc.cluster.local:443"
+	apiPort     = 16443 // the backend of the kubernetes Service, which Cilium translates to
+)
+
+// TestRealCilium proves the product on the real Cilium agent as the node's CNI:
+// its Hubble flows, read through the real hubble-relay with the chart's default
+// Cilium TLS settings, and the NetworkPolicies it renders, enforced by Cilium.
+func TestRealCilium(t *testing.T) {
+	requireCilium(t)
+	importImages(t)
+	start := time.Now()
+	installChart(t, "controller.provider.name=cilium")
+	logsOnFailure(t, namespace+"/"+enforcerPods, "kube-system/k8s-app=hubble-relay", "store/app")
+
+	t.Run("install", func(t *testing.T) {
+		enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
+		waitReady(t, namespace, collectorPods, 1, 2*time.Minute)
+		holder := waitLeader(t, enforcers, time.Minute)
+		t.Logf("ready on the Cilium node in %s; leader %s", time.Since(start).Round(100*time.Millisecond), holder)
+	})
+	if t.Failed() {
+		return
+	}
+	outside := startOutsideHost(t)
+	apply(t, fmt.Sprintf(storeManifests, testpodImage))
+	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", "store", "--wait=true", "--timeout=60s") })
+	journeyStart := time.Now()
+	realJourney(t, outside)
+	captureFlows(t, journeyStart)
+}
+
+// startOutsideHost runs the tests' TCP server in the cluster's outside test
+// host (a network namespace on an address outside the pod and service ranges)
+// and stops it, by its PID, at the end of the test.
+func startOutsideHost(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir+"/", "./test/cluster/testpod")
+	build.Dir, build.Env = env.root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build testpod: %v\n%s", err, out)
+	}
+	cmd := exec.Command("ip", "netns", "exec", outsideNS, filepath.Join(dir, "testpod"), "server")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return outsideAddr
+}
+
+// edge is one observed edge of a proposal or policy, as the test writes it:
+// peer class, peer (namespace/kind/name of a workload, else empty), protocol,
+// port and verdict.
+type edge struct {
+	Class, Peer, Protocol string
+	Port                  int32
+	Verdict               string
+}
+
+func (e edge) String() string {
+	return fmt.Sprintf("%s %s %s/%d %s", e.Class, e.Peer, e.Protocol, e.Port, e.Verdict)
+}
+
+// observedEdges reads the observed edges of a proposal or policy.
+func observedEdges(t *testing.T, resource, name string) ([]edge, bool) {
+	t.Helper()
+	out, err := kubectlErr("", "-n", "store", "get", resource, name, "-o", "json")
+	if err != nil {
+		return nil, false
+	}
+	var obj struct {
+		Status struct {
+			Observed []struct {
+				Peer struct {
+					Class, Namespace, Kind, Name string
+				} `json:"peer"`
+				Protocol string `json:"protocol"`
+				Port     int32  `json:"port"`
+				Verdict  string `json:"verdict"`
+			} `json:"observed"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(out), &obj); err != nil {
+		t.Fatal(err)
+	}
+	var edges []edge
+	for _, o := range obj.Status.Observed {
+		e := edge{Class: o.Peer.Class, Protocol: o.Protocol, Port: o.Port, Verdict: o.Verdict}
+		if o.Peer.Class == "Workload" {
+			e.Peer = o.Peer.Namespace + "/" + o.Peer.Kind + "/" + o.Peer.Name
+		}
+		if !slices.Contains(edges, e) {
+			edges = append(edges, e)
+		}
+	}
+	sort.Slice(edges, func(i, j int) bool { return edges[i].String() < edges[j].String() })
+	return edges, true
+}
+
+// realJourney is day 1 (real traffic, learned), the promotion of every
+// proposal to protect (enforced by Cilium), and what protect and monitor do to
+// connections that day 1 never made.
+func realJourney(t *testing.T, outside string) {
+	web := waitReady(t, "store", "app=web", 1, 2*time.Minute)[0]
+	api := waitReady(t, "store", "app=api", 1, 2*time.Minute)[0]
+	waitReady(t, "store", "app=db", 1, 2*time.Minute)
+	debug := waitReady(t, "store", "app=debug", 1, 2*time.Minute)[0]
+	waitReady(t, "store", "app=hostnet", 1, 2*time.Minute)
+
+	const (
+		apiAddr = "api.store.svc.cluster.local:8080"
+		dbAddr  = "db-0.db.store.svc.cluster.local:8080"
+	)
+	// Day 1: the application's connections, by Service names through the
+	// real CoreDNS; the CronJob's and the host-network DaemonSet's run by
+	// themselves.
+	day1 := []struct {
+		from pod
+		addr string
+		ok   bool
+	}{
+		{web, apiAddr, true}, {web, apiAddr, true}, {api, dbAddr, true}, {api, dbAddr, true},
+		{debug, apiAddr, true}, {web, outside, true}, {web, apiServer, true},
+	}
+	for _, c := range day1 {
+		if d := connect(t, c.from, c.addr); d.Error != "" {
+			t.Fatalf("day 1: %s to %s: %+v", c.from.Name, c.addr, d)
+		}
+	}
+	waitFor(t, "a run of the CronJob", 3*time.Minute, func() bool {
+		out, _ := kubectlErr("", "-n", "store", "get", "jobs", "-o", "jsonpath={.items[*].status.succeeded}")
+		return strings.Contains(out, "1")
+	})
+
+	// The test's oracle: what the connections it made, the kubelet's probes
+	// (from the node) and the pods' DNS lookups (to CoreDNS over UDP) must
+	// give, per proposal.
+	coredns := "kube-system/Deployment/coredns"
+	want := map[string][]edge{
+		"deployment-web-egress": {
+			{Class: "APIServer", Protocol: "TCP", Port: apiPort, Verdict: "WouldBlock"},
+			{Class: "External", Protocol: "TCP", Port: 8080, Verdict: "WouldBlock"},
+			{Class: "Workload", Peer: coredns, Protocol: "UDP", Port: 53, Verdict: "Allowed"},
+			{Class: "Workload", Peer: "store/Deployment/api", Protocol: "TCP", Port: 8080, Verdict: "Allowed"},
+		},
+		"deployment-api-ingress": {
+			{Class: "BarePod", Protocol: "TCP", Port: 8080, Verdict: "WouldBlock"},
+			{Class: "Host", Protocol: "TCP", Port: 8080, Verdict: "WouldBlock"},
+			{Class: "Host", Protocol: "TCP", Port: 8081, Verdict: "WouldBlock"},
+			{Class: "Workload", Peer: "store/CronJob/report", Protocol: "TCP", Port: 8080, Verdict: "Allowed"},
+			{Class: "Workload", Peer: "store/Deployment/web", Protocol: "TCP", Port: 8080, Verdict: "Allowed"},
+		},
+		"deployment-api-egress": {
+			{Class: "Workload", Peer: coredns, Protocol: "UDP", Port: 53, Verdict: "Allowed"},
+			{Class: "Workload", Peer: "store/StatefulSet/db", Protocol: "TCP", Port: 8080, Verdict: "Allowed"},
+		},
+		"statefulset-db-ingress": {
+			{Class: "Host", Protocol: "TCP", Port: 8080, Verdict: "WouldBlock"},
+			{Class: "Workload", Peer: "store/Deployment/api", Protocol: "TCP", Port: 8080, Verdict: "Allowed"},
+		},
+		"cronjob-report-egress": {
+			{Class: "Workload", Peer: coredns, Protocol: "UDP", Port: 53, Verdict: "Allowed"},
+			{Class: "Workload", Peer: "store/Deployment/api", Protocol: "TCP", Port: 8080, Verdict: "Allowed"},
+		},
+		"deployment-web-ingress": {
+			{Class: "Host", Protocol: "TCP", Port: 8080, Verdict: "WouldBlock"},
+			{Class: "Host", Protocol: "TCP", Port: 8081, Verdict: "WouldBlock"},
+		},
+	}
+	for name, edges := range want {
+		sort.Slice(edges, func(i, j int) bool { return edges[i].String() < edges[j].String() })
+		var got []edge
+		ok := false
+		deadline := time.Now().Add(3 * time.Minute)
+		for time.Now().Before(deadline) {
+			if got, ok = observedEdges(t, "workloadnetworkpolicyproposal", name); ok && slices.Equal(got, edges) {
+				break
+			}
+			time.Sleep(2 * time.Second)
+		}
+		if !slices.Equal(got, edges) {
+			t.Errorf("proposal %s (found: %v): observed\n  %v\nwant\n  %v", name, ok, got, edges)
+		}
+	}
+	if t.Failed() {
+		t.Log(kubectl(t, "-n", "store", "get", "workloadnetworkpolicyproposals", "-o", "yaml"))
+		return
+	}
+
+	// Promote every proposal of the application to protect.
+	for name := range want {
+		kubectl(t, "-n", "store", "label", "workloadnetworkpolicyproposal", name, "networkenforcer.kubewarden.io/promote=protect")
+	}
+	for name := range want {
+		waitFor(t, "the NetworkPolicy "+name, time.Minute, func() bool {
+			_, err := kubectlErr("", "-n", "store", "get", "networkpolicy", name)
+			return err == nil
+		})
+	}
+	// Cilium enforces: every connection between workloads of day 1 still
+	// goes through (on fresh connections), and what the proposals said protect
+	// would block is blocked.
+	falseDenies := 0
+	enforced := time.Now()
+	waitFor(t, "Cilium to enforce web's egress", time.Minute, func() bool {
+		return connect(t, web, outside).Error != ""
+	})
+	t.Logf("Cilium enforced the policies %s after they appeared", time.Since(enforced).Round(100*time.Millisecond))
+	for i := 0; i < 3; i++ {
+		for _, c := range []struct {
+			from pod
+			addr string
+		}{{web, apiAddr}, {api, dbAddr}} {
+			if d := connect(t, c.from, c.addr); !d.ok() {
+				falseDenies++
+				t.Errorf("protect: %s to %s, a day-1 connection, failed: %+v", c.from.Name, c.addr, d)
+			}
+		}
+	}
+	t.Logf("false denies in protect: %d of 6 day-1 connections", falseDenies)
+	for _, c := range []struct {
+		from pod
+		addr string
+	}{{web, outside}, {web, apiServer}, {debug, apiAddr}} {
+		if d := connect(t, c.from, c.addr); d.Error == "" {
+			t.Errorf("protect: %s to %s, which the proposals said protect would block, went through", c.from.Name, c.addr)
+		}
+	}
+
+	// Connections that day 1 never made: a new port (web to api's 8081) and
+	// the reverse direction (api to web), refused by Cilium and reported.
+	collector := listPods(t, namespace, collectorPods)[0]
+	deniesBefore := denies(t, collector)
+	refusedAt := time.Now()
+	for _, c := range []struct {
+		from pod
+		addr string
+	}{{web, api.IP + ":8081"}, {api, web.IP + ":8080"}} {
+		if d := connect(t, c.from, c.addr); d.Error == "" {
+			t.Errorf("protect: %s to %s, never seen on day 1, went through", c.from.Name, c.addr)
+		}
+	}
+	waitViolation(t, "deployment-web-egress", "web", "api", 8081)
+	t.Logf("from the refused connection to its violation in the policy status: %s", time.Since(refusedAt).Round(100*time.Millisecond))
+	waitViolation(t, "deployment-api-egress", "api", "web", 8080)
+	waitFor(t, "the violation events at the collector", time.Minute, func() bool {
+		out, _ := kubectlErr("", "-n", namespace, "logs", collector.Name)
+		return strings.Count(out, "policy_violation_observed") >= 2 && strings.Contains(out, "8081")
+	})
+	waitFor(t, "network_enforcer_policy_denies at the collector", time.Minute, func() bool {
+		return denies(t, collector) >= deniesBefore+2
+	})
+
+	// Monitor: the same new port is let through, and reported. Both ends'
+	// policies go to monitor, since api's ingress would refuse it too.
+	for _, name := range []string{"deployment-web-egress", "deployment-api-ingress"} {
+		kubectl(t, "-n", "store", "patch", "workloadnetworkpolicy", name, "--type", "merge", "-p", `{"spec":{"mode":"monitor"}}`)
+		waitFor(t, name+"'s NetworkPolicy to go in monitor", time.Minute, func() bool {
+			_, err := kubectlErr("", "-n", "store", "get", "networkpolicy", name)
+			return err != nil
+		})
+	}
+	var d dial
+	waitFor(t, "monitor to let web reach api's 8081", time.Minute, func() bool {
+		d = connect(t, web, api.IP+":8081")
+		return d.ok()
+	})
+	waitFor(t, "the monitor violation in web's egress policy", 90*time.Second, func() bool {
+		out, _ := kubectlErr("", "-n", "store", "get", "workloadnetworkpolicy", "deployment-web-egress",
+			"-o", `jsonpath={range .status.violations[*]}{.action} {.dstPort}{"\n"}{end}`)
+		return strings.Contains(out, "monitor 8081")
+	})
+}
+
+// waitViolation waits for a protect violation from workload src to dst on
+// port in the policy's status.
+func waitViolation(t *testing.T, policy, src, dst string, port int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("the violation %s -> %s:%d in %s", src, dst, port, policy), 90*time.Second, func() bool {
+		out, _ := kubectlErr("", "-n", "store", "get", "workloadnetworkpolicy", policy, "-o",
+			`jsonpath={range .status.violations[*]}{.action} {.protocol} {.source.name} {.destination.name} {.dstPort}{"\n"}{end}`)
+		return strings.Contains(out, fmt.Sprintf("protect TCP %s %s %d", src, dst, port))
+	})
+}
+
+// captureFlows writes what the agent emitted during the journey, as `hubble
+// observe -o jsonpb` prints it, to NETWORK_ENFORCER_CAPTURE when set (`make
+// capture-cilium`), with the node's labels left out.
+func captureFlows(t *testing.T, since time.Time) {
+	path := os.Getenv("NETWORK_ENFORCER_CAPTURE")
+	if path == "" {
+		return
+	}
+	out, err := exec.Command(filepath.Join(env.bin, "hubble"), "observe", "--server", "unix:///run/cilium/hubble.sock",
+		"--since", since.UTC().Format(time.RFC3339), "--until", time.Now().UTC().Format(time.RFC3339), "-o", "jsonpb").Output()
+	if err != nil {
+		t.Fatalf("hubble observe: %v", err)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("captured %d flows into %s", strings.Count(string(out), "\n"), path)
+}
+
+// storeManifests are the journey's application in namespace store: web calls
+// api, api calls db (a StatefulSet behind a headless Service), a CronJob's pod
+// and a DaemonSet on the host network call api, and a bare pod calls api.
+// %[1]s is the testpod image.
+const storeManifests = `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: store
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: store}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: app
+          image: %[1]s
+          imagePullPolicy: Never
+          args: [app]
+          readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 2}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: store}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+        - name: app
+          image: %[1]s
+          imagePullPolicy: Never
+          args: [app]
+          readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 2}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: store}
+spec:
+  selector: {app: api}
+  ports: [{name: tcp, port: 8080, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: store}
+spec:
+  clusterIP: None
+  selector: {app: db}
+  ports: [{name: tcp, port: 8080, targetPort: 8080}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: store}
+spec:
+  serviceName: db
+  replicas: 1
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+        - name: db
+          image: %[1]s
+          imagePullPolicy: Never
+          args: [server]
+          readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 2}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report, namespace: store}
+spec:
+  schedule: "* * * * *"
+  successfulJobsHistoryLimit: 1
+  jobTemplate:
+    spec:
+      backoffLimit: 0
+      template:
+        metadata: {labels: {app: report}}
+        spec:
+          restartPolicy: Never
+          containers:
+            - name: report
+              image: %[1]s
+              imagePullPolicy: Never
+              args: [dial, "api.store.svc.cluster.local:8080"]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: hostnet, namespace: store}
+spec:
+  selector: {matchLabels: {app: hostnet}}
+  template:
+    metadata: {labels: {app: hostnet}}
+    spec:
+      hostNetwork: true
+      dnsPolicy: ClusterFirstWithHostNet
+      containers:
+        - name: hostnet
+          image: %[1]s
+          imagePullPolicy: Never
+          args: [dial, "api.store.svc.cluster.local:8080", "5s"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: debug, namespace: store, labels: {app: debug}}
+spec:
+  containers:
+    - name: debug
+      image: %[1]s
+      imagePullPolicy: Never
+      args: [client]
+      readinessProbe: {httpGet: {path: /healthz, port: 8081}, periodSeconds: 2}
+`
