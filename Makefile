@@ -151,6 +151,10 @@ test: ## Build what the tests need, then run unit, control-plane, browser, binar
 test-cluster: image cluster-build $(HELM) ## Install the chart on a real single-node cluster and prove it there (root).
 	hack/test.sh -timeout 30m -v ./test/cluster/...
 
+.PHONY: capture-cilium
+capture-cilium: image cluster-build $(HELM) ## Record the real Cilium agent's flows of the real-node journey into testdata/hubble/cilium-1.20/journey.jsonl (root).
+	NETWORK_ENFORCER_CAPTURE=$(CURDIR)/testdata/hubble/cilium-1.20/journey.jsonl hack/test.sh -timeout 30m -v -run TestRealCilium ./test/cluster/...
+
 # LOADTEST_ARGS passes flags, e.g. LOADTEST_ARGS='-paths hubble -flows 2000000'.
 .PHONY: loadtest
 loadtest: build controlplane ## Measure the built binary under a million recorded flows of each data plane, against a receive-only baseline in the same run.
