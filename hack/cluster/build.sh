@@ -102,7 +102,9 @@ build_cilium() {
 	(
 		cd "$tmp/src"
 		go mod edit -replace github.com/osrg/gobgp/v4=github.com/osrg/gobgp/v4@v4.7.0
-		export GOFLAGS="-buildvcs=false -mod=mod"
+		# -trimpath: the copy's folder is a new one in each work tree, and
+		# without it the build cache would not serve another tree's build.
+		export GOFLAGS="-buildvcs=false -mod=mod -trimpath"
 		local ldflags="-s -w -X github.com/cilium/cilium/pkg/version.ciliumVersion=${cilium_version#v}"
 		go build -ldflags "$ldflags" -o "$tmp/cilium-agent" ./daemon
 		go build -ldflags "$ldflags" -o "$tmp/cilium-cni" ./plugins/cilium-cni
