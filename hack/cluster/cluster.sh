@@ -208,7 +208,9 @@ down() {
 	for key in "${SYSCTLS[@]}"; do restore_sysctl "$key"; done
 	# Every run starts from an empty etcd and new certificates: nothing of a
 	# previous run's objects comes back.
+	# The CNI configuration goes too: the next run may have another CNI.
 	rm -rf /var/lib/kubelet /var/log/pods /var/log/containers "$run_dir" "$state/containerd" "$state/pids" "$state/pki" \
+		"$state/cni" "$state/cni-bin" \
 		"$state/etcd" "$state/apiserver-certs" "$state/kcm-certs" "$state/kubelet-certs"
 }
 
