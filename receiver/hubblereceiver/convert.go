@@ -65,7 +65,8 @@ func convertFlow(f *flowpb.Flow, rec *flow.Record) (flowsource.DropReason, bool)
 		}
 		return flowsource.DropNotL4, false
 	}
-	if f.GetEventType().GetType() == eventTrace {
+	trace := f.GetEventType().GetType() == eventTrace
+	if trace {
 		if reason, ok := tracked(f.GetTraceReason()); !ok {
 			return reason, false
 		}
@@ -82,7 +83,7 @@ func convertFlow(f *flowpb.Flow, rec *flow.Record) (flowsource.DropReason, bool)
 	if !ok {
 		return reason, false
 	}
-	if f.GetEventType().GetType() == eventTrace {
+	if trace {
 		// A trace's direction is that of the agent's connection-tracking
 		// lookup (EGRESS at the destination's TO_ENDPOINT), not a policy's: the
 		// trace says that the connection passed, which each end's policy judges.
@@ -228,10 +229,8 @@ func externalOf(ep *flowpb.Endpoint, destination bool) flow.External {
 			return flow.ExternalWorld
 		case l == "reserved:host", l == "reserved:remote-node":
 			return flow.ExternalHost
-		case l == "reserved:kube-apiserver" && destination:
-			return flow.ExternalAPIServer
 		case l == "reserved:kube-apiserver":
-			return flow.ExternalHost
+			return flow.ExternalHost // a destination with it returned above
 		}
 	}
 	return flow.ExternalUnknown

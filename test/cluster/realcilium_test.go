@@ -118,6 +118,12 @@ func observedEdges(t *testing.T, resource, name string) ([]edge, bool) {
 	return edges, true
 }
 
+// call is one connection that the journey makes: from a pod to an address.
+type call struct {
+	from pod
+	addr string
+}
+
 // realJourney is day 1 (real traffic, learned), the promotion of every
 // proposal to protect (enforced by Cilium), and what protect and monitor do to
 // connections that day 1 never made.
@@ -135,13 +141,9 @@ func realJourney(t *testing.T, outside string) {
 	// Day 1: the application's connections, by Service names through the
 	// real CoreDNS; the CronJob's and the host-network DaemonSet's run by
 	// themselves.
-	day1 := []struct {
-		from pod
-		addr string
-		ok   bool
-	}{
-		{web, apiAddr, true}, {web, apiAddr, true}, {api, dbAddr, true}, {api, dbAddr, true},
-		{debug, apiAddr, true}, {web, outside, true}, {web, apiServer, true},
+	day1 := []call{
+		{web, apiAddr}, {web, apiAddr}, {api, dbAddr}, {api, dbAddr},
+		{debug, apiAddr}, {web, outside}, {web, apiServer},
 	}
 	for _, c := range day1 {
 		if d := connect(t, c.from, c.addr); d.Error != "" {
@@ -229,10 +231,7 @@ func realJourney(t *testing.T, outside string) {
 	})
 	t.Logf("Cilium enforced the policies %s after they appeared", time.Since(enforced).Round(100*time.Millisecond))
 	for i := 0; i < 3; i++ {
-		for _, c := range []struct {
-			from pod
-			addr string
-		}{{web, apiAddr}, {api, dbAddr}} {
+		for _, c := range []call{{web, apiAddr}, {api, dbAddr}} {
 			if d := connect(t, c.from, c.addr); !d.ok() {
 				falseDenies++
 				t.Errorf("protect: %s to %s, a day-1 connection, failed: %+v", c.from.Name, c.addr, d)
@@ -240,10 +239,7 @@ func realJourney(t *testing.T, outside string) {
 		}
 	}
 	t.Logf("false denies in protect: %d of 6 day-1 connections", falseDenies)
-	for _, c := range []struct {
-		from pod
-		addr string
-	}{{web, outside}, {web, apiServer}, {debug, apiAddr}} {
+	for _, c := range []call{{web, outside}, {web, apiServer}, {debug, apiAddr}} {
 		if d := connect(t, c.from, c.addr); d.Error == "" {
 			t.Errorf("protect: %s to %s, which the proposals said protect would block, went through", c.from.Name, c.addr)
 		}
@@ -254,10 +250,7 @@ func realJourney(t *testing.T, outside string) {
 	collector := listPods(t, namespace, collectorPods)[0]
 	deniesBefore := denies(t, collector)
 	refusedAt := time.Now()
-	for _, c := range []struct {
-		from pod
-		addr string
-	}{{web, api.IP + ":8081"}, {api, web.IP + ":8080"}} {
+	for _, c := range []call{{web, api.IP + ":8081"}, {api, web.IP + ":8080"}} {
 		if d := connect(t, c.from, c.addr); d.Error == "" {
 			t.Errorf("protect: %s to %s, never seen on day 1, went through", c.from.Name, c.addr)
 		}
