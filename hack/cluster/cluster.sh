@@ -580,6 +580,13 @@ agent() {
 	ln -sfn "$(command -v clang-19)" "$state/cilium/path/clang"
 	ln -sfn "$(command -v llc-19)" "$state/cilium/path/llc"
 	echo 0 >"$state/cilium/unprivileged_bpf_disabled"
+	agent_process
+}
+
+# agent_process starts the Cilium agent's process and waits until it is ready.
+# A restart (SIGUSR1 to `run`) calls it again: the datapath stays, as on a
+# restart of the agent's pod, and Hubble's buffer starts empty.
+agent_process() {
 	local pki="$state/pki/hubble"
 	PATH="$state/cilium/path:$PATH" K8S_NODE_NAME="$NODE" start cilium-agent \
 		unshare --mount --propagation slave -- sh -c 'mount --bind "$0" /proc/sys/kernel/unprivileged_bpf_disabled && exec "$@"' \
@@ -681,6 +688,16 @@ run)
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	up
+	if [[ "$CNI" == cilium ]]; then
+		# SIGUSR1 restarts the Cilium agent (the real-node suite's failure test).
+		restart_agent() {
+			log "restarting the Cilium agent"
+			stop cilium-agent
+			agent_process
+			echo "cilium agent restarted"
+		}
+		trap restart_agent USR1
+	fi
 	echo "cluster ready: KUBECONFIG=$KUBECONFIG_FILE"
 	if [[ "$CNI" == cilium ]]; then
 		echo "outside host: netns $OUTSIDE_NS at $OUTSIDE_IP"
@@ -688,9 +705,13 @@ run)
 	fi
 	log "kubectl at the node's version: $bin/kubectl; import an image: $0 import TAR; Ctrl-C stops the cluster and cleans the host"
 	# sleep in the background, so that a signal reaches the trap at once.
+	# A trapped signal (USR1) ends the wait, not the sleep: start another
+	# only when the last one is over.
 	while :; do
-		sleep 3600 &
-		sleeper=$!
+		if [[ -z "${sleeper:-}" ]] || ! kill -0 "$sleeper" 2>/dev/null; then
+			sleep 3600 &
+			sleeper=$!
+		fi
 		wait "$sleeper" || true
 	done
 	;;

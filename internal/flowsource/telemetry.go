@@ -14,6 +14,7 @@ const (
 	MetricFlowsAccepted = "network_enforcer_receiver_flows_accepted"
 	MetricFlowsDropped  = "network_enforcer_receiver_flows_dropped"
 	MetricLostEvents    = "network_enforcer_receiver_lost_events"
+	MetricNodeErrors    = "network_enforcer_receiver_node_errors"
 )
 
 // DropReason says why a receiver did not emit a record for an input message.
@@ -36,6 +37,7 @@ type Telemetry struct {
 	accepted metric.Int64Counter
 	dropped  metric.Int64Counter
 	lost     metric.Int64Counter
+	nodes    metric.Int64Counter
 	base     attribute.KeyValue
 	// withBase is the attribute option of the counters without a reason, and
 	// withReason those of each reason counted so far: building an attribute set
@@ -60,6 +62,11 @@ func NewTelemetry(set component.TelemetrySettings, id component.ID) (*Telemetry,
 	}
 	if t.lost, err = meter.Int64Counter(MetricLostEvents,
 		metric.WithDescription("Flows that the data plane reports it lost before sending them."), metric.WithUnit("{flow}")); err != nil {
+		return nil, err
+	}
+	if t.nodes, err = meter.Int64Counter(MetricNodeErrors,
+		metric.WithDescription("Times that the data plane reported a node it could not read: that node's flows of the time are lost."),
+		metric.WithUnit("{node}")); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -92,5 +99,12 @@ func (t *Telemetry) DroppedN(ctx context.Context, reason DropReason, n int) {
 func (t *Telemetry) Lost(ctx context.Context, n int64) {
 	if n > 0 {
 		t.lost.Add(ctx, n, t.withBase)
+	}
+}
+
+// NodeErrors counts n nodes that the data plane reported it could not read.
+func (t *Telemetry) NodeErrors(ctx context.Context, n int) {
+	if n > 0 {
+		t.nodes.Add(ctx, int64(n), t.withBase)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	flowpb "github.com/cilium/cilium/api/v1/flow"
 	"github.com/cilium/cilium/api/v1/observer"
+	relaypb "github.com/cilium/cilium/api/v1/relay"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
@@ -93,6 +94,25 @@ func (r *hubbleReceiver) handleResponse(ctx context.Context, resp *observer.GetF
 		r.Telemetry.Lost(ctx, int64(lost.GetNumEventsLost()))
 		r.Settings.Logger.Warn("Hubble lost flows before sending them",
 			zap.Uint64("lost", lost.GetNumEventsLost()), zap.String("source", lost.GetSource().String()))
+	case resp.GetNodeStatus() != nil:
+		r.nodeStatus(ctx, resp.GetNodeStatus())
+	}
+}
+
+// nodeStatus reports the relay's news of its nodes. A node it cannot read
+// (its agent restarting, say) sends nothing until the relay reconnects to it,
+// and what that agent's datapath emitted while no agent read it is gone: the
+// relay can say which node, not how many flows.
+func (r *hubbleReceiver) nodeStatus(ctx context.Context, ns *relaypb.NodeStatusEvent) {
+	switch ns.GetStateChange() {
+	case relaypb.NodeState_NODE_ERROR, relaypb.NodeState_NODE_UNAVAILABLE:
+		r.Telemetry.NodeErrors(ctx, len(ns.GetNodeNames()))
+		r.Settings.Logger.Warn("Hubble Relay cannot read nodes: their flows are lost until it reconnects",
+			zap.String("state", ns.GetStateChange().String()), zap.Strings("nodes", ns.GetNodeNames()),
+			zap.String("message", ns.GetMessage()))
+	default:
+		r.Settings.Logger.Info("Hubble Relay node status",
+			zap.String("state", ns.GetStateChange().String()), zap.Strings("nodes", ns.GetNodeNames()))
 	}
 }
 

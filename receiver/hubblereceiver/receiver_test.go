@@ -8,6 +8,7 @@ import (
 
 	flowpb "github.com/cilium/cilium/api/v1/flow"
 	"github.com/cilium/cilium/api/v1/observer"
+	relaypb "github.com/cilium/cilium/api/v1/relay"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -227,5 +228,27 @@ func TestBadMessagesAreCountedDrops(t *testing.T) {
 	h.WaitDrops(t, map[string]int64{"unknown_enum": 2, "malformed": 1})
 	if n := h.Sink.LogRecordCount(); n != 0 {
 		t.Fatalf("%d records from bad messages", n)
+	}
+}
+
+// TestNodeErrorsAreCounted: the relay's word that it cannot read a node (its
+// agent restarting) is logged and counted, and flows after it still arrive.
+func TestNodeErrorsAreCounted(t *testing.T) {
+	relay := dataplanetest.NewHubbleRelay(nil)
+	_, cfg := tlsSetup(t, relay)
+	h, _ := startReceiver(t, cfg)
+	<-relay.Opened
+
+	status := func(state relaypb.NodeState, nodes ...string) *observer.GetFlowsResponse {
+		return &observer.GetFlowsResponse{Time: timestamppb.Now(), ResponseTypes: &observer.GetFlowsResponse_NodeStatus{
+			NodeStatus: &relaypb.NodeStatusEvent{StateChange: state, NodeNames: nodes, Message: "connection refused"}}}
+	}
+	relay.Push(status(relaypb.NodeState_NODE_ERROR, "worker-1"), status(relaypb.NodeState_NODE_UNAVAILABLE, "worker-2", "worker-3"),
+		status(relaypb.NodeState_NODE_CONNECTED, "worker-1"))
+	relay.Push(loadFixtures(t)...)
+	h.WaitRecords(t, len(wantFixtureRecords))
+	h.WaitLog(t, "Hubble Relay cannot read nodes")
+	if n := flowsourcetest.Read(h.Tel).NodeErrors; n != 3 {
+		t.Fatalf("node errors %d, want 3 (worker-1, worker-2 and worker-3)", n)
 	}
 }

@@ -13,6 +13,8 @@ import (
 type Counts struct {
 	Accepted int64
 	Lost     int64
+	// NodeErrors counts the nodes reported unreadable.
+	NodeErrors int64
 	// Dropped is keyed by drop reason.
 	Dropped map[string]int64
 }
@@ -33,6 +35,7 @@ func Read(tel *componenttest.Telemetry) Counts {
 	}
 	sum(flowsource.MetricFlowsAccepted, func(dp metricdata.DataPoint[int64]) { c.Accepted += dp.Value })
 	sum(flowsource.MetricLostEvents, func(dp metricdata.DataPoint[int64]) { c.Lost += dp.Value })
+	sum(flowsource.MetricNodeErrors, func(dp metricdata.DataPoint[int64]) { c.NodeErrors += dp.Value })
 	sum(flowsource.MetricFlowsDropped, func(dp metricdata.DataPoint[int64]) {
 		reason, _ := dp.Attributes.Value("reason")
 		c.Dropped[reason.AsString()] += dp.Value
