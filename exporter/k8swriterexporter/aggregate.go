@@ -194,6 +194,17 @@ func (a *aggregate) unwritten() int {
 	return n
 }
 
+// dirtyNames returns the proposals with something learned to write.
+func (a *aggregate) dirtyNames() []types.NamespacedName {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	names := make([]types.NamespacedName, 0, len(a.dirty))
+	for key := range a.dirty {
+		names = append(names, a.learned[key].name)
+	}
+	return names
+}
+
 // markDirty asks for key to be written again.
 func (a *aggregate) markDirty(key proposalKey) {
 	a.mu.Lock()

@@ -66,6 +66,11 @@ func (w *writer) Start(_ context.Context, host component.Host) error {
 			enqueue(name)
 		}
 	})
+	// On a leader's way out: what is learned and observed is written at once,
+	// so that the next leader resumes after it.
+	w.queue.OnHandOff(func() []types.NamespacedName {
+		return w.observed.HandOff(w.agg.dirtyNames()...)
+	})
 	return nil
 }
 

@@ -54,6 +54,15 @@ type Enforcer interface {
 	OnLeading(run func(ctx context.Context))
 	// IsLeader reports whether this replica leads now.
 	IsLeader() bool
+	// ResumeFrom returns, in a term, the time up to which the previous leader
+	// wrote every flow it received, when it handed the stream over on a
+	// graceful shutdown; false when it did not (a crash, a lost lease), and a
+	// flow source reads its backfill.
+	ResumeFrom() (time.Time, bool)
+	// HandedOn tells the extension, from a flow source that stops on
+	// shutdown, the time of the newest flow it handed to the pipeline: the
+	// next leader resumes after it once the writers have written everything.
+	HandedOn(newest time.Time)
 
 	// WriteProposals registers the proposal writer. Each term of leadership
 	// runs a controller that calls reconcile once for each key given to the
@@ -82,6 +91,12 @@ type Queue interface {
 	// before their reconcile are reconciled once; keys enqueued while this
 	// replica does not lead are reconciled when it next leads.
 	Enqueue(key types.NamespacedName, delay time.Duration)
+	// OnHandOff registers pending, which a leader calls on a graceful
+	// shutdown once the flow sources have stopped: it returns the keys that
+	// hold what the writer has not written, and from then on the writer
+	// writes without spacing. The leader reconciles each once more, and hands
+	// the stream over to the next leader only when all of them succeeded.
+	OnHandOff(pending func() []types.NamespacedName)
 }
 
 // ProposalWriter is the proposal writer's client for one term of leadership:

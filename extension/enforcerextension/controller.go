@@ -2,6 +2,7 @@ package enforcerextension
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -56,6 +57,79 @@ type termController struct {
 	// rounds counts the finished reconciles of each key, so that a test can
 	// wait for a round to have happened instead of for a while.
 	rounds map[types.NamespacedName]int
+	// last is each key's newest finished reconcile: when it began, and how it
+	// ended. A hand-off waits on it.
+	last map[types.NamespacedName]round
+	// handOffKeys, set by the writer, returns the keys holding what it has not
+	// written yet, and lets it write them without spacing from then on.
+	handOffKeys func() []types.NamespacedName
+}
+
+// round is one finished reconcile.
+type round struct {
+	began time.Time
+	err   error
+}
+
+// OnHandOff registers the writer's part in a hand-off.
+func (c *termController) OnHandOff(pending func() []types.NamespacedName) {
+	c.mu.Lock()
+	c.handOffKeys = pending
+	c.mu.Unlock()
+}
+
+// drain reconciles, once more and at once, every key that the writer holds
+// unwritten, and returns when a reconcile of each that began after the call
+// succeeded; an error when ctx ends first.
+func (c *termController) drain(ctx context.Context) error {
+	c.mu.Lock()
+	pending, queue := c.handOffKeys, c.queue
+	c.mu.Unlock()
+	if pending == nil {
+		return nil
+	}
+	if queue == nil {
+		return errors.New("not leading")
+	}
+	start := time.Now()
+	keys := pending()
+	for _, key := range keys {
+		queue.Add(reconcile.Request{NamespacedName: key})
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		left, last := c.unfinishedSince(start, keys)
+		if left == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return &errDrain{keys: left, last: last}
+		case <-tick.C:
+		}
+	}
+}
+
+// unfinishedSince counts the keys without a successful reconcile that began
+// after start, with the newest error among them.
+func (c *termController) unfinishedSince(start time.Time, keys []types.NamespacedName) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	left, last := 0, error(nil)
+	for _, key := range keys {
+		r, ok := c.last[key]
+		if !ok || r.began.Before(start) || r.err != nil {
+			left++
+			if ok && r.err != nil {
+				last = r.err
+			}
+		}
+	}
+	if left > 0 && last == nil {
+		last = errors.New("not reconciled yet")
+	}
+	return left, last
 }
 
 // Rounds returns how many reconciles of key have finished, in every term.
@@ -65,13 +139,15 @@ func (c *termController) Rounds(key types.NamespacedName) int {
 	return c.rounds[key]
 }
 
-func (c *termController) finished(key types.NamespacedName) {
+func (c *termController) finished(key types.NamespacedName, began time.Time, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.rounds == nil {
 		c.rounds = map[types.NamespacedName]int{}
+		c.last = map[types.NamespacedName]round{}
 	}
 	c.rounds[key]++
+	c.last[key] = round{began: began, err: err}
 }
 
 // Enqueue asks for a reconcile of key after delay (at once for 0). A key
@@ -94,8 +170,9 @@ func (c *termController) run(ctx context.Context, e *enforcer) {
 	log := e.set.Logger.With(zap.String("controller", c.name))
 	ctrl, err := controller.NewTypedUnmanaged(c.name, controller.TypedOptions[reconcile.Request]{
 		Reconciler: reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			began := time.Now()
 			err := c.reconcile(ctx, req.NamespacedName)
-			c.finished(req.NamespacedName)
+			c.finished(req.NamespacedName, began, err)
 			e.telemetry.reconciled(ctx, c.name, err)
 			return reconcile.Result{}, err
 		}),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,10 @@ type enforcer struct {
 	recorder record.EventRecorder
 	// promotion is the promotion controller, whose rounds tests count.
 	promotion *termController
+	// writerControllers are the controllers of the writers of flows' effects
+	// (proposals, policy status), which a hand-off drains.
+	writersMu         sync.Mutex
+	writerControllers []*termController
 	// statusOwned is set once a policy status owner is registered: then a
 	// promoted proposal stays until the policy's status carries on its
 	// observed edges.
@@ -148,9 +153,13 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 }
 
 // Shutdown gives the lease up, so that a standby takes over at once, and stops
-// the cache.
+// the cache. A leader first writes what its writers hold, and hands the flow
+// stream over with the lease.
 func (e *enforcer) Shutdown(ctx context.Context) error {
 	if e.cancel != nil {
+		if e.IsLeader() {
+			e.handOver(ctx)
+		}
 		e.cancel()
 		<-e.done
 		// The lease goes with a bound: a shutdown that the API server holds
@@ -173,6 +182,21 @@ const releaseTimeout = 5 * time.Second
 
 // eventComponent is the source of the Events that the enforcer records.
 const eventComponent = "network-enforcer"
+
+// writers returns the controllers of the writers.
+func (e *enforcer) writers() []*termController {
+	e.writersMu.Lock()
+	defer e.writersMu.Unlock()
+	return append([]*termController(nil), e.writerControllers...)
+}
+
+// runWriter runs c on each term, as a writer that a hand-off drains.
+func (e *enforcer) runWriter(c *termController) *termController {
+	e.writersMu.Lock()
+	e.writerControllers = append(e.writerControllers, c)
+	e.writersMu.Unlock()
+	return e.runController(c)
+}
 
 // runController runs c on each term of leadership.
 func (e *enforcer) runController(c *termController) *termController {
@@ -199,7 +223,7 @@ func (e *enforcer) WriteProposals(reconcile func(context.Context, types.Namespac
 	c.reconcile = func(ctx context.Context, key types.NamespacedName) error {
 		return reconcile(ctx, key, &proposalWriter{e.termWriter(ctx)})
 	}
-	return e.runController(c)
+	return e.runWriter(c)
 }
 
 // SyncPolicyStatus runs the status owner as a controller on each term, told of
@@ -231,7 +255,7 @@ func (e *enforcer) SyncPolicyStatus(reconcile func(context.Context, types.Namesp
 	c.reconcile = func(ctx context.Context, key types.NamespacedName) error {
 		return reconcile(ctx, key, &policyStatusWriter{e.termWriter(ctx)})
 	}
-	return e.runController(c)
+	return e.runWriter(c)
 }
 
 // Proposal reads a proposal from the shared cache.

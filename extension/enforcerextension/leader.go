@@ -35,6 +35,12 @@ type leadership struct {
 	// done is closed when the elector has stopped, after it released the
 	// lease that it held; nil before run.
 	done chan struct{}
+
+	// lock is the Lease lock, whose release carries the hand-off; cs reads
+	// the hand-off at the start of a term.
+	lock    *handOffLock
+	cs      kubernetes.Interface
+	handOff handOff
 }
 
 // released waits, at most until ctx ends, for the elector that run started
@@ -82,11 +88,12 @@ func (l *leadership) IsLeader() bool {
 func (l *leadership) run(ctx context.Context, cs kubernetes.Interface) error {
 	identity, _ := os.Hostname()
 	identity += "_" + string(uuid.NewUUID())
-	lock := &resourcelock.LeaseLock{
+	lock := &handOffLock{LeaseLock: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: l.cfg.LeaseName, Namespace: leaseNamespace(l.cfg.LeaseNamespace)},
 		Client:     cs.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
-	}
+	}}
+	l.lock, l.cs = lock, cs
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   l.cfg.LeaseDuration,
@@ -124,7 +131,19 @@ func (l *leadership) run(ctx context.Context, cs kubernetes.Interface) error {
 }
 
 func (l *leadership) started(ctx context.Context) {
-	l.logger.Info("Leading: streaming flows and writing", zap.String("lease", l.cfg.LeaseName))
+	// Before the term's readers start: the stream resumes where the
+	// previous leader's writes stopped, when it said so on its way out.
+	from, ok := readHandOff(ctx, l.cs, l.lock)
+	l.handOff.mu.Lock()
+	l.handOff.from, l.handOff.fromOK = from, ok
+	l.handOff.reported = false
+	l.handOff.mu.Unlock()
+	if ok {
+		l.logger.Info("Leading: streaming flows and writing, from where the previous leader's writes stopped",
+			zap.String("lease", l.cfg.LeaseName), zap.Time("written_until", from))
+	} else {
+		l.logger.Info("Leading: streaming flows and writing", zap.String("lease", l.cfg.LeaseName))
+	}
 	if l.telemetry != nil {
 		l.telemetry.terms.Add(ctx, 1)
 	}

@@ -584,6 +584,8 @@ agent() {
 }
 
 # agent_process starts the Cilium agent's process and waits until it is ready.
+# Its Hubble buffer holds 16383 flows (the chart's default is 4095), so that a
+# whole journey of the real-node suite can be captured from it.
 # A restart (SIGUSR1 to `run`) calls it again: the datapath stays, as on a
 # restart of the agent's pod, and Hubble's buffer starts empty.
 agent_process() {
@@ -599,6 +601,7 @@ agent_process() {
 		--cni-exclusive=false --cgroup-root /run/cilium/cgroupv2 --identity-allocation-mode crd \
 		--cluster-name default --monitor-aggregation "$CILIUM_MONITOR_AGGREGATION" \
 		--enable-hubble --hubble-listen-address "$NODE_IP:$HUBBLE_PORT" --hubble-disable-tls=false \
+		--hubble-event-buffer-capacity 16383 \
 		--hubble-tls-cert-file "$pki/hubble-server.crt" --hubble-tls-key-file "$pki/hubble-server.key" \
 		--hubble-tls-client-ca-files "$pki/ca.crt"
 	wait_for "the Cilium agent" 300 "$bin/cilium-dbg" status --brief

@@ -1,6 +1,8 @@
 package observed
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +21,8 @@ type Store struct {
 	objects    map[types.NamespacedName]*table
 	// untracked counts the flow sides of new edges that did not fit.
 	untracked int64
+	// draining is set by a hand-off: writes are no longer spaced.
+	draining bool
 }
 
 // table is one object's edges.
@@ -86,7 +90,7 @@ func (s *Store) Wait(obj types.NamespacedName, interval time.Duration, now time.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tb := s.objects[obj]
-	if tb == nil || tb.lastWrite.IsZero() {
+	if tb == nil || tb.lastWrite.IsZero() || s.draining {
 		return 0
 	}
 	return max(0, tb.lastWrite.Add(interval).Sub(now))
@@ -98,6 +102,23 @@ func (s *Store) Pending(obj types.NamespacedName) bool {
 	defer s.mu.Unlock()
 	tb := s.objects[obj]
 	return tb != nil && tb.pending
+}
+
+// HandOff is the store's part in a leader's hand-off: it returns the objects
+// with flows that no write took yet, with the writer's others, each once; from
+// now on Wait no longer spaces their writes, so that each is written at once.
+func (s *Store) HandOff(others ...types.NamespacedName) []types.NamespacedName {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.draining = true
+	objs := others
+	for obj, tb := range s.objects {
+		if tb.pending {
+			objs = append(objs, obj)
+		}
+	}
+	slices.SortFunc(objs, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return slices.Compact(objs)
 }
 
 // Forget drops what the store holds for an object that is gone.

@@ -228,3 +228,21 @@ func TestWrittenSeesEdgesNewSinceTheUpdate(t *testing.T) {
 		t.Fatal("the object has unwritten flows but is not pending")
 	}
 }
+
+func TestHandOffEndsTheSpacing(t *testing.T) {
+	s := NewStore(10)
+	other := obj
+	other.Name = "other"
+	s.Add(obj, &db, 1, t0)
+	s.Status(obj, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10).Written(t0)
+	s.Add(other, &db, 1, t0)
+	s.Status(other, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10).Written(t0)
+	s.Add(obj, &db, 2, t0.Add(time.Second)) // unwritten, and spaced
+	got := s.HandOff(obj, obj)
+	if len(got) != 1 || got[0] != obj {
+		t.Fatalf("hand-off keys %v, want only %v (the one with unwritten flows, once)", got, obj)
+	}
+	if w := s.Wait(obj, time.Minute, t0.Add(2*time.Second)); w != 0 {
+		t.Fatalf("after the hand-off: wait %s, want 0", w)
+	}
+}

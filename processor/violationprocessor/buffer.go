@@ -60,6 +60,19 @@ func (b *buffer) add(o *observation) (ok, first bool) {
 	return true, first
 }
 
+// held returns the policies with buffered records.
+func (b *buffer) held() []types.NamespacedName {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	keys := make([]types.NamespacedName, 0, len(b.policies))
+	for key, records := range b.policies {
+		if len(records) > 0 {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
 // take removes and returns what is buffered for one policy.
 func (b *buffer) take(policy types.NamespacedName) map[recordKey]*pending {
 	b.mu.Lock()

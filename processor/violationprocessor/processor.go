@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
@@ -56,6 +57,11 @@ func (p *violationProcessor) start(_ context.Context, host component.Host) error
 	}
 	p.enforcer = e
 	p.status = e.SyncPolicyStatus(p.reconcileStatus)
+	// On a leader's way out: every buffered record and observed flow is
+	// written at once, so that the next leader resumes after them.
+	p.status.OnHandOff(func() []types.NamespacedName {
+		return p.observed.HandOff(p.buffer.held()...)
+	})
 	return nil
 }
 

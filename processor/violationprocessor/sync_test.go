@@ -206,3 +206,31 @@ func TestRefusedStatusWriteKeepsTheRecords(t *testing.T) {
 		t.Fatalf("after the retry: status %+v", st)
 	}
 }
+
+// TestHandOffWritesWhatIsHeld: on a leader's way out, the buffered violation
+// and the observed flows that the write spacing held back are written at once.
+func TestHandOffWritesWhatIsHeld(t *testing.T) {
+	p, fake, _ := startViolations(t)
+	fake.Lead()
+	sendCandidate(t, p, 8443)
+	if errs := fake.Drain(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	// A second violation within the observed interval: its record waits for
+	// the next sync and its flow for the next observed write.
+	sendCandidate(t, p, 8443)
+	if errs := fake.Drain(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if st := fake.PolicyNow(cartPolicy).Status; st.ViolationCount != 2 || st.Observed[0].Flows != 1 {
+		t.Fatalf("before the hand-off: %d violations, %d observed flows; want 2 and 1 (spaced)", st.ViolationCount, st.Observed[0].Flows)
+	}
+	sendCandidate(t, p, 8443)
+	fake.HandOff()
+	if errs := fake.Drain(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if st := fake.PolicyNow(cartPolicy).Status; st.ViolationCount != 3 || st.Observed[0].Flows != 3 {
+		t.Fatalf("after the hand-off: %d violations, %d observed flows; want 3 and 3", st.ViolationCount, st.Observed[0].Flows)
+	}
+}

@@ -33,6 +33,11 @@ type hubbleReceiver struct {
 
 	// conns is used only by the goroutine that drains the stream.
 	conns *connections
+
+	// enforcer, when configured, gates the stream on leadership and passes it
+	// between leaders: a new leader resumes after the flows that the previous
+	// one wrote, and this one reports, on shutdown, the newest it handed on.
+	enforcer enforcerextension.Enforcer
 }
 
 func newHubbleReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*hubbleReceiver, error) {
@@ -53,16 +58,45 @@ func (r *hubbleReceiver) Start(ctx context.Context, host component.Host) error {
 	if err != nil {
 		return err
 	}
-	return r.GRPCReceiver.Start(ctx, host, e) // a nil e streams from start to shutdown
+	if e == nil {
+		return r.GRPCReceiver.Start(ctx, host, nil) // streams from start to shutdown
+	}
+	r.enforcer = e
+	return r.GRPCReceiver.Start(ctx, host, e)
 }
 
-// request builds the GetFlows request: on the first open the backfill (the relay's
-// buffer), after that from just after the newest flow already received.
+// Shutdown stops the stream once its records are in the pipeline, and tells
+// the enforcer the time of the newest flow received: the hand-off to the next
+// leader resumes after it.
+func (r *hubbleReceiver) Shutdown(ctx context.Context) error {
+	err := r.GRPCReceiver.Shutdown(ctx)
+	if newest := r.newest(); r.enforcer != nil && !newest.IsZero() {
+		r.enforcer.HandedOn(newest)
+	}
+	return err
+}
+
+// newest is the time of the newest flow received.
+func (r *hubbleReceiver) newest() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.resumeFrom
+}
+
+// request builds the GetFlows request: on the first open from just after the
+// flows that the previous leader wrote when it handed the stream over, else the
+// backfill (the relay's buffer); after that from just after the newest flow
+// already received.
 func (r *hubbleReceiver) request() *observer.GetFlowsRequest {
 	req := &observer.GetFlowsRequest{Follow: true}
 	r.mu.Lock()
 	resume := r.resumeFrom
 	r.mu.Unlock()
+	if r.enforcer != nil {
+		if from, ok := r.enforcer.ResumeFrom(); ok && from.After(resume) {
+			resume = from
+		}
+	}
 	switch {
 	case !resume.IsZero():
 		req.Since = timestamppb.New(resume.Add(time.Nanosecond))

@@ -1,6 +1,7 @@
 package hubblereceiver
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -9,10 +10,12 @@ import (
 	flowpb "github.com/cilium/cilium/api/v1/flow"
 	"github.com/cilium/cilium/api/v1/observer"
 	relaypb "github.com/cilium/cilium/api/v1/relay"
+	"go.opentelemetry.io/collector/component"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
 	"github.com/kubewarden/network-enforcer/internal/certtest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
@@ -250,5 +253,60 @@ func TestNodeErrorsAreCounted(t *testing.T) {
 	h.WaitLog(t, "Hubble Relay cannot read nodes")
 	if n := flowsourcetest.Read(h.Tel).NodeErrors; n != 3 {
 		t.Fatalf("node errors %d, want 3 (worker-1, worker-2 and worker-3)", n)
+	}
+}
+
+// TestHandOffBetweenLeaders: a new leader's stream starts just after the
+// newest flow that the previous leader wrote (its hand-off), not at the
+// backfill; on shutdown the receiver reports the newest flow it handed on.
+func TestHandOffBetweenLeaders(t *testing.T) {
+	fixtures := loadFixtures(t)
+	relay := dataplanetest.NewHubbleRelay(fixtures)
+	_, cfg := tlsSetup(t, relay)
+	id := component.MustNewID("enforcer")
+	cfg.Enforcer = &id
+	e := enforcerextensiontest.New()
+	handed := fixtures[5].GetFlow().GetTime().AsTime()
+	e.SetResumeFrom(handed)
+
+	set, h := flowsourcetest.NewHarness(t, Type)
+	r, err := newHubbleReceiver(set, cfg, h.Sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background(), e.Host(id)); err != nil {
+		t.Fatal(err)
+	}
+	e.Lead()
+	<-relay.Opened
+	if since := relay.LastRequest().GetSince(); since == nil || !since.AsTime().Equal(handed.Add(time.Nanosecond)) {
+		t.Fatalf("the new leader's stream since %v, want just after the hand-off %v", since.AsTime(), handed)
+	}
+	// The fake relay serves from since on: what the previous leader wrote is
+	// not read again.
+	var newest time.Time
+	for _, resp := range fixtures {
+		if ts := resp.GetFlow().GetTime().AsTime(); ts.After(handed) && ts.After(newest) {
+			newest = ts
+		}
+	}
+	waitFor(t, "the flows after the hand-off", func() bool { return r.newest().Equal(newest) })
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.HandedOnTimes(); len(got) != 1 || !got[0].Equal(newest) {
+		t.Fatalf("handed on %v at shutdown, want [%v]", got, newest)
+	}
+}
+
+// waitFor polls cond for up to ten seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

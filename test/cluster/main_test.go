@@ -77,6 +77,9 @@ const (
 var running struct {
 	cni  string
 	stop func() error
+	// restartAgent restarts the Cilium agent of a Cilium cluster and returns
+	// once it is ready again.
+	restartAgent func() error
 	// imported is whether the suite's images are in this cluster's node.
 	imported bool
 }
@@ -91,11 +94,11 @@ func useCluster(t *testing.T, cni string) {
 	if err := stopCluster(); err != nil {
 		t.Fatal("stopping the cluster:", err)
 	}
-	stop, err := startCluster(env.root, cni)
+	c, err := startCluster(env.root, cni)
 	if err != nil {
 		t.Fatal("starting the cluster:", err)
 	}
-	running.cni, running.stop, running.imported = cni, stop, false
+	running.cni, running.stop, running.restartAgent, running.imported = cni, c.stop, c.restartAgent, false
 }
 
 func stopCluster() error {
@@ -153,10 +156,19 @@ func requireCilium(t *testing.T) {
 	useCluster(t, cniCilium)
 }
 
+// cluster is a run of hack/cluster/cluster.sh.
+type cluster struct {
+	// stop ends the run with SIGTERM, on which the script deletes the pods
+	// while the kubelet still runs and then cleans the host.
+	stop func() error
+	// restartAgent restarts the Cilium agent (SIGUSR1) and waits for the
+	// script's word that it is ready again.
+	restartAgent func() error
+}
+
 // startCluster runs `hack/cluster/cluster.sh run` with the CNI given and waits
-// for its ready line. The returned stop ends the run with SIGTERM, on which the
-// script deletes the pods while the kubelet still runs and then cleans the host.
-func startCluster(root, cni string) (func() error, error) {
+// for its ready line.
+func startCluster(root, cni string) (*cluster, error) {
 	logPath := filepath.Join(os.TempDir(), "network-enforcer-cluster-"+cni+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -174,11 +186,15 @@ func startCluster(root, cni string) (func() error, error) {
 		return nil, err
 	}
 	ready := make(chan string, 1)
+	restarted := make(chan struct{}, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if kc, ok := strings.CutPrefix(sc.Text(), "cluster ready: KUBECONFIG="); ok {
 				ready <- kc
+			}
+			if sc.Text() == "cilium agent restarted" {
+				restarted <- struct{}{}
 			}
 		}
 		close(ready)
@@ -200,6 +216,17 @@ func startCluster(root, cni string) (func() error, error) {
 			return fmt.Errorf("cluster.sh did not stop in 3 minutes; see %s", logPath)
 		}
 	}
+	restartAgent := func() error {
+		if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+			return err
+		}
+		select {
+		case <-restarted:
+			return nil
+		case <-time.After(5 * time.Minute):
+			return fmt.Errorf("the Cilium agent was not ready 5 minutes after its restart; see %s", logPath)
+		}
+	}
 	select {
 	case kc, ok := <-ready:
 		if !ok {
@@ -208,7 +235,7 @@ func startCluster(root, cni string) (func() error, error) {
 		}
 		env.kubeconfig = kc
 		fmt.Fprintf(os.Stderr, "%s cluster ready in %s (log: %s)\n", cni, time.Since(start).Round(100*time.Millisecond), logPath)
-		return stop, nil
+		return &cluster{stop: stop, restartAgent: restartAgent}, nil
 	case <-time.After(20 * time.Minute):
 		_ = stop()
 		return nil, fmt.Errorf("the cluster was not ready in 20 minutes; see %s", logPath)

@@ -46,8 +46,20 @@ func TestRealCilium(t *testing.T) {
 	apply(t, fmt.Sprintf(storeManifests, testpodImage))
 	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", "store", "--wait=true", "--timeout=60s") })
 	journeyStart := time.Now()
+	meter := startFlowMeter(t)
 	realJourney(t, outside)
+	meter.stop(t)
 	captureFlows(t, journeyStart)
+	if t.Failed() {
+		return
+	}
+	t.Run("failures", func(t *testing.T) {
+		api := waitReady(t, "store", "app=api", 1, time.Minute)[0]
+		web := waitReady(t, "store", "app=web", 1, time.Minute)[0]
+		realFailures(t, api, web)
+		takeoverDuringLearning(t)
+	})
+	t.Run("ip_blocks", func(t *testing.T) { ipBlocksJourney(t, outside) })
 }
 
 // startOutsideHost runs the tests' TCP server in the cluster's outside test
@@ -436,3 +448,56 @@ spec:
       args: [client]
       readinessProbe: {httpGet: {path: /healthz, port: 8081}, periodSeconds: 2}
 `
+
+// ipBlocksJourney: with outside_peers ip_blocks, learning writes the outside
+// host's address as an ipBlock, and under protect the connection to it keeps
+// working while a peer never seen is refused.
+func ipBlocksJourney(t *testing.T, outside string) {
+	start := time.Now()
+	out, err := exec.Command(env.helm, "--kubeconfig", env.kubeconfig, "upgrade", release, filepath.Join(env.root, "chart"),
+		"-n", namespace, "--reuse-values", "--set", "controller.learning.outsidePeers=ipBlocks", "--wait", "--timeout", "4m").CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm upgrade: %v\n%s", err, out)
+	}
+	waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
+	leaderPod(t)
+	t.Logf("ip_blocks: the enforcers run with it %s after the upgrade began", time.Since(start).Round(100*time.Millisecond))
+	apply(t, fmt.Sprintf(`
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: gateway, namespace: store}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: gateway}}
+  template:
+    metadata: {labels: {app: gateway}}
+    spec:
+      containers:
+        - name: app
+          image: %s
+          imagePullPolicy: Never
+          args: [app]
+          readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 2}
+`, testpodImage))
+	gateway := waitReady(t, "store", "app=gateway", 1, 2*time.Minute)[0]
+	for range 2 {
+		if d := connect(t, gateway, outside); !d.ok() {
+			t.Fatalf("day 1: gateway to the outside host: %+v", d)
+		}
+	}
+	host, _, _ := strings.Cut(outside, ":")
+	waitFor(t, "the outside host as an ipBlock in gateway's egress proposal", 3*time.Minute, func() bool {
+		out, _ := kubectlErr("", "-n", "store", "get", "workloadnetworkpolicyproposal", "deployment-gateway-egress",
+			"-o", "jsonpath={.spec.kubernetes.egress[*].to[*].ipBlock.cidr} {.status.wouldBlockEdges}")
+		return strings.TrimSpace(out) == host+"/32 0"
+	})
+	kubectl(t, "-n", "store", "label", "workloadnetworkpolicyproposal", "deployment-gateway-egress", "networkenforcer.kubewarden.io/promote=protect")
+	waitFor(t, "Cilium to enforce gateway's egress", 2*time.Minute, func() bool {
+		return connect(t, gateway, "api.store.svc.cluster.local:8080").Error != ""
+	})
+	for range 3 {
+		if d := connect(t, gateway, outside); !d.ok() {
+			t.Errorf("protect with ip_blocks: gateway to the outside host, learned as an ipBlock, failed: %+v", d)
+		}
+	}
+}

@@ -230,7 +230,7 @@ func lease(t *testing.T) *coordinationv1.Lease {
 // startReplica starts the built binary as one replica of a two-replica
 // deployment: leader election on the Lease leaseName, flows from the relay at
 // relayAddr, proposals written.
-func startReplica(t *testing.T, relayAddr, caFile, name, leaseName string) *replica {
+func startReplica(t *testing.T, relayAddr, caFile, name, leaseName string, writerConfig ...string) *replica {
 	t.Helper()
 	metrics := freeAddr(t)
 	host, port, _ := strings.Cut(metrics, ":")
@@ -256,7 +256,7 @@ receivers:
 processors:
   learning:
 exporters:
-  k8swriter:
+  k8swriter:%[8]s
 service:
   extensions: [enforcer]
   telemetry:
@@ -273,7 +273,7 @@ service:
       receivers: [hubble]
       processors: [learning]
       exporters: [k8swriter]
-`, leaseDuration, relayAddr, caFile, host, port, retryPeriod, leaseName))
+`, leaseDuration, relayAddr, caFile, host, port, retryPeriod, leaseName, strings.Join(writerConfig, "")))
 	return &replica{process: startBinary(t, config, "KUBECONFIG="+kubeconfig), name: name, metrics: metrics}
 }
 

@@ -58,6 +58,10 @@ type Enforcer struct {
 	stop      context.CancelFunc
 	runs      []func(context.Context)
 	writers   []*queue
+	// handedOn is what the flow sources reported at their shutdown; resume
+	// is what ResumeFrom answers.
+	handedOn []time.Time
+	resume   time.Time
 	// Refuse, when set, is asked before each write (op is create, update,
 	// status or patch); an error it returns is the API server's answer.
 	Refuse func(op string, obj metav1.Object) error
@@ -278,6 +282,53 @@ func (e *Enforcer) Lead() {
 	}
 }
 
+// ResumeFrom answers what SetResumeFrom set.
+func (e *Enforcer) ResumeFrom() (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.resume, !e.resume.IsZero()
+}
+
+// SetResumeFrom sets the previous leader's hand-off that the next term sees.
+func (e *Enforcer) SetResumeFrom(t time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.resume = t
+}
+
+// HandedOn records a flow source's report.
+func (e *Enforcer) HandedOn(newest time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.handedOn = append(e.handedOn, newest)
+}
+
+// HandedOnTimes returns what the flow sources reported at their shutdown.
+func (e *Enforcer) HandedOnTimes() []time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.handedOn)
+}
+
+// HandOff runs the writers' hand-off, as a leader's shutdown does: each
+// writer's pending keys are queued at once; Drain then writes them.
+func (e *Enforcer) HandOff() {
+	e.mu.Lock()
+	writers := slices.Clone(e.writers)
+	e.mu.Unlock()
+	for _, w := range writers {
+		w.mu.Lock()
+		pending := w.handOff
+		w.mu.Unlock()
+		if pending == nil {
+			continue
+		}
+		for _, key := range pending() {
+			w.Enqueue(key, 0)
+		}
+	}
+}
+
 // Follow ends the term of leadership.
 func (e *Enforcer) Follow() {
 	e.mu.Lock()
@@ -294,6 +345,7 @@ type queue struct {
 	keys      map[types.NamespacedName]time.Duration
 	reconcile func(context.Context, types.NamespacedName) error
 	resync    func(enqueue func(types.NamespacedName))
+	handOff   func() []types.NamespacedName
 	// status is whether it is the status owner's, which policy changes ask.
 	status bool
 }
@@ -305,6 +357,12 @@ func (q *queue) Enqueue(key types.NamespacedName, delay time.Duration) {
 		q.keys = map[types.NamespacedName]time.Duration{}
 	}
 	q.keys[key] = delay
+}
+
+func (q *queue) OnHandOff(pending func() []types.NamespacedName) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.handOff = pending
 }
 
 func (q *queue) resyncNow() {

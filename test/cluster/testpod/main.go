@@ -10,8 +10,8 @@
 //	testpod client   an HTTP server on :8081 whose /connect?addr=IP:PORT opens one
 //	                 fresh TCP connection and says how it went
 //	testpod app      server and client in one: a workload that is called and calls
-//	testpod dial ADDR [INTERVAL]  connects to ADDR once (a Job's pod), or every
-//	                 INTERVAL (a DaemonSet's)
+//	testpod dial ADDR [INTERVAL [COUNT]]  connects to ADDR once (a Job's pod),
+//	                 or every INTERVAL (a DaemonSet's), COUNT times when given
 //
 // A test drives the clients from the node, learns each connection's real
 // addresses from the answer, and hands the same connections to the Hubble pod as

@@ -6,6 +6,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -87,11 +88,11 @@ func client() error {
 	return http.ListenAndServe(":8081", mux)
 }
 
-// dialMode connects to args[0] once, or every args[1] when given, and fails
-// when a single connection fails.
+// dialMode connects to args[0] once, or every args[1] when given (args[2]
+// times when given, else forever), and fails when a single connection fails.
 func dialMode(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: testpod dial ADDR [INTERVAL]")
+		return fmt.Errorf("usage: testpod dial ADDR [INTERVAL [COUNT]]")
 	}
 	once := func() error {
 		c, err := net.DialTimeout("tcp4", args[0], 3*time.Second)
@@ -111,10 +112,17 @@ func dialMode(args []string) error {
 	if err != nil {
 		return err
 	}
-	for {
+	count := -1
+	if len(args) > 2 {
+		if count, err = strconv.Atoi(args[2]); err != nil {
+			return err
+		}
+	}
+	for i := 0; count < 0 || i < count; i++ {
 		if err := once(); err != nil {
 			log.Printf("dial %s: %v", args[0], err)
 		}
 		time.Sleep(every)
 	}
+	return nil
 }
