@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	flowpb "github.com/cilium/cilium/api/v1/flow"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -139,7 +138,7 @@ func (d *demo) waitForNetworkPolicy(ctx context.Context) error {
 
 func (d *demo) violate(ctx context.Context) error {
 	d.info("default/probe connects to shop/cart on 8080; Cilium drops it (POLICY_DENIED)")
-	d.relay.Push(dataplanetest.NewHubbleFlow(probe, cart, 40123, 8080, flowpb.Verdict_DROPPED, flowpb.DropReason_POLICY_DENIED))
+	d.relay.Push(dataplanetest.NewHubbleConnection(probe, cart, 40123, 8080, dataplanetest.ConnectionDenied)...)
 	if err := d.waitLog(ctx, d.collector, "policy_violation_observed", 30*time.Second); err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func journey(t *testing.T, agent pod) workloads {
 		if !d.ok() {
 			t.Fatalf("client-a to %s before any policy: %+v", addr, d)
 		}
-		report(t, agent, flowOf(end(clientA, "client-a", 1001), end(server, "server", 1003), d, 8080, false))
+		report(t, agent, flowOf(end(clientA, "client-a", 1001), end(server, "server", 1003), d, 8080, false)...)
 	}
 	const policy = serverPolicy
 	waitFor(t, "the server's ingress proposal", 2*time.Minute, func() bool {
@@ -120,7 +120,7 @@ func journey(t *testing.T, agent pod) workloads {
 	}
 
 	// 4. The refused connection comes back as a dropped flow.
-	report(t, agent, flowOf(end(clientB, "client-b", 1002), end(server, "server", 1003), refused, 8080, true))
+	report(t, agent, flowOf(end(clientB, "client-b", 1002), end(server, "server", 1003), refused, 8080, true)...)
 	waitFor(t, "the violation in the policy status", 90*time.Second, func() bool {
 		out, err := kubectlErr("", "-n", "shop", "get", "workloadnetworkpolicy", policy, "-o", "jsonpath={.status.violationCount} {.status.violations[*].source.name}")
 		return err == nil && !strings.HasPrefix(out, " ") && strings.Contains(out, "client-b")

@@ -29,7 +29,7 @@ func deny(t *testing.T, w workloads) {
 	if !d.refused() {
 		t.Fatalf("client-b under protect: %+v", d)
 	}
-	report(t, w.agent, flowOf(end(w.clientB, "client-b", 1002), end(w.server, "server", 1003), d, 8080, true))
+	report(t, w.agent, flowOf(end(w.clientB, "client-b", 1002), end(w.server, "server", 1003), d, 8080, true)...)
 }
 
 // waitCount waits until the policy's violationCount is want, then checks that

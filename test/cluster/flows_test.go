@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	flowpb "github.com/cilium/cilium/api/v1/flow"
 	"github.com/cilium/cilium/api/v1/observer"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -69,12 +68,14 @@ func report(t *testing.T, agent pod, flows ...*observer.GetFlowsResponse) {
 	}
 }
 
-// flowOf is the Hubble flow of a connection from src to dst's port.
-func flowOf(src, dst dataplanetest.HubbleEnd, d dial, dstPort uint32, dropped bool) *observer.GetFlowsResponse {
+// flowOf is what a Cilium agent emits for a connection from src to dst's
+// port: before any policy (no verdict), or refused by one (three attempts).
+func flowOf(src, dst dataplanetest.HubbleEnd, d dial, dstPort uint32, dropped bool) []*observer.GetFlowsResponse {
+	kind := dataplanetest.ConnectionUnenforced
 	if dropped {
-		return dataplanetest.NewHubbleFlow(src, dst, uint32(d.LocalPort), dstPort, flowpb.Verdict_DROPPED, flowpb.DropReason_POLICY_DENIED)
+		kind = dataplanetest.ConnectionDenied
 	}
-	return dataplanetest.NewHubbleFlow(src, dst, uint32(d.LocalPort), dstPort, flowpb.Verdict_FORWARDED, flowpb.DropReason_DROP_REASON_UNKNOWN)
+	return dataplanetest.NewHubbleConnection(src, dst, uint32(d.LocalPort), dstPort, kind)
 }
 
 func streams(t *testing.T, agent pod) string {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	flowpb "github.com/cilium/cilium/api/v1/flow"
 	"github.com/cilium/cilium/api/v1/observer"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
@@ -91,26 +90,27 @@ func (c *cilium) receiver() string {
 }
 
 func (c *cilium) allowed(_ *testing.T, src, dst guardedPod, port uint32) {
-	c.relay.Push(c.flow(src, dst, port, flowpb.Verdict_FORWARDED, 0))
+	c.relay.Push(c.flow(src, dst, port, dataplanetest.ConnectionUnenforced)...)
 }
 
 // violation: in monitor mode no NetworkPolicy exists and Cilium forwards; in
 // protect mode it drops for policy.
 func (c *cilium) violation(_ *testing.T, src, dst guardedPod, port uint32, mode v1alpha1.PolicyMode) {
 	if mode == v1alpha1.PolicyModeMonitor {
-		c.relay.Push(c.flow(src, dst, port, flowpb.Verdict_FORWARDED, 0))
+		c.relay.Push(c.flow(src, dst, port, dataplanetest.ConnectionUnenforced)...)
 		return
 	}
-	c.relay.Push(c.flow(src, dst, port, flowpb.Verdict_DROPPED, flowpb.DropReason_POLICY_DENIED))
+	c.relay.Push(c.flow(src, dst, port, dataplanetest.ConnectionDenied)...)
 }
 
-// flow is the destination node's ingress event of a new connection.
-func (c *cilium) flow(src, dst guardedPod, port uint32, verdict flowpb.Verdict, reason flowpb.DropReason) *observer.GetFlowsResponse {
+// flow is what the agent emits for a new connection: traces, and the
+// verdicts and drops of a denied one.
+func (c *cilium) flow(src, dst guardedPod, port uint32, kind dataplanetest.Connection) []*observer.GetFlowsResponse {
 	c.clients++
 	end := func(p guardedPod, id uint32) dataplanetest.HubbleEnd {
 		return dataplanetest.HubbleEnd{Namespace: "guarded", Pod: p.pod, IP: p.ip, Workload: p.workload, Identity: id}
 	}
-	return dataplanetest.NewHubbleFlow(end(src, 4101), end(dst, 4102), uint32(40000+c.clients), port, verdict, reason)
+	return dataplanetest.NewHubbleConnection(end(src, 4101), end(dst, 4102), uint32(40000+c.clients), port, kind)
 }
 
 // calico is a Goldmane over mutual TLS.
