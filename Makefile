@@ -152,8 +152,8 @@ test-cluster: image cluster-build $(HELM) ## Install the chart on a real single-
 	hack/test.sh -timeout 30m -v ./test/cluster/...
 
 .PHONY: capture-cilium
-capture-cilium: image cluster-build $(HELM) ## Record the real Cilium agent's flows of the real-node journey into testdata/hubble/cilium-1.20/journey.jsonl (root).
-	NETWORK_ENFORCER_CAPTURE=$(CURDIR)/testdata/hubble/cilium-1.20/journey.jsonl hack/test.sh -timeout 30m -v -run TestRealCilium ./test/cluster/...
+capture-cilium: image cluster-build $(HELM) ## Record the real Cilium agent's flows of the real-node journey into testdata/hubble/cilium-1.20/journey.jsonl.gz (root).
+	NETWORK_ENFORCER_CAPTURE=$(CURDIR)/testdata/hubble/cilium-1.20/journey.jsonl.gz hack/test.sh -timeout 30m -v -run TestRealCilium ./test/cluster/...
 
 # LOADTEST_ARGS passes flags, e.g. LOADTEST_ARGS='-paths hubble -flows 2000000'.
 .PHONY: loadtest

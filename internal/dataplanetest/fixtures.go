@@ -6,8 +6,11 @@ package dataplanetest
 
 import (
 	"bufio"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/cilium/cilium/api/v1/observer"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -22,7 +25,8 @@ const (
 	GoldmaneFixture = "testdata/goldmane/flows.jsonl"
 )
 
-// LoadHubble reads `hubble observe -o json` lines.
+// LoadHubble reads `hubble observe -o json` lines, gzip-compressed when the
+// name ends in .gz.
 func LoadHubble(path string) ([]*observer.GetFlowsResponse, error) {
 	return loadLines(path, func() *observer.GetFlowsResponse { return &observer.GetFlowsResponse{} })
 }
@@ -38,8 +42,17 @@ func loadLines[M proto.Message](path string, newMsg func() M) ([]M, error) {
 		return nil, err
 	}
 	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer gz.Close()
+		r = gz
+	}
 	var out []M
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for line := 1; sc.Scan(); line++ {
 		m := newMsg()

@@ -3,6 +3,8 @@
 package cluster
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -311,7 +313,7 @@ func waitViolation(t *testing.T, policy, src, dst string, port int) {
 
 // captureFlows writes what the agent emitted during the journey, as `hubble
 // observe -o jsonpb` prints it, to NETWORK_ENFORCER_CAPTURE when set (`make
-// capture-cilium`), with the node's labels left out.
+// capture-cilium`), gzip-compressed when the name ends in .gz.
 func captureFlows(t *testing.T, since time.Time) {
 	path := os.Getenv("NETWORK_ENFORCER_CAPTURE")
 	if path == "" {
@@ -321,6 +323,17 @@ func captureFlows(t *testing.T, since time.Time) {
 		"--since", since.UTC().Format(time.RFC3339), "--until", time.Now().UTC().Format(time.RFC3339), "-o", "jsonpb").Output()
 	if err != nil {
 		t.Fatalf("hubble observe: %v", err)
+	}
+	var buf bytes.Buffer
+	if strings.HasSuffix(path, ".gz") {
+		gz := gzip.NewWriter(&buf)
+		if _, err := gz.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		if err := gz.Close(); err != nil {
+			t.Fatal(err)
+		}
+		out = buf.Bytes()
 	}
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
