@@ -87,13 +87,25 @@ type flowMeter struct {
 	start      time.Time
 	seen, recv float64
 	cpu        time.Duration
+	// idleCPU and idleFlows are the enforcer's CPU and flows per second
+	// before the journey: its fixed cost (lease, cache, writes) and the
+	// node's own traffic (probes, the relay).
+	idleCPU, idleFlows float64
 }
 
+// idleWindow is how long the meter watches the enforcer before the journey.
+const idleWindow = 20 * time.Second
+
 func startFlowMeter(t *testing.T) *flowMeter {
-	m := &flowMeter{leader: leaderPod(t), start: time.Now()}
+	m := &flowMeter{leader: leaderPod(t)}
+	recv0, cpu0 := received(m.leader), podCPU(t, namespace, m.leader.Name)
+	time.Sleep(idleWindow)
+	m.start = time.Now()
 	m.recv = received(m.leader)
 	m.seen = float64(agentSeenFlows(t))
 	m.cpu = podCPU(t, namespace, m.leader.Name)
+	m.idleCPU = (m.cpu - cpu0).Seconds() / idleWindow.Seconds()
+	m.idleFlows = (m.recv - recv0) / idleWindow.Seconds()
 	return m
 }
 
@@ -111,8 +123,13 @@ func (m *flowMeter) stop(t *testing.T) {
 	})
 	cpu := podCPU(t, namespace, m.leader.Name) - m.cpu
 	lost := enforcerMetric(m.leader, "network_enforcer_receiver_lost_events")
-	t.Logf("journey flows: the agent produced %.0f in %.0fs (%.1f flows/s); the leading enforcer received %.0f (lost events reported: %.0f); enforcer CPU %s, %.1f µs per flow",
-		seen, secs, seen/secs, recv, lost, cpu.Round(time.Millisecond), float64(cpu.Microseconds())/recv)
+	// The CPU that the journey's flows cost beyond the idle rate, per flow
+	// beyond the idle rate.
+	marginal := (cpu.Seconds() - m.idleCPU*secs) / (recv - m.idleFlows*secs) * 1e6
+	t.Logf("journey flows: the agent produced %.0f in %.0fs (%.1f flows/s); the leading enforcer received %.0f (lost events reported: %.0f); "+
+		"enforcer CPU %s (%.1f%% of a core; idle before: %.1f%% with %.1f flows/s), %.0f µs per flow in all, %.0f µs per flow beyond idle",
+		seen, secs, seen/secs, recv, lost, cpu.Round(time.Millisecond), 100*cpu.Seconds()/secs, 100*m.idleCPU, m.idleFlows,
+		float64(cpu.Microseconds())/recv, marginal)
 	if lost != 0 {
 		t.Errorf("the relay reported %.0f lost events", lost)
 	}
