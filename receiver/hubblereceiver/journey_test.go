@@ -67,7 +67,7 @@ func TestRealAgentJourneyRecords(t *testing.T) {
 		"allowed ingress destination tcp host:10.217.0.251 -> " + db + ":8080 policy=",
 		"allowed ingress destination tcp " + api + " -> " + db + ":8080 policy=NetworkPolicy/store/statefulset-db-ingress",
 		"allowed ingress destination tcp " + web + " -> " + api + ":8080 policy=NetworkPolicy/store/deployment-api-ingress",
-		"denied egress source tcp " + api + " -> " + web + ":8080 policy=",          // the reverse direction
+		"denied egress source tcp " + api + " -> " + web + ":8080 policy=",           // the reverse direction
 		"denied egress source tcp " + web + " -> apiserver:10.217.1.1:16443 policy=", // protect blocks what day 1 only observed
 		"denied egress source tcp " + web + " -> " + api + ":8081 policy=",           // a new port
 		"denied egress source tcp " + web + " -> world:10.217.32.2:8080 policy=",
