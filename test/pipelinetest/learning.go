@@ -8,6 +8,8 @@ package pipelinetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,6 +66,9 @@ type Options struct {
 	ObservedInterval time.Duration
 }
 
+// leases numbers the pipelines' Leases.
+var leases atomic.Int64
+
 // StartLearning starts the extension (leader election on a short lease in the
 // default namespace), the writer and the processor; they stop when the test ends.
 func StartLearning(tb testing.TB) *Learning {
@@ -85,7 +90,9 @@ func StartPipeline(tb testing.TB, opts Options) *Learning {
 	ecfg := ef.CreateDefaultConfig().(*enforcerextension.Config)
 	ecfg.AuthType = enforcerextension.AuthTypeKubeConfig
 	le := &ecfg.LeaderElection
-	le.LeaseNamespace, le.LeaseName = "default", "network-enforcer-test"
+	// A Lease of its own: a pipeline that stops hands its stream over to the
+	// next on the same Lease, which would then not read the fixtures again.
+	le.LeaseNamespace, le.LeaseName = "default", fmt.Sprintf("network-enforcer-test-%d", leases.Add(1))
 	le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = 3*time.Second, 2*time.Second, 200*time.Millisecond
 	ext, err := ef.Create(ctx, extension.Settings{ID: EnforcerID, TelemetrySettings: l.Settings, BuildInfo: build}, ecfg)
 	must(tb, err)
