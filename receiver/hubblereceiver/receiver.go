@@ -70,7 +70,15 @@ func (r *hubbleReceiver) Start(ctx context.Context, host component.Host) error {
 // leader resumes after it.
 func (r *hubbleReceiver) Shutdown(ctx context.Context) error {
 	err := r.GRPCReceiver.Shutdown(ctx)
-	if newest := r.newest(); r.enforcer != nil && !newest.IsZero() {
+	if r.enforcer == nil {
+		return err
+	}
+	// A term that received nothing new hands on what it was handed.
+	newest := r.newest()
+	if from, ok := r.enforcer.ResumeFrom(); ok && from.After(newest) {
+		newest = from
+	}
+	if !newest.IsZero() {
 		r.enforcer.HandedOn(newest)
 	}
 	return err

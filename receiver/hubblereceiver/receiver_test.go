@@ -310,3 +310,32 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestHandOffOfAQuietTerm: a leader that received no flow after its hand-off
+// hands on what it was handed, not nothing (which would make the next leader
+// read the backfill again).
+func TestHandOffOfAQuietTerm(t *testing.T) {
+	relay := dataplanetest.NewHubbleRelay(nil)
+	_, cfg := tlsSetup(t, relay)
+	id := component.MustNewID("enforcer")
+	cfg.Enforcer = &id
+	e := enforcerextensiontest.New()
+	handed := time.Unix(0, time.Now().Add(-time.Minute).UnixNano())
+	e.SetResumeFrom(handed)
+	set, h := flowsourcetest.NewHarness(t, Type)
+	r, err := newHubbleReceiver(set, cfg, h.Sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background(), e.Host(id)); err != nil {
+		t.Fatal(err)
+	}
+	e.Lead()
+	<-relay.Opened
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.HandedOnTimes(); len(got) != 1 || !got[0].Equal(handed) {
+		t.Fatalf("handed on %v, want [%v]", got, handed)
+	}
+}
