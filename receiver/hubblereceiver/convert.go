@@ -25,6 +25,10 @@ const (
 	// dropSameConnection is another event of a connection, or of a refused
 	// attempt, that already gave a record (see connections).
 	dropSameConnection flowsource.DropReason = "same_connection"
+	// dropHandedOff: a flow up to the previous leader's hand-off, which that
+	// leader counted; it is read only so that the connections it belongs to
+	// are known, and their later events are not counted again.
+	dropHandedOff flowsource.DropReason = "handed_off"
 )
 
 // Cilium's monitor event type of a trace (pkg/monitor/api), as Hubble's event_type.type.

@@ -30,6 +30,11 @@ type hubbleReceiver struct {
 	// stream continues where the broken one stopped instead of losing the gap.
 	mu         sync.Mutex
 	resumeFrom time.Time
+	// countFrom, after a hand-off, is the previous leader's last flow: the
+	// stream starts one connection period earlier, and the flows up to it only
+	// tell the connections apart (a connection that it counted, whose events
+	// go on after it, is not counted again).
+	countFrom time.Time
 
 	// conns is used only by the goroutine that drains the stream.
 	conns *connections
@@ -91,18 +96,21 @@ func (r *hubbleReceiver) newest() time.Time {
 	return r.resumeFrom
 }
 
-// request builds the GetFlows request: on the first open from just after the
-// flows that the previous leader wrote when it handed the stream over, else the
+// request builds the GetFlows request: on the first open after a hand-off
+// (the previous leader wrote every flow up to a time), from two connection
+// periods before that time, to learn the connections it counted; else the
 // backfill (the relay's buffer); after that from just after the newest flow
 // already received.
 func (r *hubbleReceiver) request() *observer.GetFlowsRequest {
 	req := &observer.GetFlowsRequest{Follow: true}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	resume := r.resumeFrom
-	r.mu.Unlock()
 	if r.enforcer != nil {
 		if from, ok := r.enforcer.ResumeFrom(); ok && from.After(resume) {
-			resume = from
+			r.countFrom = from
+			req.Since = timestamppb.New(from.Add(-2 * connectionPeriod))
+			return req
 		}
 	}
 	switch {
@@ -159,17 +167,24 @@ func (r *hubbleReceiver) nodeStatus(ctx context.Context, ns *relaypb.NodeStatusE
 }
 
 func (r *hubbleReceiver) handleFlow(ctx context.Context, f *flowpb.Flow) {
+	handedOff := false
 	if t := f.GetTime(); t != nil {
+		ts := t.AsTime()
 		r.mu.Lock()
-		if ts := t.AsTime(); ts.After(r.resumeFrom) {
+		if ts.After(r.resumeFrom) {
 			r.resumeFrom = ts
 		}
+		handedOff = !r.countFrom.IsZero() && !ts.After(r.countFrom)
 		r.mu.Unlock()
 	}
 	var rec flow.Record
-	if reason, ok := r.conns.convert(f, &rec); !ok {
+	reason, ok := r.conns.convert(f, &rec)
+	switch {
+	case handedOff:
+		r.Telemetry.Dropped(ctx, dropHandedOff)
+	case !ok:
 		r.Telemetry.Dropped(ctx, reason)
-		return
+	default:
+		r.Emit(&rec)
 	}
-	r.Emit(&rec)
 }

@@ -256,17 +256,25 @@ func TestNodeErrorsAreCounted(t *testing.T) {
 	}
 }
 
-// TestHandOffBetweenLeaders: a new leader's stream starts just after the
-// newest flow that the previous leader wrote (its hand-off), not at the
-// backfill; on shutdown the receiver reports the newest flow it handed on.
+// TestHandOffBetweenLeaders: a new leader's stream starts two connection
+// periods before the newest flow that the previous leader wrote (its
+// hand-off): the flows up to it are read only to know the connections that
+// leader counted, so that a connection whose events go on after the hand-off
+// is not counted again; a connection after it is. On shutdown the receiver
+// reports the newest flow it handed on.
 func TestHandOffBetweenLeaders(t *testing.T) {
-	fixtures := loadFixtures(t)
-	relay := dataplanetest.NewHubbleRelay(fixtures)
+	client := dataplanetest.HubbleEnd{Namespace: "shop", Pod: "frontend-6d5f7b8c9-abcde", IP: "10.0.0.1", Workload: "frontend", Identity: 1001}
+	server := dataplanetest.HubbleEnd{Namespace: "shop", Pod: "cart-7f8e9d0c1-fghij", IP: "10.0.0.2", Workload: "cart", Identity: 1002}
+	straddling := dataplanetest.NewHubbleConnection(client, server, 40001, 8080, dataplanetest.ConnectionUnenforced)
+	next := dataplanetest.NewHubbleConnection(client, server, 40002, 8080, dataplanetest.ConnectionUnenforced)
+	relay := dataplanetest.NewHubbleRelay(append(slices.Clone(straddling), next...))
 	_, cfg := tlsSetup(t, relay)
 	id := component.MustNewID("enforcer")
 	cfg.Enforcer = &id
 	e := enforcerextensiontest.New()
-	handed := fixtures[5].GetFlow().GetTime().AsTime()
+	// The previous leader wrote up to the straddling connection's first
+	// trace after the handshake began: it counted that connection.
+	handed := straddling[2].GetFlow().GetTime().AsTime()
 	e.SetResumeFrom(handed)
 
 	set, h := flowsourcetest.NewHarness(t, Type)
@@ -279,20 +287,23 @@ func TestHandOffBetweenLeaders(t *testing.T) {
 	}
 	e.Lead()
 	<-relay.Opened
-	if since := relay.LastRequest().GetSince(); since == nil || !since.AsTime().Equal(handed.Add(time.Nanosecond)) {
-		t.Fatalf("the new leader's stream since %v, want just after the hand-off %v", since.AsTime(), handed)
+	if since := relay.LastRequest().GetSince(); since == nil || !since.AsTime().Equal(handed.Add(-2*connectionPeriod)) {
+		t.Fatalf("the new leader's stream since %v, want two connection periods before the hand-off %v", since.AsTime(), handed)
 	}
-	// The fake relay serves from since on: what the previous leader wrote is
-	// not read again.
-	var newest time.Time
-	for _, resp := range fixtures {
-		if ts := resp.GetFlow().GetTime().AsTime(); ts.After(handed) && ts.After(newest) {
-			newest = ts
-		}
-	}
+	newest := next[len(next)-1].GetFlow().GetTime().AsTime()
 	waitFor(t, "the flows after the hand-off", func() bool { return r.newest().Equal(newest) })
+	got := h.WaitRecords(t, 1)
+	if len(got) != 1 || !strings.Contains(got[0], ":8080") {
+		t.Fatalf("records %v, want one: the connection after the hand-off, not again the one it counted", got)
+	}
+	if n := flowsourcetest.Read(h.Tel).Dropped["handed_off"]; n != 3 {
+		t.Errorf("%d flows dropped as handed off, want the 3 up to the hand-off", n)
+	}
 	if err := r.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if n := h.Sink.LogRecordCount(); n != 1 {
+		t.Fatalf("%d records in all, want 1", n)
 	}
 	if got := e.HandedOnTimes(); len(got) != 1 || !got[0].Equal(newest) {
 		t.Fatalf("handed on %v at shutdown, want [%v]", got, newest)
