@@ -65,8 +65,14 @@ func (c *connections) convert(f *flowpb.Flow, rec *flow.Record) (flowsource.Drop
 // seen records rec's connection and reports whether it had already given a
 // record.
 func (c *connections) seen(rec *flow.Record) bool {
-	if rec.Time.Sub(c.since) >= connectionPeriod || len(c.current) >= connectionLimit {
-		c.previous, c.current = c.current, make(map[connectionKey]struct{}, len(c.current))
+	if gap := rec.Time.Sub(c.since); gap >= connectionPeriod || len(c.current) >= connectionLimit {
+		// The current generation holds what came within one period of its
+		// start: after two periods without a record it is stale as well.
+		c.previous = c.current
+		if gap >= 2*connectionPeriod {
+			c.previous = nil
+		}
+		c.current = make(map[connectionKey]struct{}, len(c.current))
 		c.since = rec.Time
 	}
 	k := connectionKey{
