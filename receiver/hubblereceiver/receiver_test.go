@@ -268,25 +268,10 @@ func TestHandOffBetweenLeaders(t *testing.T) {
 	straddling := dataplanetest.NewHubbleConnection(client, server, 40001, 8080, dataplanetest.ConnectionUnenforced)
 	next := dataplanetest.NewHubbleConnection(client, server, 40002, 8080, dataplanetest.ConnectionUnenforced)
 	relay := dataplanetest.NewHubbleRelay(append(slices.Clone(straddling), next...))
-	_, cfg := tlsSetup(t, relay)
-	id := component.MustNewID("enforcer")
-	cfg.Enforcer = &id
-	e := enforcerextensiontest.New()
 	// The previous leader wrote up to the straddling connection's first
 	// trace after the handshake began: it counted that connection.
 	handed := straddling[2].GetFlow().GetTime().AsTime()
-	e.SetResumeFrom(handed)
-
-	set, h := flowsourcetest.NewHarness(t, Type)
-	r, err := newHubbleReceiver(set, cfg, h.Sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background(), e.Host(id)); err != nil {
-		t.Fatal(err)
-	}
-	e.Lead()
-	<-relay.Opened
+	h, r, e := startHandedOver(t, relay, handed)
 	if since := relay.LastRequest().GetSince(); since == nil || !since.AsTime().Equal(handed.Add(-2*connectionPeriod)) {
 		t.Fatalf("the new leader's stream since %v, want two connection periods before the hand-off %v", since.AsTime(), handed)
 	}
@@ -310,6 +295,29 @@ func TestHandOffBetweenLeaders(t *testing.T) {
 	}
 }
 
+// startHandedOver starts a receiver gated by a fake enforcer that was handed
+// the stream at handed, makes it lead, and returns once its stream is open.
+// The test shuts the receiver down.
+func startHandedOver(t *testing.T, relay *dataplanetest.HubbleRelay, handed time.Time) (*flowsourcetest.Harness, *hubbleReceiver, *enforcerextensiontest.Enforcer) {
+	t.Helper()
+	_, cfg := tlsSetup(t, relay)
+	id := component.MustNewID("enforcer")
+	cfg.Enforcer = &id
+	e := enforcerextensiontest.New()
+	e.SetResumeFrom(handed)
+	set, h := flowsourcetest.NewHarness(t, Type)
+	r, err := newHubbleReceiver(set, cfg, h.Sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background(), e.Host(id)); err != nil {
+		t.Fatal(err)
+	}
+	e.Lead()
+	<-relay.Opened
+	return h, r, e
+}
+
 // waitFor polls cond for up to ten seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -327,22 +335,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // read the backfill again).
 func TestHandOffOfAQuietTerm(t *testing.T) {
 	relay := dataplanetest.NewHubbleRelay(nil)
-	_, cfg := tlsSetup(t, relay)
-	id := component.MustNewID("enforcer")
-	cfg.Enforcer = &id
-	e := enforcerextensiontest.New()
 	handed := time.Unix(0, time.Now().Add(-time.Minute).UnixNano())
-	e.SetResumeFrom(handed)
-	set, h := flowsourcetest.NewHarness(t, Type)
-	r, err := newHubbleReceiver(set, cfg, h.Sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background(), e.Host(id)); err != nil {
-		t.Fatal(err)
-	}
-	e.Lead()
-	<-relay.Opened
+	_, r, e := startHandedOver(t, relay, handed)
 	if err := r.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}

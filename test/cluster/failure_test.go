@@ -63,11 +63,10 @@ func chartPolicies(t *testing.T, w workloads) {
 	}
 }
 
-// relayRestart: the relay pod is deleted; its replacement serves the leader a
-// new stream, and a flow after it is counted once.
-func relayRestart(t *testing.T, w workloads) {
-	before := violationCount(t, serverPolicy)
-	opened, _ := strconv.Atoi(streams(t, w.agent))
+// restartRelay deletes the hubble-relay pod and waits until its replacement
+// is Ready; it returns how long that took.
+func restartRelay(t *testing.T) time.Duration {
+	t.Helper()
 	old := listPods(t, "kube-system", "k8s-app=hubble-relay")[0]
 	start := time.Now()
 	kubectl(t, "-n", "kube-system", "delete", "pod", old.Name, "--wait=false")
@@ -79,6 +78,16 @@ func relayRestart(t *testing.T, w workloads) {
 		}
 		return false
 	})
+	return time.Since(start)
+}
+
+// relayRestart: the relay pod is deleted; its replacement serves the leader a
+// new stream, and a flow after it is counted once.
+func relayRestart(t *testing.T, w workloads) {
+	before := violationCount(t, serverPolicy)
+	opened, _ := strconv.Atoi(streams(t, w.agent))
+	start := time.Now()
+	restartRelay(t)
 	waitFor(t, "the stream through the new relay", 2*time.Minute, func() bool {
 		n, _ := strconv.Atoi(streams(t, w.agent))
 		return n > opened

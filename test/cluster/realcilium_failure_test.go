@@ -176,18 +176,7 @@ func refuseOnce(t *testing.T, api, web pod, want int) {
 func realFailures(t *testing.T, api, web pod) {
 	n := violations(t, "deployment-api-egress")
 
-	old := listPods(t, "kube-system", "k8s-app=hubble-relay")[0]
-	start := time.Now()
-	kubectl(t, "-n", "kube-system", "delete", "pod", old.Name, "--wait=false")
-	waitFor(t, "a new relay pod Ready", 2*time.Minute, func() bool {
-		for _, p := range listPods(t, "kube-system", "k8s-app=hubble-relay") {
-			if p.Name != old.Name && p.ready() {
-				return true
-			}
-		}
-		return false
-	})
-	t.Logf("relay restart: a new relay pod Ready %s after the old one was deleted", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("relay restart: a new relay pod Ready %s after the old one was deleted", restartRelay(t).Round(100*time.Millisecond))
 	n++
 	refuseOnce(t, api, web, n)
 
