@@ -71,10 +71,15 @@ check-generate: generate ## Fail if `make generate` changes the generated files.
 		echo "generated files are out of date; run make generate and commit:"; \
 		git status --porcelain -- $(GENERATED); exit 1; fi
 
+# The build modules of the control plane and of the real node's parts, whose
+# shared modules stay at the distribution's versions (see hack/modalign).
+BUILD_MODULES := hack/controlplane/go.mod hack/cluster/containerd/go.mod hack/cluster/coredns/go.mod hack/helm/go.mod
+
 .PHONY: lint
-lint: ## Check formatting (gofmt) and run go vet.
+lint: ## Check formatting (gofmt), run go vet, and check that the build modules share the distribution's versions.
 	@files=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$files" ]; then \
 		echo "gofmt would change:"; echo "$$files"; exit 1; fi
+	go run ./hack/modalign go.mod $(BUILD_MODULES)
 	go vet $(GO_PACKAGES)
 	go vet -tags cluster ./test/cluster/...
 
@@ -128,7 +133,7 @@ CNI ?= bridge
 
 .PHONY: cluster-build
 cluster-build: controlplane ## Build the real-node cluster's binaries (kubelet, containerd, kube-router, CoreDNS, hubble-relay, the Cilium agent, ...), cached.
-	hack/cluster/build.sh --cilium
+	hack/cluster/build.sh
 
 .PHONY: cluster
 cluster: cluster-build ## Run a real single-node cluster on this machine (root) until Ctrl-C, then clean the host; CNI=cilium for Cilium as the CNI.
@@ -196,8 +201,12 @@ $(PROTOC_GEN_GO):
 $(PROTOC_GEN_GRPC):
 	GOBIN=$(dir $@) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GRPC_VERSION)
 
-$(HELM):
-	GOBIN=$(dir $@) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+# helm is built in its own module (hack/helm), which pins HELM_VERSION, at the
+# distribution's versions of the modules the two share; the version that
+# `helm version` prints is set as helm's own release build sets it.
+$(HELM): hack/helm/go.mod
+	@grep -qE "helm.sh/helm/v3 $(HELM_VERSION)( |$$)" hack/helm/go.mod || { echo "hack/helm/go.mod does not pin helm $(HELM_VERSION)"; exit 1; }
+	cd hack/helm && go build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" -o $@ helm.sh/helm/v3/cmd/helm
 
 # protoc comes from Debian's protobuf-compiler, the one source of it here; the
 # generated code names its version, so any other version changes the tree.

@@ -57,12 +57,10 @@ ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 
 cd "$mod"
 start=$SECONDS
-for cmd in kube-apiserver kube-controller-manager; do
-	echo "building $cmd $k8s_version" >&2
-	CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$tmp/$cmd" "k8s.io/kubernetes/cmd/$cmd"
-done
-echo "building etcd $etcd_version" >&2
-CGO_ENABLED=0 go build -ldflags "-s -w" -o "$tmp/etcd" ./etcd
+# One build of the three: the packages they share compile once and the
+# binaries link side by side (etcd ignores the -X of Kubernetes' version).
+echo "building kube-apiserver, kube-controller-manager $k8s_version and etcd $etcd_version" >&2
+CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./etcd
 # The folder may exist already, with some of the binaries or none; etcd comes
 # last, so that the folder looks complete only once it is.
 mkdir -p "$dir"

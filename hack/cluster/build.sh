@@ -4,15 +4,17 @@
 #
 #   kubelet kube-scheduler kube-proxy kubectl   k8s.io/kubernetes, hack/controlplane's module
 #   kube-apiserver kube-controller-manager etcd hack/controlplane.sh
-#   containerd containerd-shim-runc-v2 ctr       github.com/containerd/containerd/v2
+#   containerd containerd-shim-runc-v2 ctr       github.com/containerd/containerd/v2, hack/cluster/containerd's module
 #   kube-router                                  github.com/cloudnativelabs/kube-router/v2 (firewall only; test use)
-#   coredns                                      github.com/coredns/coredns
-#   hubble-relay                                 github.com/cilium/cilium, hack/cluster/relay's module
-#   cilium-agent cilium-cni cilium-dbg hubble    github.com/cilium/cilium at the same version, built
-#                                                from a copy of the module (with its bpf/ sources)
+#   coredns                                      github.com/coredns/coredns, hack/cluster/coredns's
+#                                                module (the Corefile's plugins only)
+#   cilium-agent cilium-cni cilium-dbg           github.com/cilium/cilium at the version that go.mod
+#   hubble-relay                                 pins, built in one go from a copy of the module
+#                                                (with its bpf/ sources)
 #
-# The Cilium agent is built only when asked for (--cilium, or
-# NETWORK_ENFORCER_CLUSTER_CNI=cilium): it is the largest part by far.
+# Both CNIs need Cilium's part: the bridge cluster runs the real hubble-relay.
+# It is the largest part by far, and one `go build` of its four commands
+# compiles each package they share once and links them side by side.
 #
 # Each part is built once into .cache/cluster/<part>-<version> (or under
 # $NETWORK_ENFORCER_CLUSTER_CACHE), so bumping a version builds the new one
@@ -26,20 +28,17 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cache="${NETWORK_ENFORCER_CLUSTER_CACHE:-$root/.cache/cluster}"
 export CGO_ENABLED=0
 
-# Third-party versions that are not in a go.mod of ours.
-CONTAINERD_VERSION=v2.4.2
+# A third-party version that is not in a go.mod of ours: kube-router's
+# Kubernetes libraries are too old to build it at the distribution's.
 KUBE_ROUTER_VERSION=v2.1.0
-COREDNS_VERSION=v1.15.0
 
 modversion() { grep -E "^\s*(require\s+)?$2 v" "$1" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^v[0-9]/) {print $i; exit}}'; }
 k8s_version=$(modversion "$root/hack/controlplane/go.mod" k8s.io/kubernetes)
-cilium_version=$(modversion "$root/hack/cluster/relay/go.mod" github.com/cilium/cilium)
-if [[ "$cilium_version" != "$(modversion "$root/go.mod" github.com/cilium/cilium)" ]]; then
-	echo "hack/cluster/relay/go.mod and go.mod pin different Cilium versions" >&2
-	exit 1
-fi
+containerd_version=$(modversion "$root/hack/cluster/containerd/go.mod" github.com/containerd/containerd/v2)
+coredns_version=$(modversion "$root/hack/cluster/coredns/go.mod" github.com/coredns/coredns)
+cilium_version=$(modversion "$root/go.mod" github.com/cilium/cilium)
 
-out="$cache/bin-kubernetes-$k8s_version-containerd-$CONTAINERD_VERSION-cilium-$cilium_version"
+out="$cache/bin-kubernetes-$k8s_version-containerd-$containerd_version-cilium-$cilium_version"
 if [[ "${1:-}" == "--print" ]]; then
 	echo "$out"
 	exit 0
@@ -76,26 +75,28 @@ build_node() {
 		k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubectl)
 }
 build_containerd() {
-	GOBIN="$tmp" GOFLAGS=-tags=no_btrfs,no_devmapper,no_zfs go install -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
-		"github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
-		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION" \
-		"github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION"
+	(cd "$root/hack/cluster/containerd" && go build -tags no_btrfs,no_devmapper,no_zfs \
+		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd_version" -o "$tmp/" \
+		github.com/containerd/containerd/v2/cmd/containerd \
+		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+		github.com/containerd/containerd/v2/cmd/ctr)
 }
 build_kube_router() {
 	GOBIN="$tmp" go install -ldflags "-s -w" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
 }
 build_coredns() {
-	GOBIN="$tmp" go install -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+	(cd "$root/hack/cluster/coredns" && go build -ldflags "-s -w" -o "$tmp/coredns" .)
 }
-# build_cilium builds the agent and its tools from a writable copy of the
-# Cilium module, as Cilium's own Makefile does from its tree. Two changes:
+# build_cilium builds the agent, its CNI plugin, its cleanup tool and the
+# relay from a writable copy of the Cilium module, as Cilium's own Makefile
+# does from its tree. Two changes:
 # the module is not vendored here, so -mod=mod; and v1.20.2 pins a gobgp
 # pseudo-version that no proxy serves, where v4.7.0 (tagged the same day, the
 # same go.mod) is. The agent compiles its datapath at run time from bpf/,
 # which the folder keeps beside the binaries.
 build_cilium() {
 	local src
-	src=$(cd "$root/hack/cluster/relay" && go mod download -json "github.com/cilium/cilium@$cilium_version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+	src=$(cd "$root" && go mod download -json "github.com/cilium/cilium@$cilium_version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
 	[[ -d "$src" ]] || { echo "no module folder for github.com/cilium/cilium@$cilium_version" >&2; return 1; }
 	cp -r "$src" "$tmp/src"
 	chmod -R u+w "$tmp/src"
@@ -106,11 +107,9 @@ build_cilium() {
 		# without it the build cache would not serve another tree's build.
 		export GOFLAGS="-buildvcs=false -mod=mod -trimpath"
 		local ldflags="-s -w -X github.com/cilium/cilium/pkg/version.ciliumVersion=${cilium_version#v}"
-		go build -ldflags "$ldflags" -o "$tmp/cilium-agent" ./daemon
-		go build -ldflags "$ldflags" -o "$tmp/cilium-cni" ./plugins/cilium-cni
-		go build -ldflags "$ldflags" -o "$tmp/cilium-dbg" ./cilium-dbg
-		go build -ldflags "$ldflags" -o "$tmp/hubble" ./hubble
+		go build -ldflags "$ldflags" -o "$tmp/" ./daemon ./plugins/cilium-cni ./cilium-dbg ./hubble-relay
 	)
+	mv "$tmp/daemon" "$tmp/cilium-agent"
 	# What the agent reads at run time: its datapath sources and the CRDs that
 	# the operator would install (the operator is not built: see cluster.sh).
 	mkdir -p "$tmp/lib" "$tmp/crds"
@@ -118,33 +117,25 @@ build_cilium() {
 	cp "$tmp/src"/pkg/k8s/apis/cilium.io/client/crds/v2/*.yaml "$tmp/src"/pkg/k8s/apis/cilium.io/client/crds/v2alpha1/*.yaml "$tmp/crds/"
 	rm -rf "$tmp/src"
 }
-build_relay() {
-	(cd "$root/hack/cluster/relay" && go build -ldflags "-s -w" -o "$tmp/hubble-relay" github.com/cilium/cilium/hubble-relay)
-}
 
 node_dir="$cache/node-kubernetes-$k8s_version"
-containerd_dir="$cache/containerd-$CONTAINERD_VERSION"
+containerd_dir="$cache/containerd-$containerd_version"
 kube_router_dir="$cache/kube-router-$KUBE_ROUTER_VERSION"
-coredns_dir="$cache/coredns-$COREDNS_VERSION"
-relay_dir="$cache/hubble-relay-$cilium_version"
-cilium_dir="$cache/cilium-agent-$cilium_version"
-
-with_cilium=0
-if [[ "${1:-}" == "--cilium" || "${NETWORK_ENFORCER_CLUSTER_CNI:-}" == "cilium" ]]; then with_cilium=1; fi
+# "-cluster": the Corefile's plugins only, unlike CoreDNS's own build.
+coredns_dir="$cache/coredns-$coredns_version-cluster"
+cilium_dir="$cache/cilium-$cilium_version"
 
 controlplane=$("$root/hack/controlplane.sh")
 part "kubelet, kube-scheduler, kube-proxy, kubectl $k8s_version" "$node_dir" kubelet kube-scheduler kube-proxy kubectl -- build_node
-part "containerd $CONTAINERD_VERSION" "$containerd_dir" containerd containerd-shim-runc-v2 ctr -- build_containerd
+part "containerd $containerd_version" "$containerd_dir" containerd containerd-shim-runc-v2 ctr -- build_containerd
 part "kube-router $KUBE_ROUTER_VERSION" "$kube_router_dir" kube-router -- build_kube_router
-part "coredns $COREDNS_VERSION" "$coredns_dir" coredns -- build_coredns
-part "hubble-relay $cilium_version" "$relay_dir" hubble-relay -- build_relay
-if ((with_cilium)); then
-	part "cilium-agent $cilium_version" "$cilium_dir" cilium-agent cilium-cni cilium-dbg hubble -- build_cilium
-fi
+part "coredns $coredns_version" "$coredns_dir" coredns -- build_coredns
+part "cilium $cilium_version" "$cilium_dir" cilium-agent cilium-cni cilium-dbg hubble-relay -- build_cilium
 
+# Made anew, so that no link to a part that is no longer built stays.
+rm -rf "$out"
 mkdir -p "$out"
-dirs=("$controlplane" "$node_dir" "$containerd_dir" "$kube_router_dir" "$coredns_dir" "$relay_dir")
-((with_cilium)) && dirs+=("$cilium_dir")
+dirs=("$controlplane" "$node_dir" "$containerd_dir" "$kube_router_dir" "$coredns_dir" "$cilium_dir")
 for d in "${dirs[@]}"; do
 	for bin in "$d"/*; do ln -sfn "$bin" "$out/$(basename "$bin")"; done
 done

@@ -704,7 +704,7 @@ run)
 	echo "cluster ready: KUBECONFIG=$KUBECONFIG_FILE"
 	if [[ "$CNI" == cilium ]]; then
 		echo "outside host: netns $OUTSIDE_NS at $OUTSIDE_IP"
-		log "Cilium: $bin/cilium-dbg status; $bin/hubble observe --server unix:///run/cilium/hubble.sock"
+		log "Cilium: $bin/cilium-dbg status; $bin/cilium-dbg monitor"
 	fi
 	log "kubectl at the node's version: $bin/kubectl; import an image: $0 import TAR; Ctrl-C stops the cluster and cleans the host"
 	# sleep in the background, so that a signal reaches the trap at once.

@@ -131,7 +131,7 @@ func prerequisites(root string) error {
 		return fmt.Errorf("hack/cluster/build.sh --print: %w", err)
 	}
 	dir := strings.TrimSpace(string(out))
-	for _, bin := range []string{"kubelet", "kubectl", "containerd", "kube-router", "coredns", "hubble-relay", "etcd", "kube-apiserver", "cilium-agent", "hubble"} {
+	for _, bin := range []string{"kubelet", "kubectl", "containerd", "kube-router", "coredns", "hubble-relay", "etcd", "kube-apiserver", "cilium-agent"} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
 			return &controlplanetest.MissingError{What: "the real-node cluster's binaries", Target: "cluster-build", Detail: fmt.Sprintf("%s is missing in %s", bin, dir)}
 		}

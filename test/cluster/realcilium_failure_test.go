@@ -5,7 +5,9 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -15,25 +17,64 @@ import (
 	"github.com/cilium/cilium/api/v1/observer"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// agentSeenFlows is how many flows the Cilium agent's Hubble observer has
-// seen since the agent started, read from its local socket as the hubble CLI
-// does.
-func agentSeenFlows(t *testing.T) uint64 {
+// agentSocket is the Cilium agent's local Hubble server, without TLS, which
+// the hubble CLI on a node reads.
+const agentSocket = "unix:///run/cilium/hubble.sock"
+
+// agentObserver dials the agent's local Hubble server.
+func agentObserver(t *testing.T) observer.ObserverClient {
 	t.Helper()
-	conn, err := grpc.NewClient("unix:///run/cilium/hubble.sock", grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(agentSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { _ = conn.Close() })
+	return observer.NewObserverClient(conn)
+}
+
+// agentSeenFlows is how many flows the Cilium agent's Hubble observer has
+// seen since the agent started.
+func agentSeenFlows(t *testing.T) uint64 {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := observer.NewObserverClient(conn).ServerStatus(ctx, &observer.ServerStatusRequest{})
+	st, err := agentObserver(t).ServerStatus(ctx, &observer.ServerStatusRequest{})
 	if err != nil {
 		t.Fatalf("the agent's Hubble ServerStatus: %v", err)
 	}
 	return st.GetSeenFlows()
+}
+
+// agentFlows passes each flow that the agent's buffer holds between since and
+// until to each, in order, and returns how many it passed.
+func agentFlows(t *testing.T, since, until time.Time, each func(*observer.GetFlowsResponse) error) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := agentObserver(t).GetFlows(ctx, &observer.GetFlowsRequest{Since: timestamppb.New(since), Until: timestamppb.New(until)})
+	if err != nil {
+		t.Fatalf("the agent's Hubble GetFlows: %v", err)
+	}
+	n := 0
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return n
+		}
+		if err != nil {
+			t.Fatalf("the agent's Hubble GetFlows: %v", err)
+		}
+		if m.GetFlow() == nil {
+			continue
+		}
+		if err := each(m); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
 }
 
 // leaderPod is the enforcer pod that holds the Lease.

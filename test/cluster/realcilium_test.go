@@ -7,6 +7,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cilium/cilium/api/v1/observer"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // Addresses of the Cilium cluster (hack/cluster/cluster.sh in Cilium mode).
@@ -312,33 +316,38 @@ func waitViolation(t *testing.T, policy, src, dst string, port int) {
 }
 
 // captureFlows writes what the agent emitted during the journey, as `hubble
-// observe -o jsonpb` prints it, to NETWORK_ENFORCER_CAPTURE when set (`make
-// capture-cilium`), gzip-compressed when the name ends in .gz.
+// observe -o jsonpb` prints it (one GetFlowsResponse a line, proto field
+// names), to NETWORK_ENFORCER_CAPTURE when set (`make capture-cilium`),
+// gzip-compressed when the name ends in .gz.
 func captureFlows(t *testing.T, since time.Time) {
 	path := os.Getenv("NETWORK_ENFORCER_CAPTURE")
 	if path == "" {
 		return
 	}
-	out, err := exec.Command(filepath.Join(env.bin, "hubble"), "observe", "--server", "unix:///run/cilium/hubble.sock",
-		"--since", since.UTC().Format(time.RFC3339), "--until", time.Now().UTC().Format(time.RFC3339), "-o", "jsonpb").Output()
-	if err != nil {
-		t.Fatalf("hubble observe: %v", err)
-	}
 	var buf bytes.Buffer
+	var w io.Writer = &buf
+	var gz *gzip.Writer
 	if strings.HasSuffix(path, ".gz") {
-		gz := gzip.NewWriter(&buf)
-		if _, err := gz.Write(out); err != nil {
-			t.Fatal(err)
+		gz = gzip.NewWriter(&buf)
+		w = gz
+	}
+	n := agentFlows(t, since, time.Now(), func(m *observer.GetFlowsResponse) error {
+		line, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+		if err != nil {
+			return err
 		}
+		_, err = w.Write(append(line, '\n'))
+		return err
+	})
+	if gz != nil {
 		if err := gz.Close(); err != nil {
 			t.Fatal(err)
 		}
-		out = buf.Bytes()
 	}
-	if err := os.WriteFile(path, out, 0o644); err != nil {
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("captured %d flows into %s", strings.Count(string(out), "\n"), path)
+	t.Logf("captured %d flows into %s", n, path)
 }
 
 // storeManifests are the journey's application in namespace store: web calls
