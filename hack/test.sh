@@ -6,13 +6,13 @@
 # Arguments go to `go test` (before the package pattern ./..., which a package
 # argument narrows: hack/test.sh -run TestX ./api/...).
 #
-# A test process that is killed (a timeout, ^C) cannot stop what it started, and
-# envtest runs etcd and kube-apiserver in process groups of their own, so killing
-# the test's process group would miss them. So `go test` runs in a session of its
-# own (setsid), whose id is the PID it starts with, and on exit this script ends
-# the processes of that session and no others: a control plane that something else
-# started (`make demo` in another terminal, another test run) is in another
-# session and keeps running.
+# The tests tie what they start to their own process (internal/testproc), so
+# that it ends with the test process however that ends. As a second guard, for
+# anything a library starts on its own, `go test` runs in a session of its own
+# (setsid), whose id is the PID it starts with, and after each run this script
+# ends the processes of that session and no others: a control plane that
+# something else started (`make demo` in another terminal, another test run) is
+# in another session and keeps running.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,27 +23,29 @@ export KUBEBUILDER_ASSETS="$assets"
 # Nothing that the tests need may be missing here: a test that would skip fails.
 export NETWORK_ENFORCER_REQUIRE_ALL=1
 
-packages=(./...)
+# The packages come in two runs, one after the other. First every package but
+# the real-node suite, with its tests in a random order (-shuffle=on: a test
+# that depends on another's leftovers, or on running after it, fails here
+# rather than for a user; the seed is printed to run the same order again).
+# Then the real-node suite (test/cluster, behind the tag cluster, which a plain
+# `go test ./...` leaves out: it changes the machine's network while it runs),
+# in its own order, alone on the machine, as its figures of CPU and time want.
+# A package argument makes it one run of those packages, in their order
+# (-shuffle=on to shuffle them too).
+runs=("-shuffle=on -timeout 20m ./..." "-tags cluster -timeout 30m ./test/cluster/...")
 for arg in "$@"; do
 	if [[ "$arg" == ./* ]]; then
-		packages=()
+		runs=("-tags cluster -timeout 20m")
 		break
 	fi
 done
-
-# A background job of a script is no process-group leader, so setsid makes the
-# session at once, without a fork: $! is the session's id. Were it not, no
-# process would have that session id and the cleanup would end nothing.
-# The tag cluster adds the real-node suite (test/cluster), which a plain
-# `go test ./...` leaves out: it changes the machine's network while it runs.
-setsid go test -count=1 -timeout 20m -tags cluster "$@" "${packages[@]}" &
-session=$!
 
 # session_pids prints the PIDs of the processes still in the session.
 session_pids() { ps -o pid= -s "$session" 2>/dev/null || true; }
 
 cleanup() {
 	local pids i
+	[[ -z "${session:-}" ]] && return 0
 	pids=$(session_pids)
 	[[ -z "$pids" ]] && return 0
 	# shellcheck disable=SC2086 # one argument per PID
@@ -62,5 +64,17 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 status=0
-wait "$session" || status=$?
+for run in "${runs[@]}"; do
+	# A background job of a script is no process-group leader, so setsid makes
+	# the session at once, without a fork: $! is the session's id. Were it
+	# not, no process would have that session id and the cleanup would end
+	# nothing.
+	# shellcheck disable=SC2086 # the run's flags and packages, one word each
+	setsid go test -count=1 $run "$@" &
+	session=$!
+	s=0
+	wait "$session" || s=$?
+	if ((status == 0)); then status=$s; fi
+	cleanup
+done
 exit "$status"

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // Version is the helm release that the Makefile installs (HELM_VERSION).
@@ -184,7 +184,7 @@ func run(ctx context.Context, args ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, helm, args...)
+	cmd := testproc.CommandContext(ctx, helm, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // controllerManagerUser is the user that kube-controller-manager authenticates as,
@@ -46,15 +48,13 @@ func startControllerManager(env *envtest.Environment, assets, dir string) (*cont
 	}
 	defer logFile.Close()
 
-	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
+	cmd := testproc.Command(filepath.Join(assets, "kube-controller-manager"),
 		"--kubeconfig="+kubeconfigPath,
 		"--controllers=garbage-collector-controller",
 		"--leader-elect=false",
 		"--secure-port=0",
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The kernel kills it if the test process dies without cleaning up.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("kube-controller-manager: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // Options choose what runs besides etcd and kube-apiserver.
@@ -94,7 +95,8 @@ func New(opts Options) (_ *Env, err error) {
 		crds = append(crds, crd)
 	}
 
-	dir, err := os.MkdirTemp("", "network-enforcer-testenv-")
+	sweepStale()
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", dirPrefix, os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +107,28 @@ func New(opts Options) (_ *Env, err error) {
 		}
 	}()
 
+	for _, sub := range []string{"bin", "etcd", "kube-apiserver"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	// etcd and kube-apiserver end with the test process even when it is killed
+	// before it can stop them (see testproc).
+	etcd, err := testproc.Tether(filepath.Join(dir, "bin"), filepath.Join(assets, "etcd"))
+	if err != nil {
+		return nil, err
+	}
+	apiServer, err := testproc.Tether(filepath.Join(dir, "bin"), filepath.Join(assets, "kube-apiserver"))
+	if err != nil {
+		return nil, err
+	}
 	e.env = &envtest.Environment{
+		// Their files too are in dir, which Stop removes, or else the next
+		// control plane once this process is gone (see sweepStale).
+		ControlPlane: envtest.ControlPlane{
+			Etcd:      &envtest.Etcd{Path: etcd, DataDir: filepath.Join(dir, "etcd")},
+			APIServer: &envtest.APIServer{Path: apiServer, CertDir: filepath.Join(dir, "kube-apiserver")},
+		},
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "crds")},
 		CRDs:                  crds,

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // AuthorizationPolicyCRD is the name of Istio's AuthorizationPolicy CRD, which
@@ -54,7 +55,7 @@ func istioCRD(root, name string) (*apiextensionsv1.CustomResourceDefinition, err
 // that folder is (GOMODCACHE, GOPATH and the escaping of module paths all play
 // a part).
 func ModuleDir(dir, module string) (string, error) {
-	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd := testproc.Command("go", "mod", "download", "-json", module)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var stderr strings.Builder

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // AdmissionPoliciesFile is the repository path of the admission policies YAML, the
@@ -45,7 +46,7 @@ func AssetsDir(root string) (string, error) {
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" && missingBinary(dir) == "" {
 		return dir, nil
 	}
-	out, err := exec.Command(filepath.Join(root, "hack", "controlplane.sh"), "--print").Output()
+	out, err := testproc.Command(filepath.Join(root, "hack", "controlplane.sh"), "--print").Output()
 	if err != nil {
 		return "", fmt.Errorf("hack/controlplane.sh --print: %w", err)
 	}

@@ -3,7 +3,6 @@ package chart
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/certtest"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // TestSecretReferencesResolve: the enforcer's configuration names a flow
@@ -63,7 +63,7 @@ func TestSecretReferencesResolve(t *testing.T) {
 			kubeconfig := serviceAccountKubeconfig(t, namespace, fullname)
 
 			validate := func() (string, error) {
-				cmd := exec.Command(bin, "validate", "--config="+configPath)
+				cmd := testproc.Command(bin, "validate", "--config="+configPath)
 				cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 				out, err := cmd.CombinedOutput()
 				return string(out), err

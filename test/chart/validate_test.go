@@ -2,13 +2,13 @@ package chart
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // secretRef is the secret confmap provider's syntax, which the binary resolves
@@ -35,7 +35,7 @@ func validateConfigs(t *testing.T, r *rendered) {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command(bin, "validate", "--config="+path).CombinedOutput()
+		out, err := testproc.Command(bin, "validate", "--config="+path).CombinedOutput()
 		if err != nil {
 			t.Errorf("ConfigMap %s: the collector refuses its configuration: %v\n%s\n%s", cm.GetName(), err, out, text)
 		}
@@ -67,7 +67,7 @@ func TestValidateCatchesMistakes(t *testing.T) {
 	if err := os.WriteFile(path, []byte(broken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(bin, "validate", "--config="+path).CombinedOutput()
+	out, err := testproc.Command(bin, "validate", "--config="+path).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "status_sync_intervall") {
 		t.Fatalf("validate accepted an unknown key: %v\n%s", err, out)
 	}
@@ -75,6 +75,6 @@ func TestValidateCatchesMistakes(t *testing.T) {
 
 // runHelm runs helm with args and returns its combined output.
 func runHelm(helm string, args ...string) (string, error) {
-	out, err := exec.Command(helm, args...).CombinedOutput()
+	out, err := testproc.Command(helm, args...).CombinedOutput()
 	return string(out), err
 }

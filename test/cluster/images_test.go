@@ -4,10 +4,11 @@ package cluster
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // Images of the suite, imported into the node's containerd; pods use them with
@@ -31,7 +32,7 @@ func importImages(t *testing.T) {
 }
 
 func buildAndImport(dir string) error {
-	goBuild := exec.Command("go", "build", "-o", dir+"/", "./test/cluster/testpod", "./hack/cluster/staticimage")
+	goBuild := testproc.Command("go", "build", "-o", dir+"/", "./test/cluster/testpod", "./hack/cluster/staticimage")
 	goBuild.Dir = env.root
 	goBuild.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := goBuild.CombinedOutput(); err != nil {
@@ -42,7 +43,7 @@ func buildAndImport(dir string) error {
 		{relayImage, filepath.Join(env.bin, "hubble-relay")},
 	} {
 		tar := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(img.name)+".tar")
-		if out, err := exec.Command(filepath.Join(dir, "staticimage"), "-name", img.name, "-binary", img.binary, "-tarball", tar).CombinedOutput(); err != nil {
+		if out, err := testproc.Command(filepath.Join(dir, "staticimage"), "-name", img.name, "-binary", img.binary, "-tarball", tar).CombinedOutput(); err != nil {
 			return &cmdError{"staticimage " + img.name, err, out}
 		}
 		if err := importTarball(tar); err != nil {
@@ -53,7 +54,7 @@ func buildAndImport(dir string) error {
 }
 
 func importTarball(tar string) error {
-	if out, err := exec.Command(filepath.Join(env.root, "hack", "cluster", "cluster.sh"), "import", tar).CombinedOutput(); err != nil {
+	if out, err := testproc.Command(filepath.Join(env.root, "hack", "cluster", "cluster.sh"), "import", tar).CombinedOutput(); err != nil {
 		return &cmdError{"import " + tar, err, out}
 	}
 	return nil

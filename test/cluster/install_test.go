@@ -3,11 +3,12 @@
 package cluster
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // Release is what the suite installs the chart as.
@@ -51,13 +52,13 @@ func helmInstall(t *testing.T, values ...string) {
 		args = append(args, "--set", v)
 	}
 	start := time.Now()
-	out, err := exec.Command(env.helm, args...).CombinedOutput()
+	out, err := testproc.Command(env.helm, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
 	t.Logf("helm install --wait took %s", time.Since(start).Round(100*time.Millisecond))
 	t.Cleanup(func() {
-		out, err := exec.Command(env.helm, "--kubeconfig", env.kubeconfig, "uninstall", release, "-n", namespace, "--wait").CombinedOutput()
+		out, err := testproc.Command(env.helm, "--kubeconfig", env.kubeconfig, "uninstall", release, "-n", namespace, "--wait").CombinedOutput()
 		if err != nil {
 			t.Errorf("helm uninstall: %v\n%s", err, out)
 		}

@@ -8,17 +8,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // kubectlErr runs the cluster's kubectl (the one built at the node's version)
 // against the cluster, with stdin when it is not empty.
 func kubectlErr(stdin string, args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(env.bin, "kubectl"), append([]string{"--kubeconfig", env.kubeconfig}, args...)...)
+	cmd := testproc.Command(filepath.Join(env.bin, "kubectl"), append([]string{"--kubeconfig", env.kubeconfig}, args...)...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}

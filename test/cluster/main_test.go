@@ -27,6 +27,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/charttest"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // env is what every test of the package uses: the running cluster.
@@ -126,7 +127,7 @@ func prerequisites(root string) error {
 		return err
 	}
 	env.helm = helm
-	out, err := exec.Command(filepath.Join(root, "hack", "cluster", "build.sh"), "--print").Output()
+	out, err := testproc.Command(filepath.Join(root, "hack", "cluster", "build.sh"), "--print").Output()
 	if err != nil {
 		return fmt.Errorf("hack/cluster/build.sh --print: %w", err)
 	}
@@ -174,7 +175,9 @@ func startCluster(root, cni string) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(root, "hack", "cluster", "cluster.sh"), "run")
+	// SIGTERM when the test process dies: the script traps it and cleans the
+	// host, which SIGKILL would not let it do.
+	cmd := testproc.Tie(exec.Command(filepath.Join(root, "hack", "cluster", "cluster.sh"), "run"), syscall.SIGTERM)
 	cmd.Env = append(os.Environ(), "NETWORK_ENFORCER_CLUSTER_CNI="+cni)
 	cmd.Stderr = logFile
 	stdout, err := cmd.StdoutPipe()

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/cilium/cilium/api/v1/observer"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // Addresses of the Cilium cluster (hack/cluster/cluster.sh in Cilium mode).
@@ -74,12 +75,12 @@ func TestRealCilium(t *testing.T) {
 func startOutsideHost(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", dir+"/", "./test/cluster/testpod")
+	build := testproc.Command("go", "build", "-o", dir+"/", "./test/cluster/testpod")
 	build.Dir, build.Env = env.root, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build testpod: %v\n%s", err, out)
 	}
-	cmd := exec.Command("ip", "netns", "exec", outsideNS, filepath.Join(dir, "testpod"), "server")
+	cmd := testproc.Command("ip", "netns", "exec", outsideNS, filepath.Join(dir, "testpod"), "server")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +477,7 @@ spec:
 // working while a peer never seen is refused.
 func ipBlocksJourney(t *testing.T, outside string) {
 	start := time.Now()
-	out, err := exec.Command(env.helm, "--kubeconfig", env.kubeconfig, "upgrade", release, filepath.Join(env.root, "chart"),
+	out, err := testproc.Command(env.helm, "--kubeconfig", env.kubeconfig, "upgrade", release, filepath.Join(env.root, "chart"),
 		"-n", namespace, "--reuse-values", "--set", "controller.learning.outsidePeers=ipBlocks", "--wait", "--timeout", "4m").CombinedOutput()
 	if err != nil {
 		t.Fatalf("helm upgrade: %v\n%s", err, out)

@@ -11,10 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // binaryPath returns bin/network-enforcer; when it has not been built, the test
@@ -77,10 +77,9 @@ type process struct {
 func startBinary(t *testing.T, config string, env ...string) *process {
 	t.Helper()
 	p := &process{output: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(binaryPath(t), "--config", config)
+	p.cmd = testproc.Command(binaryPath(t), "--config", config)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/certtest"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // TestSampleConfigStartsAndStops runs the binary with the sample configuration,
@@ -125,7 +126,7 @@ service:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, binaryPath(t), "--config", path).CombinedOutput()
+			out, err := testproc.CommandContext(ctx, binaryPath(t), "--config", path).CombinedOutput()
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
 				t.Fatalf("want a non-zero exit, got %v\n%s", err, out)

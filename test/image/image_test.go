@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/hack/image/ociimage"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 var created = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -361,7 +361,7 @@ func TestBinaryIsDistribution(t *testing.T) {
 	if err := os.WriteFile(exe, bin.data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(exe, "components").CombinedOutput()
+	out, err := testproc.Command(exe, "components").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s components: %v\n%s", ociimage.BinaryPath, err, out)
 	}
