@@ -110,12 +110,17 @@ func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) 
 	}
 }
 
+// neverLingers is a linger longer than any test, beyond what a configuration
+// may set, so that a batch goes out only full or when its stream ends, whatever
+// the load of the machine.
+const neverLingers = time.Hour
+
 func TestBatchGoesOutFull(t *testing.T) {
-	r, h, emitted := batchSetup(t, flowsource.BatchConfig{MaxSize: 4, Timeout: time.Second}, streamOf{n: 10})
+	r, h, emitted := batchSetup(t, flowsource.BatchConfig{MaxSize: 4, Timeout: neverLingers}, streamOf{n: 10})
 	<-emitted
 	// Two full batches go out as they fill; the rest waits for its linger.
-	waitFor(t, "two full batches", 500*time.Millisecond, func() bool { return flowsourcetest.Read(h.Tel).Accepted == 8 })
-	time.Sleep(50 * time.Millisecond)
+	waitFor(t, "two full batches", 10*time.Second, func() bool { return flowsourcetest.Read(h.Tel).Accepted == 8 })
+	time.Sleep(50 * time.Millisecond) // time for a third batch that should not go out
 	if got := batches(t, h); !slices.Equal(got, []int{4, 4}) {
 		t.Fatalf("batches %v, want [4 4] before the linger", got)
 	}
@@ -146,10 +151,10 @@ func TestBatchGoesOutAfterLinger(t *testing.T) {
 func TestBatchGoesOutWhenTheStreamEnds(t *testing.T) {
 	// The linger is long; the broken stream's records go out at once all the
 	// same, and the next stream's after them.
-	r, h, emitted := batchSetup(t, flowsource.BatchConfig{MaxSize: 1000, Timeout: time.Second},
+	r, h, emitted := batchSetup(t, flowsource.BatchConfig{MaxSize: 1000, Timeout: neverLingers},
 		streamOf{n: 5, err: errors.New("connection reset")}, streamOf{first: 5, n: 3})
 	<-emitted
-	waitFor(t, "batch at the end of the stream", 800*time.Millisecond, func() bool { return h.Sink.LogRecordCount() == 5 })
+	waitFor(t, "batch at the end of the stream", 10*time.Second, func() bool { return h.Sink.LogRecordCount() == 5 })
 	<-emitted
 	if err := r.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
