@@ -73,7 +73,7 @@ check-generate: generate ## Fail if `make generate` changes the generated files.
 
 # The build modules of the control plane and of the real node's parts, whose
 # shared modules stay at the distribution's versions (see hack/modalign).
-BUILD_MODULES := hack/controlplane/go.mod hack/cluster/containerd/go.mod hack/cluster/coredns/go.mod hack/helm/go.mod
+BUILD_MODULES := hack/controlplane/go.mod hack/cluster/containerd/go.mod hack/cluster/coredns/go.mod hack/tools/go.mod
 
 .PHONY: lint
 lint: ## Check formatting (gofmt), run go vet, and check that the build modules share the distribution's versions.
@@ -187,26 +187,32 @@ helm-lint: $(HELM) ## Lint the Helm chart (helm lint --strict) with each provide
 	for provider in istio calico cilium; do \
 		$(HELM) lint --strict chart --set controller.provider.name=$$provider; done
 
-# Tools, each installed once at its pinned version.
+# Tools, each built once at its pinned version. All but ocb come from one
+# module of their own (hack/tools), which must pin the version named here, at
+# the distribution's versions of the modules they share with it; ocb is
+# installed by its version, as it writes that version into the sources it
+# generates. The tools' own builds set the version they print.
+
+# build-tool MODULE,VERSION,PACKAGE,LDFLAGS builds PACKAGE of hack/tools into $@.
+define build-tool
+	@grep -qE "^\s*$(1) $(2)( |$$$$)" hack/tools/go.mod || { echo "hack/tools/go.mod does not pin $(1) $(2)"; exit 1; }
+	cd hack/tools && go build -ldflags "-s -w $(4)" -o $@ $(3)
+endef
 
 $(OCB):
 	GOBIN=$(dir $@) go install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
 
-$(CONTROLLER_GEN):
-	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+$(CONTROLLER_GEN): hack/tools/go.mod
+	$(call build-tool,sigs.k8s.io/controller-tools,$(CONTROLLER_GEN_VERSION),sigs.k8s.io/controller-tools/cmd/controller-gen,-X sigs.k8s.io/controller-tools/pkg/version.version=$(CONTROLLER_GEN_VERSION))
 
-$(PROTOC_GEN_GO):
-	GOBIN=$(dir $@) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+$(PROTOC_GEN_GO): hack/tools/go.mod
+	$(call build-tool,google.golang.org/protobuf,$(PROTOC_GEN_GO_VERSION),google.golang.org/protobuf/cmd/protoc-gen-go)
 
-$(PROTOC_GEN_GRPC):
-	GOBIN=$(dir $@) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GRPC_VERSION)
+$(PROTOC_GEN_GRPC): hack/tools/go.mod
+	$(call build-tool,google.golang.org/grpc/cmd/protoc-gen-go-grpc,$(PROTOC_GEN_GRPC_VERSION),google.golang.org/grpc/cmd/protoc-gen-go-grpc)
 
-# helm is built in its own module (hack/helm), which pins HELM_VERSION, at the
-# distribution's versions of the modules the two share; the version that
-# `helm version` prints is set as helm's own release build sets it.
-$(HELM): hack/helm/go.mod
-	@grep -qE "helm.sh/helm/v3 $(HELM_VERSION)( |$$)" hack/helm/go.mod || { echo "hack/helm/go.mod does not pin helm $(HELM_VERSION)"; exit 1; }
-	cd hack/helm && go build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" -o $@ helm.sh/helm/v3/cmd/helm
+$(HELM): hack/tools/go.mod
+	$(call build-tool,helm.sh/helm/v3,$(HELM_VERSION),helm.sh/helm/v3/cmd/helm,-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION))
 
 # protoc comes from Debian's protobuf-compiler, the one source of it here; the
 # generated code names its version, so any other version changes the tree.
