@@ -17,6 +17,7 @@ import (
 // create no proposal; each side that teaches nothing is counted by reason.
 func TestEndsThatTeachNothing(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	p := startPipeline(t, sources{})
 	prometheus := flow.Endpoint{Address: "10.0.3.40", Namespace: "monitoring", Pod: "prometheus-6b7c8d9e0-lmnop"}
 	cilium := func(src, dst flow.Endpoint) flow.Record {

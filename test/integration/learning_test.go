@@ -64,6 +64,7 @@ func proposals(t *testing.T) ([]provenProposal, map[string]int64) {
 // flows) at most once.
 func TestFixturesBecomeProposals(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	p := startPipeline(t, sources{hubble: true, goldmane: true})
 	edges := p.Settled(t, learningprocessor.MetricEdges, 2*time.Second)
 	p.WaitWritten(t)
@@ -115,7 +116,9 @@ func TestFixturesBecomeProposals(t *testing.T) {
 // for it, while the other proposals stay as they are.
 func TestPolicyStopsLearning(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	ctx := context.Background()
+	learnFixtures(t)
 	_, before := proposals(t)
 	frontendEgress := &v1alpha1.WorkloadNetworkPolicyProposal{}
 	must(t, env.Client.Get(ctx, key("shop", "deployment-frontend-egress"), frontendEgress))
@@ -152,7 +155,10 @@ func TestPolicyStopsLearning(t *testing.T) {
 // through the owner reference and the garbage collector.
 func TestProposalsGoWithTheirWorkload(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	ctx := context.Background()
+	learnFixtures(t)
+	restoreDeployment(t, "shop", "cart")
 	var d appsv1.Deployment
 	must(t, env.Client.Get(ctx, key("shop", "cart"), &d))
 	_, before := proposals(t)

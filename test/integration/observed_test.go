@@ -34,6 +34,7 @@ var (
 // the person made it and count on.
 func TestProposalShowsWhatProtectWouldBlock(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	ctx := context.Background()
 	p := &pipeline{Learning: pipelinetest.StartPipeline(t, pipelinetest.Options{ObservedInterval: time.Second})}
 	waitUntil(t, "leadership", 30*time.Second, p.Enforcer.IsLeader)
@@ -155,6 +156,7 @@ func verdictOf(p *v1alpha1.WorkloadNetworkPolicyProposal, namespace, address str
 // last use; its verdicts are its own spec's.
 func TestPolicyCarriesOnItsProposalsEvidence(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	ctx := context.Background()
 	p := &pipeline{Learning: pipelinetest.StartPipeline(t, pipelinetest.Options{
 		Violations: new(consumertest.LogsSink), StatusSyncInterval: time.Second, ObservedInterval: time.Second})}

@@ -26,6 +26,7 @@ const outage = time.Minute
 // memory, and the proposals are written once the API server is back.
 func TestAPIServerOutage(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	target, err := env.APIServerAddr()
 	must(t, err)
 	proxy, err := controlplanetest.StartProxy(target)

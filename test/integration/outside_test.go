@@ -20,6 +20,7 @@ import (
 // proposals with principals only.)
 func TestIstioSourceOutsideTheMeshAsIPBlock(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	p := &pipeline{Learning: pipelinetest.StartPipeline(t, pipelinetest.Options{OutsidePeers: learningprocessor.OutsidePeersIPBlocks})}
 	r, addr := ztunnelReceiver(t, p.Settings, p.Processor)
 	p.Add(t, r)

@@ -20,6 +20,7 @@ import (
 // writer would use, is neither changed nor deleted when flows teach more.
 func TestUserProposalIsLeftAlone(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	ctx := context.Background()
 	mine := &v1alpha1.WorkloadNetworkPolicyProposal{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "deployment-probe-egress"},

@@ -111,6 +111,7 @@ func policyNow(t *testing.T, name string) *v1alpha1.WorkloadNetworkPolicy {
 // record and sends its event; one for an unknown id stays and is reported.
 func TestMonitorViolationsOfAKubernetesPolicy(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	ctx := context.Background()
 	sink := &consumertest.LogsSink{}
 	p := pipelinetest.StartPipeline(t, pipelinetest.Options{Violations: sink, StatusSyncInterval: time.Second})
@@ -205,6 +206,7 @@ func TestMonitorViolationsOfAKubernetesPolicy(t *testing.T) {
 // that names neither is counted and reported on both, never guessed.
 func TestProtectViolationsAndAttribution(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	sink := &consumertest.LogsSink{}
 	p := pipelinetest.StartPipeline(t, pipelinetest.Options{Violations: sink, StatusSyncInterval: time.Second})
 	createPolicy(t, p, apiIngressPolicy("api-protect", v1alpha1.PolicyModeProtect))
@@ -259,6 +261,7 @@ func TestProtectViolationsAndAttribution(t *testing.T) {
 // policy it names says whose violation it is: the record has port 0.
 func TestUnjoinedIstioDecision(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	sink := &consumertest.LogsSink{}
 	p := pipelinetest.StartPipeline(t, pipelinetest.Options{Violations: sink, StatusSyncInterval: time.Second})
 	pol := &v1alpha1.WorkloadNetworkPolicy{

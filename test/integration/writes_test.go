@@ -44,6 +44,7 @@ var edgePairs = [][2]flow.Endpoint{
 // spec, and each status (the observed edges' flows) at most once.
 func TestWritesFollowEdgesNotFlows(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	first := startPipeline(t, sources{})
 	start := time.Now()
 	sendFlows(t, first)
@@ -116,6 +117,7 @@ func proposalsOf(t *testing.T, namespaces ...string) []string {
 // tests') is written, none refused.
 func TestPortScanIsBounded(t *testing.T) {
 	controlplanetest.Require(t)
+	fresh(t)
 	ctx := context.Background()
 	p := startPipeline(t, sources{})
 	scan := edgePairs[0] // default/probe -> analytics/reports
