@@ -3,8 +3,8 @@
 # (kube-apiserver, etcd, kube-controller-manager from hack/controlplane.sh), the
 # tests of the built binary (bin/network-enforcer) and the real-node suite
 # (test/cluster, on the cluster of hack/cluster). `make test` builds all first.
-# Arguments go to `go test` (before the package pattern ./..., which a package
-# argument narrows: hack/test.sh -run TestX ./api/...).
+# Arguments go to `go test`, after the package patterns below; a package
+# argument replaces them: hack/test.sh -run TestX ./api/...
 #
 # The tests tie what they start to their own process (internal/testproc), so
 # that it ends with the test process however that ends. As a second guard, for
