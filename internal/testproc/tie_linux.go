@@ -12,7 +12,8 @@ import (
 // The kernel sends it when the thread that started the process ends, which in
 // a Go program is when the process ends: the runtime ends a thread before only
 // when a goroutine locked to it (runtime.LockOSThread) returns without
-// unlocking, which no code of the tests does.
+// unlocking; no code of this project locks a thread, and chromedp, which
+// does, unlocks it.
 func Tie(cmd *exec.Cmd, sig syscall.Signal) *exec.Cmd {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
