@@ -100,9 +100,9 @@ func TestKubectlNamesAndColumns(t *testing.T) {
 	}
 	check("workloadnetworkpolicyproposals", map[string]any{
 		"Name": "deployment-web-ingress", "Backend": "kubernetes", "Direction": "Ingress", "Target": "web",
-		"Observed": float64(3), "Would Block": float64(2),
+		"Observed": float64(3), "Would Block": float64(2), "Estimated": false,
 	})
 	check("workloadnetworkpolicies", map[string]any{
-		"Name": "deployment-web-ingress", "Mode": "monitor", "Backend": "istio", "Active Violations": nil, "Would Block": nil,
+		"Name": "deployment-web-ingress", "Mode": "monitor", "Backend": "istio", "Active Violations": nil, "Would Block": nil, "Estimated": nil,
 	})
 }

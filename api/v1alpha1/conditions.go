@@ -41,6 +41,25 @@ const (
 	ReasonObservedAllowed = "ObservedAllowed"
 )
 
+// ConditionEvidenceComplete, on a proposal and on a policy, is True when the
+// writer tracks every observed edge one by one, so that observedEdges and
+// wouldBlockEdges are exact; False when they are estimates (status.estimated):
+// the tracking limit was reached, or edges seen before the writer started are
+// not listed. Written by the writer of the object's observed edges.
+const ConditionEvidenceComplete = "EvidenceComplete"
+
+// Reasons of ConditionEvidenceComplete.
+const (
+	// ReasonAllTracked: every observed edge is tracked; the counts are exact.
+	ReasonAllTracked = "AllTracked"
+	// ReasonTrackingLimit: more distinct edges were seen than the writer
+	// tracks (max_tracked_edges); the counts are estimates.
+	ReasonTrackingLimit = "TrackingLimit"
+	// ReasonNotTracked: edges seen by an earlier writer and not listed are
+	// counted by their estimate until they are seen again.
+	ReasonNotTracked = "NotTracked"
+)
+
 // Reasons of ConditionUnusedRules.
 const (
 	// ReasonRulesUnused: some rules were not used for the unused rule age.

@@ -1,6 +1,8 @@
 package k8swriterexporter
 
 import (
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/learning"
@@ -31,7 +33,23 @@ func observedKey(o *learning.Observation) (observed.Key, bool) {
 // that judges monitor-mode violations.
 func (w *writer) judge(p *v1alpha1.WorkloadNetworkPolicyProposal) observed.Judge {
 	sc := netpolmatch.SelectorCache{}
+	spec, namespace := p.Spec.DeepCopy(), p.Namespace
 	return func(k *observed.Key) (string, bool) {
-		return netpolmatch.MatchSpec(&p.Spec, p.Namespace, enforcerextension.PeerOf(w.enforcer, k), k.Protocol, k.Port, sc)
+		return netpolmatch.MatchSpec(spec, namespace, enforcerextension.PeerOf(w.enforcer, k), k.Protocol, k.Port, sc)
 	}
+}
+
+// judgeCached judges the edges of proposal name by its spec in the cache:
+// for those past the tracking limit that come before the proposal's first
+// status write of this run. Nil when there is no proposal yet: nothing
+// allows them.
+func (w *writer) judgeCached(name types.NamespacedName) observed.Judge {
+	if w.enforcer == nil {
+		return nil
+	}
+	p, ok := w.enforcer.Proposal(name)
+	if !ok {
+		return nil
+	}
+	return w.judge(p)
 }

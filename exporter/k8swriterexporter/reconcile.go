@@ -205,8 +205,13 @@ func (w *writer) writeStatus(ctx context.Context, pw enforcerextension.ProposalW
 	st.ObservedGeneration = p.Generation
 	name := client.ObjectKeyFromObject(p)
 	u := w.observed.Status(name, &st.ObservedTraffic, w.judge(p), w.cfg.MaxObserved)
+	if u.Err != nil {
+		w.set.Logger.Warn("A proposal's estimators of observed edges could not be read; its counts start again from what it lists",
+			zap.String("proposal", name.String()), zap.Error(u.Err))
+	}
 	st.ObservedTraffic = u.Traffic
 	meta.SetStatusCondition(&st.Conditions, u.WouldBlockCondition(p.Generation))
+	meta.SetStatusCondition(&st.Conditions, u.EvidenceCompleteCondition(p.Generation))
 	if apiequality.Semantic.DeepEqual(st, &p.Status) {
 		return nil
 	}

@@ -23,13 +23,6 @@ type telemetry struct {
 	base   attribute.KeyValue
 }
 
-// MetricObservedUntracked counts the flow sides of observed edges that were
-// not tracked: new edges of a proposal that tracks max_tracked_edges already.
-const MetricObservedUntracked = "network_enforcer_observed_edges_untracked"
-
-// MetricObservedTracked is how many observed edges the writer holds in memory.
-const MetricObservedTracked = "network_enforcer_observed_edges_tracked"
-
 func newTelemetry(set exporter.Settings, unwritten func() int, store *observed.Store) (*telemetry, error) {
 	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/exporter/k8swriterexporter")
 	w, err := m.Int64Counter(MetricWrites, metric.WithUnit("{write}"),
@@ -46,20 +39,7 @@ func newTelemetry(set exporter.Settings, unwritten func() int, store *observed.S
 		})); err != nil {
 		return nil, err
 	}
-	if _, err := m.Int64ObservableCounter(MetricObservedUntracked, metric.WithUnit("{flow}"),
-		metric.WithDescription("Flow sides of observed edges not tracked: new edges of a proposal that tracks max_tracked_edges already."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(store.Untracked(), metric.WithAttributes(base))
-			return nil
-		})); err != nil {
-		return nil, err
-	}
-	if _, err := m.Int64ObservableGauge(MetricObservedTracked, metric.WithUnit("{edge}"),
-		metric.WithDescription("Observed edges of proposals held in memory."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(store.Edges()), metric.WithAttributes(base))
-			return nil
-		})); err != nil {
+	if err := store.RegisterMetrics(m, base); err != nil {
 		return nil, err
 	}
 	return &telemetry{writes: w, base: attribute.String("exporter", set.ID.String())}, nil

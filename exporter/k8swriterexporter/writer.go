@@ -39,16 +39,17 @@ type writer struct {
 }
 
 func newWriter(set exporter.Settings, cfg *Config) (*writer, error) {
-	agg := newAggregate()
-	store := observed.NewStore(cfg.MaxTrackedEdges)
-	tel, err := newTelemetry(set, agg.unwritten, store)
+	w := &writer{
+		cfg: cfg, set: set, agg: newAggregate(),
+		limiter: rate.NewLimiter(rate.Limit(cfg.WriteQPS), cfg.WriteBurst),
+	}
+	w.observed = observed.NewStore(cfg.MaxTrackedEdges, w.judgeCached)
+	tel, err := newTelemetry(set, w.agg.unwritten, w.observed)
 	if err != nil {
 		return nil, err
 	}
-	return &writer{
-		cfg: cfg, set: set, agg: agg, telemetry: tel, observed: store,
-		limiter: rate.NewLimiter(rate.Limit(cfg.WriteQPS), cfg.WriteBurst),
-	}, nil
+	w.telemetry = tel
+	return w, nil
 }
 
 // Start finds the enforcer and has it run the writer's controller on each term

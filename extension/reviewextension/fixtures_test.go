@@ -58,6 +58,13 @@ func traffic(edges ...v1alpha1.ObservedEdge) v1alpha1.ObservedTraffic {
 	return t
 }
 
+// estimate is t past the tracking limit: counts that are estimates.
+func estimate(t v1alpha1.ObservedTraffic, observed, wouldBlock int32) v1alpha1.ObservedTraffic {
+	t.ObservedEdges, t.WouldBlockEdges, t.Estimated = observed, wouldBlock, true
+	t.OmittedEdges = observed - int32(len(t.Observed))
+	return t
+}
+
 func newFixtures(now time.Time) fixtures {
 	allowed, block := v1alpha1.VerdictAllowed, v1alpha1.VerdictWouldBlock
 	ts := metav1.NewTime(now.Truncate(time.Second))
@@ -71,10 +78,10 @@ func newFixtures(now time.Time) fixtures {
 			edge(workloadPeer("shop", "Deployment", "frontend"), 8080, 120, allowed, now),
 			edge(v1alpha1.ObservedPeer{Class: v1alpha1.PeerClassExternal, Address: "203.0.113.7/32"}, 8080, 3, block, now),
 		)),
-		proposal("shop", "deployment-web-egress", kubernetesSpec(v1alpha1.WorkloadKindDeployment, "web", v1alpha1.DirectionEgress, 2), traffic(
+		proposal("shop", "deployment-web-egress", kubernetesSpec(v1alpha1.WorkloadKindDeployment, "web", v1alpha1.DirectionEgress, 2), estimate(traffic(
 			edge(v1alpha1.ObservedPeer{Class: v1alpha1.PeerClassAPIServer, Address: "10.0.0.1/32"}, 443, 9, allowed, now),
 			edge(workloadPeer("shop", "StatefulSet", "db"), 5432, 40, allowed, now),
-		)),
+		), 193806, 0)),
 	}
 	db := v1alpha1.WorkloadNetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "statefulset-db-ingress"},

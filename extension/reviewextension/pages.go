@@ -9,12 +9,14 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
 //go:embed web
@@ -71,6 +73,14 @@ var funcs = template.FuncMap{
 	},
 	"peer":     peerText,
 	"endpoint": endpointText,
+	// about marks a count that is an estimate.
+	"about": func(estimated bool) template.HTML {
+		if !estimated {
+			return ""
+		}
+		return `<abbr class="estimate" title="an estimate: the tracking limit was reached, or edges are not listed; see the EvidenceComplete condition">about</abbr> `
+	},
+	"standardError": func() string { return strconv.FormatFloat(100*observed.StandardError, 'g', 3, 64) },
 }
 
 // render writes template name with data, whole or not at all: a template

@@ -53,7 +53,12 @@ func get(t *testing.T, url string) (int, string) {
 func TestPagesOnLoopback(t *testing.T) {
 	base := startOnFake(t)
 	for path, wants := range map[string][]string{
-		"/":                        {"Cluster", `href="/proposals/shop/deployment-web-ingress"`, `href="/policies/pay/deployment-api-ingress"`, `data-url="/graph.json"`},
+		"/": {"Cluster", `href="/proposals/shop/deployment-web-ingress"`, `href="/policies/pay/deployment-api-ingress"`, `data-url="/graph.json"`,
+			`<td><abbr class="estimate" title="an estimate: the tracking limit was reached, or edges are not listed; see the EvidenceComplete condition">about</abbr> 193806</td>`},
+		"/proposals/shop/deployment-web-egress": {
+			`<dd><abbr class="estimate" title="an estimate: the tracking limit was reached, or edges are not listed; see the EvidenceComplete condition">about</abbr> 193806 (193804 not listed)</dd>`,
+			`<dd id="estimated">the counts are estimates, within about 3.25 %: see the EvidenceComplete condition</dd>`,
+		},
 		"/?namespace=pay":          {"Namespace pay", `data-url="/graph.json?namespace=pay"`, "deployment-api-ingress"},
 		"/graph.dot":               {"digraph review"},
 		"/graph.mmd":               {"flowchart LR"},

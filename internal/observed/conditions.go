@@ -3,6 +3,7 @@ package observed
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,24 +19,80 @@ var classOrder = []v1alpha1.PeerClass{
 }
 
 // WouldBlockCondition is the WouldBlock condition of an update, for an object
-// of generation: "protect would block 3 observed edges: 2 External, 1 Host".
+// of generation: "protect would block 3 observed edges: 2 External, 1 Host",
+// or, past the tracking limit, "protect would block about 200,000 observed
+// edges: about 199,000 External, 3 Host; 1,022 of them tracked; tracking
+// limit 1,024 reached".
 func (u *Update) WouldBlockCondition(generation int64) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionWouldBlock, ObservedGeneration: generation}
 	n := int(u.Traffic.WouldBlockEdges)
 	if n == 0 {
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonObservedAllowed
-		c.Message = fmt.Sprintf("the spec allows all %d observed %s", u.Traffic.ObservedEdges, edges(int(u.Traffic.ObservedEdges)))
+		c.Message = fmt.Sprintf("the spec allows all %s observed %s", u.count(int(u.Traffic.ObservedEdges), u.Traffic.Estimated), edges(int(u.Traffic.ObservedEdges)))
 		return c
 	}
 	var parts []string
 	for _, class := range classOrder {
 		if m := u.WouldBlock[class]; m > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", m, class))
+			parts = append(parts, u.count(m, u.estimated[class])+" "+string(class))
 		}
 	}
 	c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonObservedWouldBlock
-	c.Message = fmt.Sprintf("protect would block %d observed %s: %s", n, edges(n), strings.Join(parts, ", "))
+	c.Message = fmt.Sprintf("protect would block %s observed %s: %s", u.count(n, u.Traffic.Estimated), edges(n), strings.Join(parts, ", "))
+	if u.Traffic.Estimated {
+		c.Message += fmt.Sprintf("; %s of them tracked", thousands(u.tracked))
+	}
+	if u.limit > 0 {
+		c.Message += fmt.Sprintf("; tracking limit %s reached", thousands(u.limit))
+	}
 	return c
+}
+
+// EvidenceCompleteCondition is the EvidenceComplete condition of an update,
+// for an object of generation: whether its counts are exact.
+func (u *Update) EvidenceCompleteCondition(generation int64) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionEvidenceComplete, ObservedGeneration: generation}
+	switch {
+	case !u.Traffic.Estimated:
+		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonAllTracked
+		c.Message = "every observed edge is tracked: the counts are exact"
+	case u.limit > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonTrackingLimit
+		c.Message = fmt.Sprintf("tracking limit %s reached: about %s observed edges are counted by estimate only (within about %.3g %%)",
+			thousands(u.limit), round(u.notTracked), 100*StandardError)
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonNotTracked
+		c.Message = fmt.Sprintf("about %s observed edges, counted by an earlier writer and not listed, are counted by estimate only until they are seen again",
+			round(u.notTracked))
+	}
+	return c
+}
+
+// count says n, "about n" rounded to three figures when it is an estimate.
+func (u *Update) count(n int, estimated bool) string {
+	if estimated {
+		return "about " + round(n)
+	}
+	return thousands(n)
+}
+
+// round is n to three significant figures, as an estimate within a few
+// percent deserves: 199,873 is "200,000".
+func round(n int) string {
+	p := 1
+	for n/p >= 1000 {
+		p *= 10
+	}
+	return thousands((n + p/2) / p * p)
+}
+
+// thousands writes n with its thousands separated: 1,024.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func edges(n int) string {

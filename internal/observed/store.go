@@ -18,11 +18,16 @@ import (
 type Store struct {
 	mu         sync.Mutex
 	maxTracked int
-	objects    map[types.NamespacedName]*table
+	// judgeOf judges the edges of an object that does not have a judge of
+	// its last status yet; nil judges every such edge as blocked.
+	judgeOf func(types.NamespacedName) Judge
+	objects map[types.NamespacedName]*table
 	// untracked counts the flow sides of new edges that did not fit.
 	untracked int64
 	// draining is set by a hand-off: writes are no longer spaced.
 	draining bool
+	// badEstimators counts the statuses whose estimators did not decode.
+	badEstimators int64
 }
 
 // table is one object's edges.
@@ -32,6 +37,23 @@ type table struct {
 	lastWrite time.Time
 	// pending is set from the first unwritten flow to the write that takes it.
 	pending bool
+	// est counts the distinct edges, tracked or not.
+	est estimators
+	// judge is the verdict of the spec as of the last status, for the
+	// edges not tracked, which are judged when they are seen.
+	judge Judge
+	// untracked is the flows of edges not tracked since the last write, and
+	// the use they add to the rules that allow them.
+	untracked    int64
+	untrackedUse map[string]Use
+	// restored is set once the status's estimators were read.
+	restored bool
+	// notTracked is set while edges that an earlier writer counted, and did
+	// not list, are counted by the estimators only.
+	notTracked bool
+	// notTrackedEdges is how many edges the last status counted that are not
+	// tracked.
+	notTrackedEdges int
 }
 
 // entry is one edge: its flows as of the last write (base) and since
@@ -42,8 +64,10 @@ type entry struct {
 }
 
 // NewStore returns a store that tracks at most maxTracked edges per object.
-func NewStore(maxTracked int) *Store {
-	return &Store{maxTracked: maxTracked, objects: map[types.NamespacedName]*table{}}
+// judgeOf, when set, gives the judge of an object's spec for the edges that
+// come past the tracking limit before the object's first status of this run.
+func NewStore(maxTracked int, judgeOf func(types.NamespacedName) Judge) *Store {
+	return &Store{maxTracked: maxTracked, judgeOf: judgeOf, objects: map[types.NamespacedName]*table{}}
 }
 
 // Add notes flows of the edge k of obj, the newest seen at t. first is true
@@ -55,9 +79,13 @@ func (s *Store) Add(obj types.NamespacedName, k *Key, flows int64, t time.Time) 
 	tb := s.table(obj)
 	e := tb.edges[*k]
 	if e == nil {
+		tb.est.see(k)
 		if len(tb.edges) >= s.maxTracked {
 			s.untracked += flows
-			return false, false
+			s.addUntracked(obj, tb, k, flows, t)
+			first = !tb.pending
+			tb.pending = true
+			return first, false
 		}
 		e = &entry{first: t, last: t}
 		tb.edges[*k] = e
@@ -72,6 +100,35 @@ func (s *Store) Add(obj types.NamespacedName, k *Key, flows int64, t time.Time) 
 	first = !tb.pending
 	tb.pending = true
 	return first, true
+}
+
+// addUntracked counts flows of k, an edge that does not fit in obj's
+// tracking: it is judged now, by the spec as of the last status, and counted
+// by the estimators; the flows count for the rule that allows it.
+func (s *Store) addUntracked(obj types.NamespacedName, tb *table, k *Key, flows int64, t time.Time) {
+	tb.est.limitReached = true
+	tb.untracked += flows
+	if tb.judge == nil && s.judgeOf != nil {
+		tb.judge = s.judgeOf(obj)
+	}
+	if tb.judge == nil {
+		tb.est.block(k)
+		return
+	}
+	rule, allowed := tb.judge(k)
+	if !allowed {
+		tb.est.block(k)
+		return
+	}
+	if rule != "" {
+		if tb.untrackedUse == nil {
+			tb.untrackedUse = map[string]Use{}
+		}
+		r := tb.untrackedUse[rule]
+		r.Flows += flows
+		r.Last = maxTime(r.Last, t)
+		tb.untrackedUse[rule] = r
+	}
 }
 
 // table is obj's table, a new one if it has none; s.mu is held.
@@ -133,6 +190,26 @@ func (s *Store) Untracked() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.untracked
+}
+
+// NotTracked is how many distinct edges the last statuses counted that the
+// store does not track, over all objects: estimated.
+func (s *Store) NotTracked() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, tb := range s.objects {
+		n += tb.notTrackedEdges
+	}
+	return n
+}
+
+// BadEstimators is how many statuses had estimators that did not decode,
+// since the start: their counts started again from what they list.
+func (s *Store) BadEstimators() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.badEstimators
 }
 
 // Edges is how many edges the store tracks, over all objects.

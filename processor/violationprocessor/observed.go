@@ -3,6 +3,8 @@ package violationprocessor
 import (
 	"time"
 
+	"go.uber.org/zap"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,12 +31,30 @@ func (p *violationProcessor) observeEdge(pol *v1alpha1.WorkloadNetworkPolicy, k 
 }
 
 // judge judges pol's observed edges by its spec as it is now, with the
-// matcher that judges monitor-mode violations.
+// matcher that judges monitor-mode violations. It judges a copy: the store
+// keeps the judge for the edges it does not track, while the status write
+// decodes the API server's answer into pol.
 func (p *violationProcessor) judge(pol *v1alpha1.WorkloadNetworkPolicy) observed.Judge {
 	sc := netpolmatch.SelectorCache{}
+	spec, namespace := pol.Spec.PolicySpec.DeepCopy(), pol.Namespace
 	return func(k *observed.Key) (string, bool) {
-		return netpolmatch.MatchSpec(&pol.Spec.PolicySpec, pol.Namespace, enforcerextension.PeerOf(p.enforcer, k), k.Protocol, k.Port, sc)
+		return netpolmatch.MatchSpec(spec, namespace, enforcerextension.PeerOf(p.enforcer, k), k.Protocol, k.Port, sc)
 	}
+}
+
+// judgeCached judges the edges of policy name by its spec in the cache: for
+// those past the tracking limit that come before the policy's first status
+// sync of this run. Nil when the cache has no such policy: nothing allows
+// them.
+func (p *violationProcessor) judgeCached(name types.NamespacedName) observed.Judge {
+	if p.enforcer == nil {
+		return nil
+	}
+	pol, ok := p.enforcer.Policy(name)
+	if !ok {
+		return nil
+	}
+	return p.judge(pol)
 }
 
 // observedStatus is a policy's observed part of the status as a sync would
@@ -67,9 +87,14 @@ func (p *violationProcessor) setObserved(fresh *v1alpha1.WorkloadNetworkPolicy, 
 		}
 	}
 	o.update = p.observed.Status(key, &st.ObservedTraffic, p.judge(fresh), p.cfg.MaxObserved)
+	if o.update.Err != nil {
+		p.logger.Warn("A policy's estimators of observed edges could not be read; its counts start again from what it lists",
+			zap.String("policy", key.String()), zap.Error(o.update.Err))
+	}
 	st.ObservedTraffic = o.update.Traffic
 	st.RuleUse = o.update.MergeRuleUse(st.RuleUse, netpolmatch.Rules(&fresh.Spec.PolicySpec))
 	setCondition(st, o.update.WouldBlockCondition(fresh.Generation))
+	setCondition(st, o.update.EvidenceCompleteCondition(fresh.Generation))
 	var unused metav1.Condition
 	unused, o.next = observed.UnusedRulesCondition(st.RuleUse, fresh.CreationTimestamp.Time, now, p.cfg.UnusedRuleAge, fresh.Generation)
 	setCondition(st, unused)

@@ -46,8 +46,12 @@ func newViolationProcessor(set processor.Settings, cfg *Config, next consumer.Lo
 	if err != nil {
 		return nil, err
 	}
-	return &violationProcessor{cfg: cfg, logger: set.Logger, next: next, buffer: newBuffer(cfg.MaxBuffered),
-		observed: observed.NewStore(cfg.MaxTrackedEdges), telemetry: tel}, nil
+	p := &violationProcessor{cfg: cfg, logger: set.Logger, next: next, buffer: newBuffer(cfg.MaxBuffered), telemetry: tel}
+	p.observed = observed.NewStore(cfg.MaxTrackedEdges, p.judgeCached)
+	if err := p.observed.RegisterMetrics(tel.meter, tel.base); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func (p *violationProcessor) start(_ context.Context, host component.Host) error {

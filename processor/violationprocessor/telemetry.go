@@ -22,11 +22,13 @@ const (
 type telemetry struct {
 	observed, dismissed, unattributed, dropped, writes, acks metric.Int64Counter
 	base                                                     attribute.KeyValue
+	// meter reports the policies' observed edges too.
+	meter metric.Meter
 }
 
 func newTelemetry(set processor.Settings) (*telemetry, error) {
 	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/processor/violationprocessor")
-	t := &telemetry{base: attribute.String("processor", set.ID.String())}
+	t := &telemetry{base: attribute.String("processor", set.ID.String()), meter: m}
 	for _, c := range []struct {
 		into       *metric.Int64Counter
 		name, unit string
