@@ -6,7 +6,6 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/learning"
-	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/observed"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
@@ -29,14 +28,9 @@ func observedKey(o *learning.Observation) (observed.Key, bool) {
 	return k, true
 }
 
-// judge judges p's observed edges by its spec as it is now, with the matcher
-// that judges monitor-mode violations.
+// judge judges p's observed edges by its spec as it is now.
 func (w *writer) judge(p *v1alpha1.WorkloadNetworkPolicyProposal) observed.Judge {
-	sc := netpolmatch.SelectorCache{}
-	spec, namespace := p.Spec.DeepCopy(), p.Namespace
-	return func(k *observed.Key) (string, bool) {
-		return netpolmatch.MatchSpec(spec, namespace, enforcerextension.PeerOf(w.enforcer, k), k.Protocol, k.Port, sc)
-	}
+	return enforcerextension.JudgeSpec(w.enforcer, &p.Spec, p.Namespace)
 }
 
 // judgeCached judges the edges of proposal name by its spec in the cache:

@@ -86,3 +86,16 @@ func PeerOf(e Enforcer, k *observed.Key) *netpolmatch.Peer {
 	}
 	return p
 }
+
+// JudgeSpec judges observed edges by spec, a policy's or a proposal's in
+// namespace, with the matcher that judges monitor-mode violations. It judges
+// a copy of spec: a store keeps the judge for the edges it does not track,
+// while the next status write decodes the API server's answer into the
+// object that spec belongs to.
+func JudgeSpec(e Enforcer, spec *v1alpha1.PolicySpec, namespace string) observed.Judge {
+	sc := netpolmatch.SelectorCache{}
+	spec = spec.DeepCopy()
+	return func(k *observed.Key) (string, bool) {
+		return netpolmatch.MatchSpec(spec, namespace, PeerOf(e, k), k.Protocol, k.Port, sc)
+	}
+}

@@ -61,16 +61,15 @@ func (es *estimators) class(c v1alpha1.PeerClass) *classEstimators {
 	return ce
 }
 
-// see counts k as seen.
-func (es *estimators) see(k *Key) {
+// see counts k as seen and, when blocked, as an edge not tracked that
+// protect would block; the key is encoded once for both.
+func (es *estimators) see(k *Key, blocked bool) {
 	es.buf = k.appendTo(es.buf[:0])
-	es.class(k.Class).seen.Insert(es.buf)
-}
-
-// block counts k, not tracked, as an edge that protect would block.
-func (es *estimators) block(k *Key) {
-	es.buf = k.appendTo(es.buf[:0])
-	es.class(k.Class).blocked.Insert(es.buf)
+	ce := es.class(k.Class)
+	ce.seen.Insert(es.buf)
+	if blocked {
+		ce.blocked.Insert(es.buf)
+	}
 }
 
 // appendTo appends an encoding of k that is the same in every process, so

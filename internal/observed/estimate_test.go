@@ -240,13 +240,12 @@ func TestEstimatorMemory(t *testing.T) {
 	for o := range ests {
 		for i := range floodPeers / 10 {
 			k := floodKey(i)
-			ests[o].see(&k)
-			ests[o].block(&k)
+			ests[o].see(&k, true)
 		}
 		// The other classes, a few edges each.
 		for _, c := range classOrder[2:] {
 			k := Key{Class: c, Address: "10.0.0.1", Protocol: corev1.ProtocolTCP, Port: 80}
-			ests[o].see(&k)
+			ests[o].see(&k, false)
 		}
 		ests[o].buf = nil
 	}
@@ -266,7 +265,7 @@ func FuzzUnmarshal(f *testing.F) {
 	es := estimators{}
 	for i := range 2000 {
 		k := floodKey(i)
-		es.see(&k)
+		es.see(&k, false)
 		if i == 5 {
 			f.Add(marshal(es.class(v1alpha1.PeerClassExternal).seen))
 		}
@@ -281,7 +280,7 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 		k := floodKey(1)
 		es := estimators{}
-		es.see(&k)
+		es.see(&k, false)
 		if err := es.class(v1alpha1.PeerClassExternal).seen.Merge(sk); err != nil {
 			t.Fatal(err)
 		}

@@ -27,35 +27,36 @@ const (
 // RegisterMetrics reports the store's figures through m, each with attrs.
 func (s *Store) RegisterMetrics(m metric.Meter, attrs ...attribute.KeyValue) error {
 	with := metric.WithAttributes(attrs...)
-	if _, err := m.Int64ObservableGauge(MetricTracked, metric.WithUnit("{edge}"),
-		metric.WithDescription("Observed edges held in memory."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(s.Edges()), with)
+	observe := func(value func() int64) metric.Int64Callback {
+		return func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(value(), with)
 			return nil
-		})); err != nil {
-		return err
+		}
 	}
-	if _, err := m.Int64ObservableCounter(MetricUntrackedFlows, metric.WithUnit("{flow}"),
-		metric.WithDescription("Flow sides of observed edges not tracked: new edges of an object that tracks max_tracked_edges already."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(s.Untracked(), with)
-			return nil
-		})); err != nil {
-		return err
+	for _, g := range []struct {
+		name, unit, desc string
+		value            func() int64
+	}{
+		{MetricTracked, "{edge}", "Observed edges held in memory.", func() int64 { return int64(s.Edges()) }},
+		{MetricNotTracked, "{edge}", "Distinct observed edges that the last statuses counted by estimate only: past the tracking limit, or not listed by an earlier writer.",
+			func() int64 { return int64(s.NotTracked()) }},
+	} {
+		if _, err := m.Int64ObservableGauge(g.name, metric.WithUnit(g.unit), metric.WithDescription(g.desc),
+			metric.WithInt64Callback(observe(g.value))); err != nil {
+			return err
+		}
 	}
-	if _, err := m.Int64ObservableGauge(MetricNotTracked, metric.WithUnit("{edge}"),
-		metric.WithDescription("Distinct observed edges that the last statuses counted by estimate only: past the tracking limit, or not listed by an earlier writer."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(s.NotTracked()), with)
-			return nil
-		})); err != nil {
-		return err
+	for _, c := range []struct {
+		name, unit, desc string
+		value            func() int64
+	}{
+		{MetricUntrackedFlows, "{flow}", "Flow sides of observed edges not tracked: new edges of an object that tracks max_tracked_edges already.", s.Untracked},
+		{MetricBadEstimators, "{status}", "Statuses whose estimators did not decode: their counts started again from what they list.", s.BadEstimators},
+	} {
+		if _, err := m.Int64ObservableCounter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.desc),
+			metric.WithInt64Callback(observe(c.value))); err != nil {
+			return err
+		}
 	}
-	_, err := m.Int64ObservableCounter(MetricBadEstimators, metric.WithUnit("{status}"),
-		metric.WithDescription("Statuses whose estimators did not decode: their counts started again from what they list."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(s.BadEstimators(), with)
-			return nil
-		}))
-	return err
+	return nil
 }

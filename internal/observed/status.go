@@ -90,7 +90,7 @@ func (s *Store) Status(obj types.NamespacedName, cur *v1alpha1.ObservedTraffic, 
 			// Written by an earlier run or leader: it counts on from there.
 			e = &entry{first: o.FirstSeen.Time, last: o.LastSeen.Time}
 			tb.edges[k] = e
-			tb.est.see(&k)
+			tb.est.see(&k, false)
 		}
 		e.base = o.Flows
 		e.first, e.last = minTime(e.first, o.FirstSeen.Time), maxTime(e.last, o.LastSeen.Time)

@@ -79,7 +79,6 @@ func (s *Store) Add(obj types.NamespacedName, k *Key, flows int64, t time.Time) 
 	tb := s.table(obj)
 	e := tb.edges[*k]
 	if e == nil {
-		tb.est.see(k)
 		if len(tb.edges) >= s.maxTracked {
 			s.untracked += flows
 			s.addUntracked(obj, tb, k, flows, t)
@@ -87,6 +86,7 @@ func (s *Store) Add(obj types.NamespacedName, k *Key, flows int64, t time.Time) 
 			tb.pending = true
 			return first, false
 		}
+		tb.est.see(k, false)
 		e = &entry{first: t, last: t}
 		tb.edges[*k] = e
 	}
@@ -111,16 +111,12 @@ func (s *Store) addUntracked(obj types.NamespacedName, tb *table, k *Key, flows 
 	if tb.judge == nil && s.judgeOf != nil {
 		tb.judge = s.judgeOf(obj)
 	}
-	if tb.judge == nil {
-		tb.est.block(k)
-		return
+	rule, allowed := "", false
+	if tb.judge != nil {
+		rule, allowed = tb.judge(k)
 	}
-	rule, allowed := tb.judge(k)
-	if !allowed {
-		tb.est.block(k)
-		return
-	}
-	if rule != "" {
+	tb.est.see(k, !allowed)
+	if allowed && rule != "" {
 		if tb.untrackedUse == nil {
 			tb.untrackedUse = map[string]Use{}
 		}

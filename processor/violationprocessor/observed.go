@@ -30,16 +30,9 @@ func (p *violationProcessor) observeEdge(pol *v1alpha1.WorkloadNetworkPolicy, k 
 	}
 }
 
-// judge judges pol's observed edges by its spec as it is now, with the
-// matcher that judges monitor-mode violations. It judges a copy: the store
-// keeps the judge for the edges it does not track, while the status write
-// decodes the API server's answer into pol.
+// judge judges pol's observed edges by its spec as it is now.
 func (p *violationProcessor) judge(pol *v1alpha1.WorkloadNetworkPolicy) observed.Judge {
-	sc := netpolmatch.SelectorCache{}
-	spec, namespace := pol.Spec.PolicySpec.DeepCopy(), pol.Namespace
-	return func(k *observed.Key) (string, bool) {
-		return netpolmatch.MatchSpec(spec, namespace, enforcerextension.PeerOf(p.enforcer, k), k.Protocol, k.Port, sc)
-	}
+	return enforcerextension.JudgeSpec(p.enforcer, &pol.Spec.PolicySpec, pol.Namespace)
 }
 
 // judgeCached judges the edges of policy name by its spec in the cache: for
