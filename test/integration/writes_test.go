@@ -39,7 +39,7 @@ var edgePairs = [][2]flow.Endpoint{
 
 // TestWritesFollowEdgesNotFlows sends a million Cilium flows over 1,000 distinct
 // edges (5 pairs of workloads, 100 ports, both sides) through the learning path:
-// each proposal's spec is written at most twice and its status at most once;
+// each proposal's spec is written at most twice, and its status once with each;
 // the same flows again, through a fresh pipeline as after a restart, write no
 // spec, and each status (the observed edges' flows) at most once.
 func TestWritesFollowEdgesNotFlows(t *testing.T) {
@@ -59,8 +59,11 @@ func TestWritesFollowEdgesNotFlows(t *testing.T) {
 	if writes == 0 || writes > int64(2*proposalsMade) {
 		t.Errorf("%d spec writes for %d proposals", writes, proposalsMade)
 	}
-	if statusWrites > int64(proposalsMade) {
-		t.Errorf("%d status writes for %d proposals", statusWrites, proposalsMade)
+	// A spec write carries the status that describes it (its generation,
+	// Bounded, Written), so a proposal whose spec a busy machine writes in two
+	// rounds has two status writes; the observed edges' flows add none.
+	if statusWrites > writes {
+		t.Errorf("%d status writes for %d spec writes of %d proposals", statusWrites, writes, proposalsMade)
 	}
 	first.Stop(t)
 
