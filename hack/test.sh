@@ -43,21 +43,37 @@ done
 # session_pids prints the PIDs of the processes still in the session.
 session_pids() { ps -o pid= -s "$session" 2>/dev/null || true; }
 
+# The grace that the session's processes get after SIGTERM. The real-node
+# suite's cluster.sh needs most of it: on SIGTERM it deletes the pods, stops
+# every part (up to 10 s each) and cleans the host.
+grace=180
+
 cleanup() {
-	local pids i
+	local pids i cluster=""
 	[[ -z "${session:-}" ]] && return 0
 	pids=$(session_pids)
 	[[ -z "$pids" ]] && return 0
 	# shellcheck disable=SC2086 # one argument per PID
 	kill -TERM $pids 2>/dev/null || true
-	for ((i = 0; i < 50; i++)); do
+	for ((i = 0; i < grace * 10; i++)); do
 		pids=$(session_pids)
 		[[ -z "$pids" ]] && return 0
+		if ((i == 50)); then
+			echo "hack/test.sh: waiting up to ${grace}s for the test run to end: $(echo $pids)" >&2
+		fi
 		sleep 0.1
 	done
+	# shellcheck disable=SC2086
+	if ps -o args= -p "$(echo $pids | tr ' ' ,)" 2>/dev/null | grep -q 'hack/cluster/cluster.sh'; then cluster=1; fi
 	echo "hack/test.sh: killing what is left of the test run: $(echo $pids)" >&2
 	# shellcheck disable=SC2086
 	kill -KILL $pids 2>/dev/null || true
+	# A cluster.sh killed half way leaves parts of the cluster in sessions of
+	# their own: its down stops them by the PIDs it recorded.
+	if [[ -n "$cluster" ]]; then
+		NETWORK_ENFORCER_CLUSTER_WAIT=10 hack/cluster/cluster.sh down >&2 ||
+			echo "hack/test.sh: hack/cluster/cluster.sh down failed: run it again as root" >&2
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT

@@ -82,12 +82,14 @@ log() { echo "cluster: $*" >&2; }
 # ---------------------------------------------------------------- processes
 
 # start NAME COMMAND...: runs COMMAND in the background with its output in
-# logs/NAME.log and records its PID.
+# logs/NAME.log and records its PID. It does not get the lock's descriptor
+# (9): a part that outlived a killed run would hold the lock, and the `down`
+# that cleans up after it would wait for itself.
 start() {
 	local name=$1
 	shift
 	mkdir -p "$state/logs" "$state/pids"
-	setsid "$@" >"$state/logs/$name.log" 2>&1 </dev/null &
+	setsid "$@" >"$state/logs/$name.log" 2>&1 </dev/null 9>&- &
 	echo $! >"$state/pids/$name.pid"
 }
 
@@ -681,15 +683,32 @@ down)
 run)
 	down
 	finish() {
-		trap - EXIT INT TERM
-		[[ -n "${sleeper:-}" ]] && kill "$sleeper" 2>/dev/null
+		trap - EXIT
+		# Nothing is written to stdout from here: it is often a pipe whose
+		# reader (the test process) has gone, and a write would end the script.
+		exec 1>&2
+		# The sleeper may be gone already (a signal to the whole session):
+		# under set -e a failed kill here would end the script before down.
+		if [[ -n "${sleeper:-}" ]]; then kill "$sleeper" 2>/dev/null || true; fi
 		log "stopping"
 		down
 		log "host clean"
 	}
+	# The first signal ends the run (and so runs finish); any later one is
+	# ignored: an interrupted test run sends SIGTERM twice at once (its own
+	# clean-up's, and the kernel's when the test process that started this
+	# script dies), and an exit during finish would leave the host half clean.
+	on_signal() {
+		if [[ -n "${stopping:-}" ]]; then
+			log "already stopping: the host is cleaned first"
+			return 0
+		fi
+		stopping=1
+		exit "$1"
+	}
 	trap finish EXIT
-	trap 'exit 130' INT
-	trap 'exit 143' TERM
+	trap 'on_signal 130' INT
+	trap 'on_signal 143' TERM
 	up
 	if [[ "$CNI" == cilium ]]; then
 		# SIGUSR1 restarts the Cilium agent (the real-node suite's failure test).

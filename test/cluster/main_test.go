@@ -204,19 +204,28 @@ func startCluster(root, cni string) (*cluster, error) {
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
 	stop := func() error {
+		// SIGTERM twice, a second apart, as an interrupted test run sends it
+		// (hack/test.sh's clean-up, then the kernel's when the test process
+		// dies): the second must not cut the host's clean-up short.
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			var exit *exec.ExitError
-			if errors.As(err, &exit) && exit.ExitCode() == 143 {
-				return nil
+		again := time.After(time.Second)
+		deadline := time.After(3 * time.Minute)
+		for {
+			select {
+			case <-again:
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			case err := <-done:
+				var exit *exec.ExitError
+				if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 143) {
+					return err
+				}
+				return hostLeftovers()
+			case <-deadline:
+				_ = cmd.Process.Kill()
+				return fmt.Errorf("cluster.sh did not stop in 3 minutes; see %s", logPath)
 			}
-			return err
-		case <-time.After(3 * time.Minute):
-			_ = cmd.Process.Kill()
-			return fmt.Errorf("cluster.sh did not stop in 3 minutes; see %s", logPath)
 		}
 	}
 	restartAgent := func() error {
