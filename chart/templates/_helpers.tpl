@@ -145,7 +145,7 @@ group: cert-manager.io
 {{/* "true" when the telemetry hop of the enforcer uses an issuer. */}}
 {{- define "network-enforcer.eventsIssuer" -}}
 {{- $t := .Values.telemetry -}}
-{{- if or (and (eq $t.collectorStrategy "default") (eq $t.default.tls.mode "issuer")) (and (eq $t.collectorStrategy "external") (eq $t.external.tls.mode "issuer")) -}}
+{{- if or (and (eq $t.collectorStrategy "default") (has $t.default.tls.mode (list "issuer" "csi"))) (and (eq $t.collectorStrategy "external") (has $t.external.tls.mode (list "issuer" "csi"))) -}}
 true
 {{- end -}}
 {{- end -}}
@@ -162,7 +162,7 @@ true
 {{/* "true" when some hop uses the chart's own CA. */}}
 {{- define "network-enforcer.needsCA" -}}
 {{- $istio := .Values.controller.provider.istio.tls -}}
-{{- if and (eq (include "network-enforcer.provider" .) "istio") (eq $istio.mode "issuer") (not $istio.issuer.name) -}}
+{{- if and (eq (include "network-enforcer.provider" .) "istio") (has $istio.mode (list "issuer" "csi")) (not $istio.issuer.name) -}}
 true
 {{- else if include "network-enforcer.eventsIssuer" . -}}
 {{- $i := include "network-enforcer.eventsIssuerValues" . | fromYaml -}}
@@ -170,6 +170,95 @@ true
 true
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+The key pairs that cert-manager issues, one per hop in issuer or csi mode, by
+hop: flows (the enforcer's side of the flow hop: the server of the node
+agents' hop with Istio, the client of Goldmane or Hubble Relay otherwise),
+nodeAgent (the node agents' client), events (the enforcer's client of the
+collector) and collector (the default collector's server). Each names its
+mode, the Certificate and Secret (issuer mode), the issuer and the subject;
+the Certificates (certificates.yaml) and the pods' volumes are made from it.
+*/}}
+{{- define "network-enforcer.issuedHops" -}}
+{{- $fullname := include "network-enforcer.fullname" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- $c := .Values.controller -}}
+{{- $provider := include "network-enforcer.provider" . -}}
+{{- $p := include "network-enforcer.providerValues" . | fromYaml -}}
+{{- $uid := include "network-enforcer.runAsUser" . -}}
+{{- $hops := dict -}}
+{{- if has $p.tls.mode (list "issuer" "csi") -}}
+{{- if eq $provider "istio" -}}
+{{- $svc := include "network-enforcer.otlpService" . -}}
+{{- $dnsNames := printf "%s,%s" (include "network-enforcer.serviceDNSNames" (dict "root" . "service" $svc)) (include "network-enforcer.serviceDNSNames" (dict "root" . "service" (include "network-enforcer.otlpHeadlessService" .))) -}}
+{{- $_ := set $hops "flows" (dict "mode" $p.tls.mode "name" (printf "%s-otlp-server" $fullname) "issuer" $p.tls.issuer "commonName" (printf "%s.%s.svc" $svc $ns) "dnsNames" $dnsNames "usages" "server auth" "duration" $c.certificateDuration "fsGroup" $uid) -}}
+{{- if ne .Values.nodeAgent.mode "none" -}}
+{{- $fb := eq .Values.nodeAgent.mode "fluent-bit" -}}
+{{- $agent := printf "%s-%s" $fullname (ternary "fluent-bit" "node-agent" $fb) -}}
+{{- $_ := set $hops "nodeAgent" (dict "mode" $p.tls.mode "name" (printf "%s-client" $agent) "issuer" $p.tls.issuer "commonName" $agent "usages" "client auth" "duration" (ternary .Values.nodeAgent.fluentBit.certificateDuration $c.certificateDuration $fb)) -}}
+{{- end -}}
+{{- else -}}
+{{- $_ := set $hops "flows" (dict "mode" $p.tls.mode "name" (printf "%s-flows-client" $fullname) "issuer" $p.tls.issuer "commonName" (printf "%s.%s" $fullname $ns) "usages" "client auth" "duration" $c.certificateDuration "fsGroup" $uid) -}}
+{{- end -}}
+{{- end -}}
+{{- if include "network-enforcer.eventsIssuer" . -}}
+{{- $t := .Values.telemetry -}}
+{{- $mode := ternary $t.default.tls.mode $t.external.tls.mode (eq $t.collectorStrategy "default") -}}
+{{- $_ := set $hops "events" (dict "mode" $mode "name" (printf "%s-events-client" $fullname) "issuer" (include "network-enforcer.eventsIssuerValues" . | fromYaml) "commonName" (printf "%s.%s" $fullname $ns) "usages" "client auth" "duration" $c.certificateDuration "fsGroup" $uid) -}}
+{{- end -}}
+{{- $d := .Values.telemetry.default -}}
+{{- if and (eq .Values.telemetry.collectorStrategy "default") (has $d.tls.mode (list "issuer" "csi")) -}}
+{{- $svc := include "network-enforcer.collectorService" . -}}
+{{- $_ := set $hops "collector" (dict "mode" $d.tls.mode "name" (printf "%s-collector-server" $fullname) "issuer" $d.tls.issuer "commonName" (printf "%s.%s.svc" $svc $ns) "dnsNames" (include "network-enforcer.serviceDNSNames" (dict "root" . "service" $svc)) "usages" "server auth" "duration" $c.certificateDuration "fsGroup" $uid) -}}
+{{- end -}}
+{{- toYaml $hops -}}
+{{- end -}}
+
+{{/*
+The volume source of a hop's key pair (an entry of issuedHops, with "root"):
+the Secret of its Certificate in issuer mode, the CSI driver's in csi mode.
+*/}}
+{{- define "network-enforcer.issuedVolume" -}}
+{{- if eq .mode "csi" -}}
+{{- include "network-enforcer.csiVolume" . -}}
+{{- else -}}
+secret:
+  secretName: {{ .name }}
+{{- end -}}
+{{- end -}}
+
+{{/* The Certificate of a hop in issuer mode (an entry of issuedHops, with "root"). */}}
+{{- define "network-enforcer.certificate" -}}
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata:
+  name: {{ .name }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "network-enforcer.labels" .root | nindent 4 }}
+spec:
+  secretName: {{ .name }}
+  commonName: {{ .commonName | quote }}
+  {{- with .dnsNames }}
+  dnsNames:
+    {{- range splitList "," . }}
+    - {{ . | quote }}
+    {{- end }}
+  {{- end }}
+  duration: {{ .duration }}
+  usages:
+    - digital signature
+    - key encipherment
+    - {{ .usages }}
+  privateKey:
+    algorithm: ECDSA
+    size: 256
+    # A new key with each renewal, as the CSI driver makes one per pod.
+    rotationPolicy: Always
+  issuerRef:
+    {{- include "network-enforcer.issuerRef" (dict "root" .root "issuer" .issuer) | nindent 4 }}
 {{- end -}}
 
 {{/*
@@ -208,6 +297,7 @@ csi:
 {{- define "network-enforcer.validate" -}}
 {{- $provider := include "network-enforcer.provider" . -}}
 {{- $p := include "network-enforcer.providerValues" . | fromYaml -}}
+{{- include "network-enforcer.validateCluster" . -}}
 {{- if and (eq $provider "calico") (eq $p.tls.mode "insecure") -}}
 {{- fail "controller.provider.calico.tls.mode: insecure is not allowed: Goldmane accepts mutual TLS only; use issuer or existingSecret" -}}
 {{- end -}}
@@ -252,7 +342,7 @@ provider.
 {{- if eq .mode "insecure" -}}
 insecure: true
 {{- else -}}
-{{- if eq .mode "issuer" -}}
+{{- if has .mode (list "issuer" "csi") -}}
 ca_file: {{ .dir }}/ca.crt
 cert_file: {{ .dir }}/tls.crt
 key_file: {{ .dir }}/tls.key
@@ -337,5 +427,46 @@ memory limit, when that is given in Mi or Gi; empty otherwise.
 {{- $mib := int (trimSuffix "Mi" (trimSuffix "Gi" $mem)) -}}
 {{- if hasSuffix "Gi" $mem }}{{ $mib = mul $mib 1024 }}{{ end -}}
 {{- div (mul $mib $pct) 100 }}MiB
+{{- end -}}
+{{- end -}}
+
+
+{{/*
+Checks of what the values need from the cluster, made when helm talks to one
+(install, upgrade, --dry-run=server): without them a release would install
+and leave pods stuck in ContainerCreating on a volume that never comes. A
+lookup of kube-system tells whether helm talks to a cluster: `helm template`
+and `helm lint` render without one, and skip these checks.
+*/}}
+{{- define "network-enforcer.validateCluster" -}}
+{{- if lookup "v1" "Namespace" "" "kube-system" -}}
+{{- $provider := include "network-enforcer.provider" . -}}
+{{- $p := include "network-enforcer.providerValues" . | fromYaml -}}
+{{- $hops := include "network-enforcer.issuedHops" . | fromYaml -}}
+{{- $modes := list -}}
+{{- range $hop := $hops }}{{ $modes = append $modes $hop.mode }}{{ end -}}
+{{- if and (or $hops (include "network-enforcer.calicoIssue" .)) (not (.Capabilities.APIVersions.Has "cert-manager.io/v1/Certificate")) -}}
+{{- fail "cert-manager is not installed in this cluster (it serves no cert-manager.io/v1 Certificate): install cert-manager first, or give every TLS hop a Secret of your own (tls.mode existingSecret; see the chart README's TLS section)" -}}
+{{- end -}}
+{{- if and (has "csi" $modes) (not (lookup "storage.k8s.io/v1" "CSIDriver" "" "csi.cert-manager.io")) -}}
+{{- fail "tls.mode csi needs cert-manager's CSI driver (CSIDriver csi.cert-manager.io), which this cluster does not have: install it, or use tls.mode issuer, which needs cert-manager only" -}}
+{{- end -}}
+{{- if include "network-enforcer.calicoIssue" . -}}
+{{- $ca := $p.tls.calicoCA -}}
+{{- $ns := include "network-enforcer.flowsSecretNamespace" . -}}
+{{- if not (lookup "v1" "Secret" $ns $ca.secretName) -}}
+{{- fail (printf "controller.provider.calico.tls.calicoCA: Calico's CA Secret %s/%s does not exist: install Calico with its operator (which keeps that CA), or set calicoCA.issue=false and existingSecret.name to a client certificate that Goldmane trusts" $ns $ca.secretName) -}}
+{{- end -}}
+{{- else if and (ne $provider "istio") (eq $p.tls.mode "existingSecret") -}}
+{{- $ns := include "network-enforcer.flowsSecretNamespace" . -}}
+{{- $name := include "network-enforcer.flowsSecretName" . -}}
+{{- if not (lookup "v1" "Secret" $ns $name) -}}
+{{- if eq $provider "cilium" -}}
+{{- fail (printf "controller.provider.cilium.tls.existingSecret: the Secret %s/%s does not exist: turn on Hubble Relay's TLS in Cilium (hubble.relay.tls.server.enabled=true), which makes it, or name another Secret" $ns $name) -}}
+{{- else -}}
+{{- fail (printf "controller.provider.calico.tls.existingSecret: the Secret %s/%s does not exist: create it with a client certificate that Goldmane trusts" $ns $name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}

@@ -86,8 +86,10 @@ func Render(ctx context.Context, release, namespace string, values map[string]an
 	return Decode(out)
 }
 
-// Template runs `helm template` like Render and returns what helm prints.
-func Template(ctx context.Context, release, namespace string, values map[string]any) (string, error) {
+// Template runs `helm template` like Render and returns what helm prints;
+// extra goes to helm after the values (--dry-run=server and --kubeconfig to
+// render as `helm install` does, with the chart's lookups of the cluster).
+func Template(ctx context.Context, release, namespace string, values map[string]any, extra ...string) (string, error) {
 	chart, err := Chart()
 	if err != nil {
 		return "", err
@@ -101,7 +103,7 @@ func Template(ctx context.Context, release, namespace string, values map[string]
 	if valuesFile != "" {
 		args = append(args, "--values", valuesFile)
 	}
-	return run(ctx, args...)
+	return run(ctx, append(args, extra...)...)
 }
 
 // Lint runs `helm lint --strict` on the chart with values and returns what helm

@@ -64,6 +64,7 @@ func TestFluentBit(t *testing.T) {
 		mode   string
 	}{
 		{"issuer", nil, "issuer"},
+		{"csi", vals("controller.provider.istio.tls.mode", "csi"), "csi"},
 		{"existingSecret", vals("controller.provider.istio.tls.mode", "existingSecret",
 			"controller.provider.istio.tls.existingSecret.name", "otlp-server",
 			"controller.provider.istio.tls.existingSecret.clientName", "otlp-client"), "existingSecret"},
@@ -124,7 +125,7 @@ func TestFluentBit(t *testing.T) {
 					t.Errorf("fluent-bit's offsets are not kept on the node: %v", vol)
 				}
 				if strings.HasPrefix(f, "/etc/network-enforcer/tls/") {
-					want := map[string]string{"issuer": "csi", "existingSecret": "secret"}[tc.mode]
+					want := map[string]string{"issuer": "secret", "csi": "csi", "existingSecret": "secret"}[tc.mode]
 					if vol[want] == nil {
 						t.Errorf("%s: volume %v, want %s", f, vol, want)
 					}
@@ -161,6 +162,7 @@ func TestNodeAgentNetworkEnforcer(t *testing.T) {
 		mode   string
 	}{
 		{"issuer", nil, "issuer"},
+		{"csi", vals("controller.provider.istio.tls.mode", "csi"), "csi"},
 		{"existingSecret", vals("controller.provider.istio.tls.mode", "existingSecret",
 			"controller.provider.istio.tls.existingSecret.name", "otlp-server",
 			"controller.provider.istio.tls.existingSecret.clientName", "otlp-client"), "existingSecret"},
@@ -211,7 +213,7 @@ func TestNodeAgentNetworkEnforcer(t *testing.T) {
 				for _, k := range []string{"ca_file", "cert_file", "key_file"} {
 					f, _ := tls[k].(string)
 					vol := volumeFor(t, spec, f)
-					want := map[string]string{"issuer": "csi", "existingSecret": "secret"}[tc.mode]
+					want := map[string]string{"issuer": "secret", "csi": "csi", "existingSecret": "secret"}[tc.mode]
 					if vol == nil || vol[want] == nil {
 						t.Errorf("tls::%s = %q: volume %v, want %s", k, f, vol, want)
 					}
@@ -242,6 +244,7 @@ func TestDefaultCollector(t *testing.T) {
 		mode   string
 	}{
 		{"issuer", nil, "issuer"},
+		{"csi", vals("telemetry.default.tls.mode", "csi"), "csi"},
 		{"existingSecret", vals("telemetry.default.tls.mode", "existingSecret", "telemetry.default.tls.existingSecret.name", "collector-tls"), "existingSecret"},
 		{"insecure", vals("telemetry.default.tls.mode", "insecure"), "insecure"},
 	} {
@@ -261,7 +264,7 @@ func TestDefaultCollector(t *testing.T) {
 				for _, k := range []string{"cert_file", "key_file"} {
 					f := str(t, grpc, "tls", k)
 					vol := volumeFor(t, spec, f)
-					want := map[string]string{"issuer": "csi", "existingSecret": "secret"}[tc.mode]
+					want := map[string]string{"issuer": "secret", "csi": "csi", "existingSecret": "secret"}[tc.mode]
 					if vol == nil || vol[want] == nil {
 						t.Errorf("tls::%s = %q: volume %v, want %s", k, f, vol, want)
 					}
@@ -328,6 +331,9 @@ func TestExternalCollector(t *testing.T) {
 		{"grpc/insecure", vals("telemetry.external.endpoint", "otel.example.com:4317", "telemetry.external.tls.mode", "insecure"),
 			"otlp_grpc/events", map[string]any{"insecure": true}, ""},
 		{"grpc/issuer", vals("telemetry.external.endpoint", "otel.example.com:4317", "telemetry.external.tls.mode", "issuer"),
+			"otlp_grpc/events", map[string]any{"ca_file": "/etc/network-enforcer/tls/events/ca.crt", "cert_file": "/etc/network-enforcer/tls/events/tls.crt",
+				"key_file": "/etc/network-enforcer/tls/events/tls.key", "reload_interval": "1h"}, "secret"},
+		{"grpc/csi", vals("telemetry.external.endpoint", "otel.example.com:4317", "telemetry.external.tls.mode", "csi"),
 			"otlp_grpc/events", map[string]any{"ca_file": "/etc/network-enforcer/tls/events/ca.crt", "cert_file": "/etc/network-enforcer/tls/events/tls.crt",
 				"key_file": "/etc/network-enforcer/tls/events/tls.key", "reload_interval": "1h"}, "csi"},
 		{"http/existingSecret-ca", vals("telemetry.external.endpoint", "https://otel.example.com:4318", "telemetry.external.protocol", "http",

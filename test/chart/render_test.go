@@ -17,14 +17,29 @@ type flowHop struct {
 	values   map[string]any
 	// The Secret of existingSecret mode: its namespace and name.
 	secretNS, secretName string
-	// The issuer that the CSI driver asks in issuer mode.
+	// The issuer of the hop's key pair in issuer and csi mode.
 	issuerName, issuerKind string
+	// The default collector's TLS mode; empty, the default (issuer).
+	collectorMode string
 }
+
+// collector is the default collector's TLS mode in this setup.
+func (h flowHop) collector() string {
+	if h.collectorMode == "" {
+		return "issuer"
+	}
+	return h.collectorMode
+}
+
+// issued is whether mode has cert-manager issue the key pair.
+func issued(mode string) bool { return mode == "issuer" || mode == "csi" }
 
 func (h flowHop) remote() bool { return h.mode == "existingSecret" && h.secretNS != namespace }
 
 var flowHops = []flowHop{
 	{name: "issuer", provider: "istio", mode: "issuer", issuerName: fullname + "-ca", issuerKind: "Issuer"},
+	{name: "csi", provider: "istio", mode: "csi", issuerName: fullname + "-ca", issuerKind: "Issuer", collectorMode: "csi",
+		values: vals("controller.provider.istio.tls.mode", "csi", "telemetry.default.tls.mode", "csi")},
 	{name: "existingSecret", provider: "istio", mode: "existingSecret", secretNS: namespace, secretName: "otlp-server",
 		values: vals("controller.provider.istio.tls.mode", "existingSecret",
 			"controller.provider.istio.tls.existingSecret.name", "otlp-server",
@@ -48,6 +63,10 @@ var flowHops = []flowHop{
 			"controller.provider.cilium.tls.issuer.name", "hubble-clients",
 			"controller.provider.cilium.tls.issuer.kind", "ClusterIssuer")},
 	// The default: the client certificate that Cilium makes for Hubble Relay.
+	{name: "csi", provider: "cilium", mode: "csi", issuerName: "hubble-clients", issuerKind: "ClusterIssuer",
+		values: vals("controller.provider.cilium.tls.mode", "csi",
+			"controller.provider.cilium.tls.issuer.name", "hubble-clients",
+			"controller.provider.cilium.tls.issuer.kind", "ClusterIssuer")},
 	{name: "existingSecret", provider: "cilium", mode: "existingSecret", secretNS: "kube-system", secretName: "hubble-relay-client-certs"},
 	{name: "existingSecretHere", provider: "cilium", mode: "existingSecret", secretNS: namespace, secretName: "hubble-client",
 		values: vals("controller.provider.cilium.tls.existingSecret.namespace", "",
@@ -75,7 +94,7 @@ func TestMatrix(t *testing.T) {
 				checkObjects(t, r, hop, strategy)
 				checkEnforcerConfig(t, r, hop, strategy)
 				checkRBAC(t, r, hop)
-				checkCSIVolumes(t, r, hop, strategy)
+				checkIssuedVolumes(t, r, hop, strategy)
 				checkNetworkPolicies(t, r, hop.provider, "fluent-bit", strategy)
 				dryRun(t, r.objs)
 				validateConfigs(t, r)
@@ -103,35 +122,43 @@ func checkObjects(t *testing.T, r *rendered, hop flowHop, strategy string) {
 		r.must(t, "ValidatingAdmissionPolicyBinding", "", vap)
 	}
 
-	chartCA := (istio && hop.mode == "issuer") || strategy == "default"
+	chartCA := (istio && issued(hop.mode)) || strategy == "default"
+	// The Certificates of the hops in issuer mode (csi mode has none).
+	flowsCert := issued(hop.mode) && hop.mode == "issuer"
+	collectorCert := strategy == "default" && hop.collector() == "issuer"
 	calicoCA := hop.provider == "calico" && hop.name == "existingSecret"
 	present := map[string]bool{
-		"ServiceAccount/" + namespace + "/" + fullname:                   true,
-		"ConfigMap/" + namespace + "/" + fullname + "-config":            true,
-		"Deployment/" + namespace + "/" + fullname:                       true,
-		"Service/" + namespace + "/" + fullname + "-metrics":             true,
-		"ClusterRole//" + fullname:                                       true,
-		"ClusterRoleBinding//" + fullname:                                true,
-		"Role/" + namespace + "/" + fullname + "-leader-election":        true,
-		"RoleBinding/" + namespace + "/" + fullname + "-leader-election": true,
-		"PodDisruptionBudget/" + namespace + "/" + fullname:              true,
-		"NetworkPolicy/" + namespace + "/" + fullname:                    true,
-		"NetworkPolicy/" + namespace + "/" + fullname + "-collector":     strategy == "default",
-		"NetworkPolicy/" + namespace + "/" + fullname + "-fluent-bit":    istio,
-		"DaemonSet/" + namespace + "/" + fullname + "-fluent-bit":        istio,
-		"ConfigMap/" + namespace + "/" + fullname + "-fluent-bit":        istio,
-		"ServiceAccount/" + namespace + "/" + fullname + "-fluent-bit":   istio,
-		"Service/" + namespace + "/" + fullname + "-otlp":                istio,
-		"Service/" + namespace + "/" + fullname + "-otlp-headless":       istio,
-		"Deployment/" + namespace + "/" + fullname + "-collector":        strategy == "default",
-		"ConfigMap/" + namespace + "/" + fullname + "-collector-config":  strategy == "default",
-		"Service/" + namespace + "/" + fullname + "-collector":           strategy == "default",
-		"Service/" + namespace + "/" + fullname + "-collector-metrics":   strategy == "default",
-		"Issuer/" + namespace + "/" + fullname + "-selfsigned":           chartCA,
-		"Certificate/" + namespace + "/" + fullname + "-ca":              chartCA,
-		"Issuer/" + namespace + "/" + fullname + "-ca":                   chartCA,
-		"Issuer/tigera-operator/" + fullname + "-calico-ca":              calicoCA,
-		"Certificate/tigera-operator/" + fullname + "-goldmane-client":   calicoCA,
+		"ServiceAccount/" + namespace + "/" + fullname:                     true,
+		"ConfigMap/" + namespace + "/" + fullname + "-config":              true,
+		"Deployment/" + namespace + "/" + fullname:                         true,
+		"Service/" + namespace + "/" + fullname + "-metrics":               true,
+		"ClusterRole//" + fullname:                                         true,
+		"ClusterRoleBinding//" + fullname:                                  true,
+		"Role/" + namespace + "/" + fullname + "-leader-election":          true,
+		"RoleBinding/" + namespace + "/" + fullname + "-leader-election":   true,
+		"PodDisruptionBudget/" + namespace + "/" + fullname:                true,
+		"NetworkPolicy/" + namespace + "/" + fullname:                      true,
+		"NetworkPolicy/" + namespace + "/" + fullname + "-collector":       strategy == "default",
+		"NetworkPolicy/" + namespace + "/" + fullname + "-fluent-bit":      istio,
+		"DaemonSet/" + namespace + "/" + fullname + "-fluent-bit":          istio,
+		"ConfigMap/" + namespace + "/" + fullname + "-fluent-bit":          istio,
+		"ServiceAccount/" + namespace + "/" + fullname + "-fluent-bit":     istio,
+		"Service/" + namespace + "/" + fullname + "-otlp":                  istio,
+		"Service/" + namespace + "/" + fullname + "-otlp-headless":         istio,
+		"Deployment/" + namespace + "/" + fullname + "-collector":          strategy == "default",
+		"ConfigMap/" + namespace + "/" + fullname + "-collector-config":    strategy == "default",
+		"Service/" + namespace + "/" + fullname + "-collector":             strategy == "default",
+		"Service/" + namespace + "/" + fullname + "-collector-metrics":     strategy == "default",
+		"Issuer/" + namespace + "/" + fullname + "-selfsigned":             chartCA,
+		"Certificate/" + namespace + "/" + fullname + "-ca":                chartCA,
+		"Issuer/" + namespace + "/" + fullname + "-ca":                     chartCA,
+		"Issuer/tigera-operator/" + fullname + "-calico-ca":                calicoCA,
+		"Certificate/tigera-operator/" + fullname + "-goldmane-client":     calicoCA,
+		"Certificate/" + namespace + "/" + fullname + "-otlp-server":       flowsCert && istio,
+		"Certificate/" + namespace + "/" + fullname + "-fluent-bit-client": flowsCert && istio,
+		"Certificate/" + namespace + "/" + fullname + "-flows-client":      flowsCert && !istio,
+		"Certificate/" + namespace + "/" + fullname + "-collector-server":  collectorCert,
+		"Certificate/" + namespace + "/" + fullname + "-events-client":     collectorCert,
 	}
 	if hop.remote() {
 		present["Role/"+hop.secretNS+"/"+fullname+"-secret-reader"] = true
@@ -332,7 +359,7 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 			continue
 		}
 		if strings.HasPrefix(path, flowsDir) {
-			wantSource := map[string]string{"issuer": "csi", "existingSecret": "secret"}[hop.mode]
+			wantSource := map[string]string{"issuer": "secret", "csi": "csi", "existingSecret": "secret"}[hop.mode]
 			if vol[wantSource] == nil {
 				t.Errorf("%s = %s: volume %v, want a %s volume", key, path, vol, wantSource)
 			}
@@ -341,7 +368,7 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 			}
 		}
 	}
-	if _, mounted := volumes(spec)["flows-tls"]; mounted != (hop.mode == "issuer" || (hop.mode == "existingSecret" && !hop.remote())) {
+	if _, mounted := volumes(spec)["flows-tls"]; mounted != (issued(hop.mode) || (hop.mode == "existingSecret" && !hop.remote())) {
 		t.Errorf("flows-tls volume mounted: %v (mode %s, Secret in %s)", mounted, hop.mode, hop.secretNS)
 	}
 }
@@ -412,31 +439,54 @@ func checkRBAC(t *testing.T, r *rendered, hop flowHop) {
 	}
 }
 
-// checkCSIVolumes: CSI volumes exactly for the hops with an issuer, each from
-// cert-manager's driver with the right issuer.
-func checkCSIVolumes(t *testing.T, r *rendered, hop flowHop, strategy string) {
+// checkIssuedVolumes: the pods' volumes whose key pairs cert-manager issues,
+// exactly those of the hops in issuer or csi mode: in issuer mode the Secret
+// of a Certificate of the release from the hop's issuer, in csi mode cert-
+// manager's CSI driver asked for a key pair from that issuer.
+func checkIssuedVolumes(t *testing.T, r *rendered, hop flowHop, strategy string) {
 	t.Helper()
-	want := map[string]string{} // workload/volume -> issuer
+	want := map[string]string{} // workload/volume -> mode:issuer
 	chartCA := fullname + "-ca"
-	if hop.mode == "issuer" {
-		want["Deployment/"+fullname+"/flows-tls"] = hop.issuerName
+	if issued(hop.mode) {
+		want["Deployment/"+fullname+"/flows-tls"] = hop.mode + ":" + hop.issuerName
 		if hop.provider == "istio" {
-			want["DaemonSet/"+fullname+"-fluent-bit/client-tls"] = hop.issuerName
+			want["DaemonSet/"+fullname+"-fluent-bit/client-tls"] = hop.mode + ":" + hop.issuerName
 		}
 	}
 	if strategy == "default" {
-		want["Deployment/"+fullname+"/events-tls"] = chartCA
-		want["Deployment/"+fullname+"-collector/server-tls"] = chartCA
+		want["Deployment/"+fullname+"/events-tls"] = hop.collector() + ":" + chartCA
+		want["Deployment/"+fullname+"-collector/server-tls"] = hop.collector() + ":" + chartCA
+	}
+	certs := map[string]*unstructured.Unstructured{} // Secret -> Certificate
+	for _, c := range r.ofKind("Certificate") {
+		if c.GetNamespace() == namespace {
+			name, _, _ := unstructured.NestedString(c.Object, "spec", "secretName")
+			certs[name] = c
+		}
 	}
 	got := map[string]string{}
 	for _, o := range append(r.ofKind("Deployment"), r.ofKind("DaemonSet")...) {
 		for name, vol := range volumes(podSpec(t, o)) {
+			key := o.GetKind() + "/" + o.GetName() + "/" + name
+			if secret, ok := at(vol, "secret", "secretName").(string); ok && certs[secret] != nil {
+				c := certs[secret]
+				issuer, _, _ := unstructured.NestedString(c.Object, "spec", "issuerRef", "name")
+				kind, _, _ := unstructured.NestedString(c.Object, "spec", "issuerRef", "kind")
+				got[key] = "issuer:" + issuer
+				if hop.issuerKind != "" && issuer == hop.issuerName && kind != hop.issuerKind {
+					t.Errorf("%s: issuer kind %v, want %s", key, kind, hop.issuerKind)
+				}
+				if u, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "usages"); len(u) != 3 {
+					t.Errorf("%s: Certificate usages %v", key, u)
+				}
+				continue
+			}
 			csi, ok := vol["csi"].(map[string]any)
 			if !ok {
 				continue
 			}
-			key := o.GetKind() + "/" + o.GetName() + "/" + name
-			got[key], _ = at(csi, "volumeAttributes", "csi.cert-manager.io/issuer-name").(string)
+			issuer, _ := at(csi, "volumeAttributes", "csi.cert-manager.io/issuer-name").(string)
+			got[key] = "csi:" + issuer
 			if csi["driver"] != "csi.cert-manager.io" || csi["readOnly"] != true {
 				t.Errorf("%s: CSI volume %v", key, csi)
 			}
@@ -446,12 +496,12 @@ func checkCSIVolumes(t *testing.T, r *rendered, hop flowHop, strategy string) {
 					t.Errorf("%s: no csi.cert-manager.io/%s", key, a)
 				}
 			}
-			if hop.issuerKind != "" && got[key] == hop.issuerName && attrs["csi.cert-manager.io/issuer-kind"] != hop.issuerKind {
+			if hop.issuerKind != "" && issuer == hop.issuerName && attrs["csi.cert-manager.io/issuer-kind"] != hop.issuerKind {
 				t.Errorf("%s: issuer kind %v, want %s", key, attrs["csi.cert-manager.io/issuer-kind"], hop.issuerKind)
 			}
 		}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("CSI volumes (volume: issuer)\n got %v\nwant %v", got, want)
+		t.Errorf("issued key pairs (volume: mode:issuer)\n got %v\nwant %v", got, want)
 	}
 }
