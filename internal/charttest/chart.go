@@ -186,6 +186,12 @@ func run(ctx context.Context, args ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return Helm(ctx, helm, args...)
+}
+
+// Helm runs the helm binary at path with args and returns what it prints on
+// stdout; a failure carries helm's stderr.
+func Helm(ctx context.Context, helm string, args ...string) (string, error) {
 	cmd := testproc.CommandContext(ctx, helm, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
