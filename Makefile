@@ -124,6 +124,10 @@ image: $(OCB) ## Build the distribution's image (IMAGE, IMAGE_PLATFORMS) into bi
 controlplane: ## Build the test control plane (kube-apiserver, kube-controller-manager, etcd), cached.
 	hack/controlplane.sh
 
+.PHONY: certmanager
+certmanager: ## Build cert-manager's controller for the chart's tests (hack/certmanager), cached.
+	hack/certmanager.sh
+
 .PHONY: helm
 helm: $(HELM) ## Install the pinned helm, which the chart's tests and the demo run.
 
@@ -146,7 +150,7 @@ cluster: cluster-build ## Run a real single-node cluster on this machine (root) 
 # downloads of one overlap the compiling of another. The image comes after
 # the build: both generate the distribution's sources in _build.
 test: ## Build what the tests need, then run unit, control-plane, browser, binary and real-node tests.
-	$(MAKE) --no-print-directory -j3 build controlplane cluster-build $(HELM) browser
+	$(MAKE) --no-print-directory -j3 build controlplane cluster-build certmanager $(HELM) browser
 	$(MAKE) --no-print-directory image
 	hack/test.sh
 
