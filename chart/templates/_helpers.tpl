@@ -229,6 +229,19 @@ secret:
 {{- end -}}
 {{- end -}}
 
+{{/*
+Labels of the Secrets that cert-manager writes for the chart's Certificates.
+cert-manager keeps a Secret after its Certificate is deleted (unless it runs
+with --enable-certificate-owner-ref), so helm uninstall leaves them: these
+labels find them (kubectl delete secret -l app.kubernetes.io/instance=RELEASE).
+*/}}
+{{- define "network-enforcer.secretTemplate" -}}
+secretTemplate:
+  labels:
+    app.kubernetes.io/name: {{ include "network-enforcer.name" . }}
+    app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
 {{/* The Certificate of a hop in issuer mode (an entry of issuedHops, with "root"). */}}
 {{- define "network-enforcer.certificate" -}}
 apiVersion: cert-manager.io/v1
@@ -240,6 +253,7 @@ metadata:
     {{- include "network-enforcer.labels" .root | nindent 4 }}
 spec:
   secretName: {{ .name }}
+  {{- include "network-enforcer.secretTemplate" .root | nindent 2 }}
   commonName: {{ .commonName | quote }}
   {{- with .dnsNames }}
   dnsNames:
@@ -346,7 +360,7 @@ insecure: true
 ca_file: {{ .dir }}/ca.crt
 cert_file: {{ .dir }}/tls.crt
 key_file: {{ .dir }}/tls.key
-reload_interval: 1h
+reload_interval: 30s
 {{- else if and (eq .mode "existingSecret") .remote -}}
 {{- if .caKey }}
 ca_pem: {{ include "network-enforcer.secretRef" (list .namespace .name .caKey) | quote }}
@@ -362,7 +376,7 @@ ca_file: {{ .dir }}/{{ .caKey }}
 {{- if .certKey }}
 cert_file: {{ .dir }}/{{ .certKey }}
 key_file: {{ .dir }}/{{ .keyKey }}
-reload_interval: 1h
+reload_interval: 30s
 {{- end }}
 {{- end }}
 {{- with .serverName }}

@@ -71,7 +71,7 @@ func TestFluentBit(t *testing.T) {
 		{"insecure", vals("controller.provider.istio.tls.mode", "insecure"), "insecure"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := accepted(t, tc.values)
+			r := accepted(t, merge(vals("nodeAgent.mode", "fluent-bit"), tc.values))
 			ds := r.must(t, "DaemonSet", namespace, fullname+"-fluent-bit")
 			spec := podSpec(t, ds)
 			image := at(spec["containers"].([]any)[0], "image").(string)
@@ -152,8 +152,8 @@ func TestFluentBit(t *testing.T) {
 	}
 }
 
-// TestNodeAgentNetworkEnforcer: the values switch runs this binary as the node
-// agent instead of fluent-bit: the ztunnel receiver's file input with its
+// TestNodeAgentNetworkEnforcer: by default this binary is the node agent, not
+// fluent-bit: the ztunnel receiver's file input with its
 // offsets on the node, and OTLP/gRPC with a client certificate to the enforcer.
 func TestNodeAgentNetworkEnforcer(t *testing.T) {
 	for _, tc := range []struct {
@@ -169,7 +169,7 @@ func TestNodeAgentNetworkEnforcer(t *testing.T) {
 		{"insecure", vals("controller.provider.istio.tls.mode", "insecure"), "insecure"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := accepted(t, merge(vals("nodeAgent.mode", "network-enforcer"), tc.values))
+			r := accepted(t, tc.values)
 			if r.get("DaemonSet", namespace, fullname+"-fluent-bit") != nil {
 				t.Error("fluent-bit runs beside the network-enforcer node agent")
 			}
@@ -332,10 +332,10 @@ func TestExternalCollector(t *testing.T) {
 			"otlp_grpc/events", map[string]any{"insecure": true}, ""},
 		{"grpc/issuer", vals("telemetry.external.endpoint", "otel.example.com:4317", "telemetry.external.tls.mode", "issuer"),
 			"otlp_grpc/events", map[string]any{"ca_file": "/etc/network-enforcer/tls/events/ca.crt", "cert_file": "/etc/network-enforcer/tls/events/tls.crt",
-				"key_file": "/etc/network-enforcer/tls/events/tls.key", "reload_interval": "1h"}, "secret"},
+				"key_file": "/etc/network-enforcer/tls/events/tls.key", "reload_interval": "30s"}, "secret"},
 		{"grpc/csi", vals("telemetry.external.endpoint", "otel.example.com:4317", "telemetry.external.tls.mode", "csi"),
 			"otlp_grpc/events", map[string]any{"ca_file": "/etc/network-enforcer/tls/events/ca.crt", "cert_file": "/etc/network-enforcer/tls/events/tls.crt",
-				"key_file": "/etc/network-enforcer/tls/events/tls.key", "reload_interval": "1h"}, "csi"},
+				"key_file": "/etc/network-enforcer/tls/events/tls.key", "reload_interval": "30s"}, "csi"},
 		{"http/existingSecret-ca", vals("telemetry.external.endpoint", "https://otel.example.com:4318", "telemetry.external.protocol", "http",
 			"telemetry.external.tls.mode", "existingSecret", "telemetry.external.tls.existingSecret.name", "otel-ca"),
 			"otlp_http/events", map[string]any{"ca_file": "/etc/network-enforcer/tls/events/ca.crt"}, "secret"},
@@ -343,7 +343,7 @@ func TestExternalCollector(t *testing.T) {
 			"telemetry.external.tls.mode", "existingSecret", "telemetry.external.tls.existingSecret.name", "otel-client",
 			"telemetry.external.tls.existingSecret.certKey", "tls.crt", "telemetry.external.tls.existingSecret.keyKey", "tls.key"),
 			"otlp_grpc/events", map[string]any{"ca_file": "/etc/network-enforcer/tls/events/ca.crt", "cert_file": "/etc/network-enforcer/tls/events/tls.crt",
-				"key_file": "/etc/network-enforcer/tls/events/tls.key", "reload_interval": "1h"}, "secret"},
+				"key_file": "/etc/network-enforcer/tls/events/tls.key", "reload_interval": "30s"}, "secret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := accepted(t, merge(base, tc.values))

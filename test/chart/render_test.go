@@ -95,7 +95,7 @@ func TestMatrix(t *testing.T) {
 				checkEnforcerConfig(t, r, hop, strategy)
 				checkRBAC(t, r, hop)
 				checkIssuedVolumes(t, r, hop, strategy)
-				checkNetworkPolicies(t, r, hop.provider, "fluent-bit", strategy)
+				checkNetworkPolicies(t, r, hop.provider, "network-enforcer", strategy)
 				dryRun(t, r.objs)
 				validateConfigs(t, r)
 			})
@@ -139,10 +139,10 @@ func checkObjects(t *testing.T, r *rendered, hop flowHop, strategy string) {
 		"PodDisruptionBudget/" + namespace + "/" + fullname:                true,
 		"NetworkPolicy/" + namespace + "/" + fullname:                      true,
 		"NetworkPolicy/" + namespace + "/" + fullname + "-collector":       strategy == "default",
-		"NetworkPolicy/" + namespace + "/" + fullname + "-fluent-bit":      istio,
-		"DaemonSet/" + namespace + "/" + fullname + "-fluent-bit":          istio,
-		"ConfigMap/" + namespace + "/" + fullname + "-fluent-bit":          istio,
-		"ServiceAccount/" + namespace + "/" + fullname + "-fluent-bit":     istio,
+		"NetworkPolicy/" + namespace + "/" + fullname + "-node-agent":      istio,
+		"DaemonSet/" + namespace + "/" + fullname + "-node-agent":          istio,
+		"ConfigMap/" + namespace + "/" + fullname + "-node-agent":          istio,
+		"ServiceAccount/" + namespace + "/" + fullname + "-node-agent":     istio,
 		"Service/" + namespace + "/" + fullname + "-otlp":                  istio,
 		"Service/" + namespace + "/" + fullname + "-otlp-headless":         istio,
 		"Deployment/" + namespace + "/" + fullname + "-collector":          strategy == "default",
@@ -155,7 +155,7 @@ func checkObjects(t *testing.T, r *rendered, hop flowHop, strategy string) {
 		"Issuer/tigera-operator/" + fullname + "-calico-ca":                calicoCA,
 		"Certificate/tigera-operator/" + fullname + "-goldmane-client":     calicoCA,
 		"Certificate/" + namespace + "/" + fullname + "-otlp-server":       flowsCert && istio,
-		"Certificate/" + namespace + "/" + fullname + "-fluent-bit-client": flowsCert && istio,
+		"Certificate/" + namespace + "/" + fullname + "-node-agent-client": flowsCert && istio,
 		"Certificate/" + namespace + "/" + fullname + "-flows-client":      flowsCert && !istio,
 		"Certificate/" + namespace + "/" + fullname + "-collector-server":  collectorCert,
 		"Certificate/" + namespace + "/" + fullname + "-events-client":     collectorCert,
@@ -450,7 +450,7 @@ func checkIssuedVolumes(t *testing.T, r *rendered, hop flowHop, strategy string)
 	if issued(hop.mode) {
 		want["Deployment/"+fullname+"/flows-tls"] = hop.mode + ":" + hop.issuerName
 		if hop.provider == "istio" {
-			want["DaemonSet/"+fullname+"-fluent-bit/client-tls"] = hop.mode + ":" + hop.issuerName
+			want["DaemonSet/"+fullname+"-node-agent/client-tls"] = hop.mode + ":" + hop.issuerName
 		}
 	}
 	if strategy == "default" {
