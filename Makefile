@@ -157,7 +157,7 @@ test: ## Build what the tests need, then run unit, control-plane, browser, binar
 # The real-node suite, which `make test` runs too, alone. It starts its own
 # cluster: beside `make cluster`, it waits for that one to end.
 .PHONY: test-cluster
-test-cluster: image cluster-build $(HELM) ## Install the chart on a real single-node cluster and prove it there (root).
+test-cluster: image cluster-build certmanager $(HELM) ## Install the chart on a real single-node cluster and prove it there (root).
 	hack/test.sh -timeout 30m -v ./test/cluster/...
 
 .PHONY: capture-cilium

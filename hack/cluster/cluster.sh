@@ -514,6 +514,9 @@ node() {
 		resolvConf: /etc/resolv.conf
 		maxPods: 60
 		serializeImagePulls: false
+		# Mounted Secrets follow their objects within seconds (the default is a
+		# minute): the tests renew certificates that live for minutes.
+		syncFrequency: 10s
 		# A shared disk: never evict or collect images for its use by others.
 		evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
 		imageGCHighThresholdPercent: 100

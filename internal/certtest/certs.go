@@ -21,8 +21,9 @@ import (
 
 // CA is a certificate authority that signs test certificates.
 type CA struct {
-	// CertFile is the PEM file of the CA certificate.
-	CertFile string
+	// CertFile is the PEM file of the CA certificate, KeyFile that of its key
+	// (PKCS #8), for a test that hands the CA itself to an issuer.
+	CertFile, KeyFile string
 
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
@@ -70,7 +71,14 @@ func NewCAIn(dir, name string) (*CA, error) {
 	}
 	ca := &CA{cert: cert, key: key, dir: dir, pool: x509.NewCertPool()}
 	ca.pool.AddCert(cert)
-	ca.CertFile, err = writePEM(filepath.Join(dir, name+"-ca.crt"), "CERTIFICATE", der)
+	if ca.CertFile, err = writePEM(filepath.Join(dir, name+"-ca.crt"), "CERTIFICATE", der); err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	ca.KeyFile, err = writePEM(filepath.Join(dir, name+"-ca.key"), "PRIVATE KEY", keyDER)
 	return ca, err
 }
 

@@ -6,9 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,13 +27,12 @@ func certManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := testproc.Command(filepath.Join(root, "hack", "certmanager.sh"), "--print").Output()
+	bin, err := controlplanetest.CertManagerController(root)
+	if controlplanetest.IsMissing(err) {
+		controlplanetest.Need(t, err)
+	}
 	if err != nil {
 		t.Fatal(err)
-	}
-	bin := strings.TrimSpace(string(out))
-	if _, err := os.Stat(bin); err != nil {
-		controlplanetest.Need(t, &controlplanetest.MissingError{What: "cert-manager's controller", Target: "certmanager", Detail: bin + " is missing"})
 	}
 	var logs bytes.Buffer
 	cmd := testproc.Command(bin, "--kubeconfig", kubeconfigOf(t, env), "--cluster-resource-namespace", namespace)

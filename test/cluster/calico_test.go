@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"crypto/x509"
 	"fmt"
 	"strconv"
 	"strings"
@@ -56,31 +57,37 @@ spec:
     - {name: grpc, port: 7443, targetPort: grpc}
 `
 
-// TestCalico installs the chart for Calico: the enforcer's leader streams from
-// the Goldmane pod over mutual TLS, with the client certificate that the
-// chart's calico mode reads from tigera-operator (existingSecret, as no
-// cert-manager runs here), and Goldmane's certificate from the same CA.
+// TestCalico runs the README's quickstart for Calico on the real node, with
+// cert-manager: the chart's Issuer on Calico's CA (tigera-ca-private, as
+// Calico's operator keeps it) issues the enforcer's client certificate in
+// tigera-operator, and the enforcer's leader streams from the Goldmane pod,
+// whose certificate the same CA signed, over mutual TLS.
 func TestCalico(t *testing.T) {
 	require(t)
-	importImages(t)
+	installCertManager(t)
 	for _, ns := range []string{"calico-system", "tigera-operator"} {
 		createNamespace(t, ns)
 	}
 	ca := certtest.NewCA(t, "calico")
 	server := ca.Server(t, "goldmane", "goldmane.calico-system.svc", "goldmane.calico-system.svc.cluster.local")
-	client := ca.Client(t, "network-enforcer")
+	secret(t, "tigera-operator", "tigera-ca-private", map[string]string{"tls.crt": ca.CertFile, "tls.key": ca.KeyFile})
 	secret(t, "calico-system", "goldmane-key-pair", map[string]string{"ca.crt": ca.CertFile, "tls.crt": server.CertFile, "tls.key": server.KeyFile})
-	secret(t, "tigera-operator", "goldmane-client", map[string]string{"ca.crt": ca.CertFile, "tls.crt": client.CertFile, "tls.key": client.KeyFile})
 	apply(t, fmt.Sprintf(goldmaneManifests, testpodImage))
 	goldmane := waitReady(t, "calico-system", "k8s-app=goldmane", 1, 2*time.Minute)[0]
 
-	installChart(t, "controller.provider.name=calico",
-		"controller.provider.calico.tls.existingSecret.name=goldmane-client",
-		"controller.provider.calico.tls.calicoCA.issue=false")
-	logsOnFailure(t, namespace+"/"+enforcerPods, "calico-system/k8s-app=goldmane")
-	enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
-	waitReady(t, namespace, collectorPods, 1, 2*time.Minute)
+	// Two enforcers and the default collector.
+	quickstartInstall(t, "calico", 3)
+	logsOnFailure(t, namespace+"/"+enforcerPods, "calico-system/k8s-app=goldmane", "cert-manager/app=cert-manager")
+	enforcers := listPods(t, namespace, enforcerPods)
 	t.Logf("leader %s", waitLeader(t, enforcers, time.Minute))
+	client := issued(t, "tigera-operator", fullname+"-goldmane-client")[fullname+"-goldmane-client"]
+	if _, err := client.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("the enforcer's Goldmane client certificate is not one of Calico's CA: %v", err)
+	}
+	issuerMode(t, map[string]map[string]string{
+		"deployment/" + fullname:                {"events-tls": fullname + "-events-client"},
+		"deployment/" + fullname + "-collector": {"server-tls": fullname + "-collector-server"},
+	})
 	waitFor(t, "the leader's stream from Goldmane over mutual TLS", time.Minute, func() bool {
 		out, err := httpDo("GET", "http://"+goldmane.IP+":8081/streams", "")
 		n, _ := strconv.Atoi(strings.TrimSpace(out))

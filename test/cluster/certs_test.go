@@ -22,8 +22,8 @@ func secret(t *testing.T, namespace, name string, files map[string]string) {
 // ciliumSecrets makes what a Cilium installation with Hubble's TLS holds, from
 // one CA of the test's: the relay's server certificate (named as Cilium names
 // it, *.hubble-relay.cilium.io) and the relay's client certificate that the
-// chart's cilium mode reads (existingSecret hubble-relay-client-certs).
-// No cert-manager runs in the cluster: these are the chart's existingSecret modes.
+// chart's cilium mode reads (existingSecret hubble-relay-client-certs), as
+// Cilium's own chart makes them.
 func ciliumSecrets(t *testing.T) {
 	t.Helper()
 	ca := certtest.NewCA(t, "hubble")
@@ -39,7 +39,7 @@ func ciliumSecrets(t *testing.T) {
 func collectorSecrets(t *testing.T) {
 	t.Helper()
 	events := certtest.NewCA(t, "events")
-	svc := release + "-network-enforcer-collector"
+	svc := fullname + "-collector"
 	collector := events.Server(t, "collector", svc, svc+"."+namespace, svc+"."+namespace+".svc", svc+"."+namespace+".svc.cluster.local")
 	secret(t, namespace, collectorSecret, map[string]string{"ca.crt": events.CertFile, "tls.crt": collector.CertFile, "tls.key": collector.KeyFile})
 }

@@ -4,38 +4,62 @@ package cluster
 
 import (
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestCilium installs the chart for Cilium on the real node, behind the real
-// hubble-relay, and follows one policy from real connections to enforcement.
+// TestCilium runs the README's quickstart for Cilium on the real node, with
+// cert-manager, behind the real hubble-relay; upgrades the release to the
+// suite's value set; and follows one policy from real connections to
+// enforcement and a violation at the default collector.
 func TestCilium(t *testing.T) {
 	require(t)
-	importImages(t)
-	start := time.Now()
-
+	installCertManager(t)
 	ciliumSecrets(t)
 	apply(t, fmt.Sprintf(hubbleManifests, testpodImage, relayImage))
 	agent := waitReady(t, "kube-system", "k8s-app=hubble-agent", 1, 2*time.Minute)[0]
 	waitReady(t, "kube-system", "k8s-app=hubble-relay", 1, 2*time.Minute)
 
-	installChart(t, "controller.provider.name=cilium")
+	// Two enforcers and the default collector.
+	quickstartInstall(t, "cilium", 3)
 	// After the install: cleanups run last first, so the logs are read before
 	// the uninstall.
-	logsOnFailure(t, namespace+"/"+enforcerPods, "kube-system/k8s-app=hubble-relay", "kube-system/k8s-app=hubble-agent")
+	logsOnFailure(t, namespace+"/"+enforcerPods, "kube-system/k8s-app=hubble-relay", "kube-system/k8s-app=hubble-agent", "cert-manager/app=cert-manager")
 
 	t.Run("install", func(t *testing.T) {
-		enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
-		waitReady(t, namespace, collectorPods, 1, 2*time.Minute)
-		holder := waitLeader(t, enforcers, time.Minute)
+		holder := waitLeader(t, listPods(t, namespace, enforcerPods), time.Minute)
 		serviceAccount(t)
-		t.Logf("ready in %s; leader %s", time.Since(start).Round(100*time.Millisecond), holder)
+		t.Logf("leader %s", holder)
+		// The default collector's hop is cert-manager's; the relay's is
+		// Cilium's own client Secret, read from kube-system.
+		issuerMode(t, map[string]map[string]string{
+			"deployment/" + fullname:                {"events-tls": fullname + "-events-client"},
+			"deployment/" + fullname + "-collector": {"server-tls": fullname + "-collector-server"},
+		})
+		collector := listPods(t, namespace, collectorPods)[0]
+		server := fullname + "-collector-server"
+		c, err := served(t, net.JoinHostPort(collector.IP, "4317"), fullname+"-collector."+namespace+".svc", server, fullname+"-events-client")
+		if err != nil || !c.Equal(issued(t, namespace, server)[server]) {
+			t.Errorf("the default collector serves OTLP with %v (%v), want the certificate of Secret %s", c, err, server)
+		}
 		// The relay opened a stream to the agent for the enforcer's: the
 		// enforcer reached the relay through the chart's Cilium TLS setup.
 		waitFor(t, "the leader's stream through the relay to the agent", time.Minute, func() bool {
+			n, _ := strconv.Atoi(streams(t, agent))
+			return n > 0
+		})
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("upgrade", func(t *testing.T) {
+		// The suite's value set: violations reach the policy status sooner.
+		upgrade(t, "controller.statusSyncInterval="+syncInterval.String())
+		waitLeader(t, waitReady(t, namespace, enforcerPods, 2, 3*time.Minute), time.Minute)
+		waitFor(t, "the new leader's stream through the relay", time.Minute, func() bool {
 			n, _ := strconv.Atoi(streams(t, agent))
 			return n > 0
 		})

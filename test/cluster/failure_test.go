@@ -152,7 +152,7 @@ type leaseState struct {
 
 func lease(t *testing.T) leaseState {
 	t.Helper()
-	out, err := kubectlErr("", "-n", namespace, "get", "lease", release+"-network-enforcer", "-o", "jsonpath={.spec.holderIdentity}|{.spec.renewTime}")
+	out, err := kubectlErr("", "-n", namespace, "get", "lease", fullname, "-o", "jsonpath={.spec.holderIdentity}|{.spec.renewTime}")
 	if err != nil {
 		return leaseState{}
 	}

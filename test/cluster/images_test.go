@@ -19,7 +19,8 @@ const (
 )
 
 // importImages imports, once per cluster: the distribution's image from `make
-// image`, the tests' pod program, and hubble-relay as the cluster's build made it.
+// image`, the tests' pod program, hubble-relay as the cluster's build made it,
+// and cert-manager's controller.
 func importImages(t *testing.T) {
 	t.Helper()
 	if running.imported {
@@ -41,6 +42,7 @@ func buildAndImport(dir string) error {
 	for _, img := range []struct{ name, binary string }{
 		{testpodImage, filepath.Join(dir, "testpod")},
 		{relayImage, filepath.Join(env.bin, "hubble-relay")},
+		{certManagerImage, env.certManager},
 	} {
 		tar := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(img.name)+".tar")
 		if out, err := testproc.Command(filepath.Join(dir, "staticimage"), "-name", img.name, "-binary", img.binary, "-tarball", tar).CombinedOutput(); err != nil {

@@ -11,13 +11,18 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
-// Release is what the suite installs the chart as.
+// The release that the suite installs, named and placed as the README's
+// quickstart does.
 const (
-	release   = "ne"
+	release   = "network-enforcer"
 	namespace = "network-enforcer"
+	// fullname prefixes the chart's objects: a release named after the chart
+	// is not prefixed twice.
+	fullname = "network-enforcer"
 	// Selectors of the chart's pods.
-	enforcerPods  = "app.kubernetes.io/instance=ne,app.kubernetes.io/component=enforcer"
-	collectorPods = "app.kubernetes.io/instance=ne,app.kubernetes.io/component=collector"
+	enforcerPods  = "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/component=enforcer"
+	collectorPods = "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/component=collector"
+	nodeAgentPods = "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/component=node-agent"
 )
 
 // createNamespace creates namespace unless it exists, and deletes it when the
@@ -65,10 +70,26 @@ func helmInstall(t *testing.T, values ...string) {
 	})
 }
 
+// upgrade runs helm upgrade on the release with its values and those given,
+// waits for it, and says how long it took.
+func upgrade(t *testing.T, values ...string) {
+	t.Helper()
+	args := []string{"--kubeconfig", env.kubeconfig, "upgrade", release, filepath.Join(env.root, "chart"),
+		"-n", namespace, "--reuse-values", "--wait", "--timeout", "4m"}
+	for _, v := range values {
+		args = append(args, "--set", v)
+	}
+	start := time.Now()
+	if out, err := testproc.Command(env.helm, args...).CombinedOutput(); err != nil {
+		t.Fatalf("helm upgrade --set %s: %v\n%s", strings.Join(values, ","), err, out)
+	}
+	t.Logf("helm upgrade --set %s took %s", strings.Join(values, ","), time.Since(start).Round(100*time.Millisecond))
+}
+
 // leader returns the holder of the enforcer's Lease.
 func leader(t *testing.T) string {
 	t.Helper()
-	out, err := kubectlErr("", "-n", namespace, "get", "lease", release+"-network-enforcer", "-o", "jsonpath={.spec.holderIdentity}")
+	out, err := kubectlErr("", "-n", namespace, "get", "lease", fullname, "-o", "jsonpath={.spec.holderIdentity}")
 	if err != nil {
 		return ""
 	}
@@ -97,7 +118,7 @@ func waitLeader(t *testing.T, pods []pod, timeout time.Duration) string {
 // the one of the flow source, nor impersonate.
 func serviceAccount(t *testing.T) {
 	t.Helper()
-	sa := release + "-network-enforcer"
+	sa := fullname
 	out := kubectl(t, "-n", namespace, "get", "pods", "-l", enforcerPods, "-o",
 		`jsonpath={range .items[*]}{.spec.serviceAccountName} {.spec.volumes[?(@.projected)].projected.sources[*].serviceAccountToken.path}{"\n"}{end}`)
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {

@@ -3,12 +3,16 @@
 package cluster
 
 import (
+	"bytes"
+	"crypto/x509"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/kubewarden/network-enforcer/internal/certtest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 )
 
@@ -34,6 +38,8 @@ spec:
           image: %[1]s
           imagePullPolicy: Never
           args: [ztunnel]
+          ports:
+            - {name: control, containerPort: 8081}
           volumeMounts:
             - {name: lines, mountPath: /etc/ztunnel, readOnly: true}
       volumes:
@@ -41,48 +47,162 @@ spec:
           configMap: {name: ztunnel-lines}
 `
 
-// TestIstio installs the chart for Istio with the network-enforcer node agent:
-// the DaemonSet (our binary) tails the ztunnel pod's real CRI log file and
-// sends the records over mutual TLS, through the real headless Service, to the
-// enforcer, whose receiver counts them. The certificates are the chart's
-// existingSecret mode (no cert-manager here).
+// TestIstio runs the README's quickstart for Istio on the real node, with
+// cert-manager: the network-enforcer node agent (the default) tails the ztunnel
+// pod's real CRI log file and sends the records over mutual TLS, with key pairs
+// that cert-manager issued, through the real headless Service, to the
+// enforcer, whose receiver counts them. Then the certificates are made to live
+// minutes and cert-manager renews them under traffic.
 func TestIstio(t *testing.T) {
 	require(t)
-	importImages(t)
+	installCertManager(t)
 	createNamespace(t, "istio-system")
 	kubectl(t, "-n", "istio-system", "create", "configmap", "ztunnel-lines",
 		"--from-file=ztunnel.jsonl="+filepath.Join(env.root, dataplanetest.ZtunnelFixture))
-	createNamespace(t, namespace)
 
-	ca := certtest.NewCA(t, "flows")
-	headless := release + "-network-enforcer-otlp-headless"
-	otlp := release + "-network-enforcer-otlp"
-	var names []string
-	for _, svc := range []string{headless, otlp} {
-		names = append(names, svc, svc+"."+namespace, svc+"."+namespace+".svc", svc+"."+namespace+".svc.cluster.local")
-	}
-	server := ca.Server(t, "enforcer", names...)
-	client := ca.Client(t, "node-agent")
-	secret(t, namespace, "flows-server", map[string]string{"ca.crt": ca.CertFile, "tls.crt": server.CertFile, "tls.key": server.KeyFile})
-	secret(t, namespace, "flows-client", map[string]string{"ca.crt": ca.CertFile, "tls.crt": client.CertFile, "tls.key": client.KeyFile})
-
-	installChart(t, "controller.provider.name=istio", "nodeAgent.mode=network-enforcer",
-		"controller.provider.istio.tls.mode=existingSecret",
-		"controller.provider.istio.tls.existingSecret.name=flows-server",
-		"controller.provider.istio.tls.existingSecret.clientName=flows-client")
-	logsOnFailure(t, namespace+"/"+enforcerPods, namespace+"/app.kubernetes.io/component=node-agent", "istio-system/app=ztunnel")
-	enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
-	waitReady(t, namespace, "app.kubernetes.io/instance=ne,app.kubernetes.io/component=node-agent", 1, 2*time.Minute)
+	// Two enforcers, the default collector and the node's agent.
+	quickstartInstall(t, "istio", 4)
+	logsOnFailure(t, namespace+"/"+enforcerPods, namespace+"/"+nodeAgentPods, "istio-system/app=ztunnel", "cert-manager/app=cert-manager")
+	enforcers := listPods(t, namespace, enforcerPods)
 	t.Logf("leader %s", waitLeader(t, enforcers, time.Minute))
-
-	// ztunnel starts after the node agent, which reads new files from their
-	// end: what it prints from now on is what the agent must send.
-	apply(t, fmt.Sprintf(ztunnelManifests, testpodImage))
-	waitFor(t, "ztunnel's records at the enforcer", 2*time.Minute, func() bool {
-		var sum float64
-		for _, p := range listPods(t, namespace, enforcerPods) {
-			sum += metricSum("http://"+p.IP+":8888/metrics", "otelcol_receiver_accepted_log_records")
-		}
-		return sum > 0
+	issuerMode(t, map[string]map[string]string{
+		"deployment/" + fullname:                {"flows-tls": otlpServer, "events-tls": fullname + "-events-client"},
+		"deployment/" + fullname + "-collector": {"server-tls": fullname + "-collector-server"},
+		"daemonset/" + fullname + "-node-agent": {"client-tls": nodeAgentClient},
 	})
+	certs := issued(t, namespace, otlpServer)
+	for _, p := range enforcers {
+		c, err := served(t, net.JoinHostPort(p.IP, "4317"), otlpName, otlpServer, nodeAgentClient)
+		if err != nil || !c.Equal(certs[otlpServer]) {
+			t.Fatalf("enforcer %s serves OTLP with %v (%v), want the certificate of Secret %s", p.Name, c, err, otlpServer)
+		}
+	}
+
+	// ztunnel starts after the node agent, which reads a file that appears
+	// later from its start: what it prints is what the agent must send.
+	apply(t, fmt.Sprintf(ztunnelManifests, testpodImage))
+	waitFor(t, "ztunnel's records at the enforcer", 2*time.Minute, func() bool { return accepted(t, enforcers) > 0 })
+	t.Run("renewal under traffic", renewalUnderTraffic)
+}
+
+// The Istio hop's key pairs, and the name that the node agents verify.
+const (
+	otlpServer      = fullname + "-otlp-server"
+	nodeAgentClient = fullname + "-node-agent-client"
+	otlpName        = fullname + "-otlp-headless." + namespace + ".svc"
+)
+
+// accepted is the sum of the records that the enforcers' receivers accepted.
+func accepted(t *testing.T, enforcers []pod) float64 {
+	t.Helper()
+	var sum float64
+	for _, p := range enforcers {
+		sum += metricSum("http://"+p.IP+":8888/metrics", "otelcol_receiver_accepted_log_records")
+	}
+	return sum
+}
+
+// renewalUnderTraffic upgrades the release to certificates that live three
+// minutes (cert-manager issues new ones at once, as their duration changed,
+// and renews each a third of its life before it ends), sends a counted burst of
+// connections while cert-manager renews the enforcer's and the node agent's
+// key pairs, and checks that new connections get the renewed certificate and
+// that every record of the burst reached the enforcer once.
+func renewalUnderTraffic(t *testing.T) {
+	ztunnel := waitReady(t, "istio-system", "app=ztunnel", 1, time.Minute)[0]
+	control := "http://" + net.JoinHostPort(ztunnel.IP, "8081")
+	if _, err := httpDo("GET", control+"/quiet", ""); err != nil {
+		t.Fatal(err)
+	}
+	upgrade(t, "controller.certificateDuration=3m")
+	var short *x509.Certificate
+	waitFor(t, "a 3-minute certificate in "+otlpServer, 2*time.Minute, func() bool {
+		short = parseCert(t, secretData(t, namespace, otlpServer, "tls.crt"))
+		return short.NotAfter.Sub(short.NotBefore) <= 3*time.Minute
+	})
+	enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
+
+	// The replay's last records reach the enforcer: the count stands still
+	// for longer than the node agent's longest retry interval (a standby
+	// refuses records, and the agent resends them after a backoff).
+	base := accepted(t, enforcers)
+	for still := 0; still < 45; {
+		time.Sleep(time.Second)
+		if n := accepted(t, enforcers); n != base {
+			base, still = n, 0
+			continue
+		}
+		still++
+	}
+
+	const lines = 360 // one every 500 ms: three minutes, past a renewal
+	if _, err := httpDo("GET", control+"/burst?lines="+strconv.Itoa(lines)+"&every=500ms", ""); err != nil {
+		t.Fatal(err)
+	}
+	burst := time.Now()
+	var renewed *x509.Certificate
+	waitFor(t, "cert-manager to renew "+otlpServer, 3*time.Minute, func() bool {
+		renewed = parseCert(t, secretData(t, namespace, otlpServer, "tls.crt"))
+		return renewed.NotBefore.After(short.NotBefore)
+	})
+	if oldKey, newKey := publicKey(t, short), publicKey(t, renewed); bytes.Equal(oldKey, newKey) {
+		t.Error("the renewed certificate has the old key: rotationPolicy Always makes a new one")
+	}
+	t.Logf("cert-manager renewed %s %s into the burst (serial %s → %s)", otlpServer, time.Since(burst).Round(time.Second), short.SerialNumber, renewed.SerialNumber)
+	// The kubelet updates the mounted files; the enforcer re-reads them for a
+	// new connection (reload_interval).
+	waitFor(t, "every enforcer to serve the renewed certificate", 2*time.Minute, func() bool {
+		for _, p := range enforcers {
+			c, err := served(t, net.JoinHostPort(p.IP, "4317"), otlpName, otlpServer, nodeAgentClient)
+			if err != nil || c.NotBefore.Before(renewed.NotBefore) {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("every enforcer served the renewed certificate %s into the burst", time.Since(burst).Round(time.Second))
+
+	waitFor(t, "the burst printed", 5*time.Minute, func() bool {
+		out, err := httpDo("GET", control+"/printed", "")
+		return err == nil && strings.TrimSpace(out) == strconv.Itoa(lines)
+	})
+	var got float64
+	waitFor(t, "the burst's records at the enforcer", 2*time.Minute, func() bool {
+		got = accepted(t, enforcers) - base
+		return got >= lines
+	})
+	// A record that came twice would come after the first.
+	time.Sleep(15 * time.Second)
+	got = accepted(t, enforcers) - base
+	t.Logf("burst of %d connections across the renewal: %v records accepted by the enforcers, %v lost", lines, got, lines-got)
+	if got != lines {
+		t.Errorf("the enforcers accepted %v records of a burst of %d", got, lines)
+	}
+}
+
+// issuerMode checks that each workload mounts the Secret of its hop's
+// Certificate (issuer mode: cert-manager's key pairs, no CSI volume) and that
+// cert-manager issued each of them.
+func issuerMode(t *testing.T, want map[string]map[string]string) {
+	t.Helper()
+	for workload, volumes := range want {
+		kind, name, _ := strings.Cut(workload, "/")
+		got := mounts(t, kind, name)
+		for vol, secret := range volumes {
+			if got[vol] != secret {
+				t.Errorf("%s mounts %q as volume %s, want the Secret %s of its Certificate", workload, got[vol], vol, secret)
+			}
+			issued(t, namespace, secret)
+		}
+	}
+}
+
+// publicKey is a certificate's public key, DER encoded.
+func publicKey(t *testing.T, c *x509.Certificate) []byte {
+	t.Helper()
+	der, err := x509.MarshalPKIXPublicKey(c.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
 }

@@ -33,6 +33,8 @@ import (
 // env is what every test of the package uses: the running cluster.
 var env struct {
 	root, kubeconfig, helm, bin string
+	// certManager is cert-manager's controller binary.
+	certManager string
 	// missing is why the suite cannot run: a prerequisite that is not built.
 	missing error
 }
@@ -83,6 +85,8 @@ var running struct {
 	restartAgent func() error
 	// imported is whether the suite's images are in this cluster's node.
 	imported bool
+	// certManager is whether cert-manager runs in this cluster.
+	certManager bool
 }
 
 // useCluster makes the cluster with cni the running one, and fails t when it
@@ -99,7 +103,7 @@ func useCluster(t *testing.T, cni string) {
 	if err != nil {
 		t.Fatal("starting the cluster:", err)
 	}
-	running.cni, running.stop, running.restartAgent, running.imported = cni, c.stop, c.restartAgent, false
+	running.cni, running.stop, running.restartAgent, running.imported, running.certManager = cni, c.stop, c.restartAgent, false, false
 }
 
 func stopCluster() error {
@@ -127,6 +131,9 @@ func prerequisites(root string) error {
 		return err
 	}
 	env.helm = helm
+	if env.certManager, err = controlplanetest.CertManagerController(root); err != nil {
+		return err
+	}
 	out, err := testproc.Command(filepath.Join(root, "hack", "cluster", "build.sh"), "--print").Output()
 	if err != nil {
 		return fmt.Errorf("hack/cluster/build.sh --print: %w", err)

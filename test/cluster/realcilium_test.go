@@ -477,11 +477,7 @@ spec:
 // working while a peer never seen is refused.
 func ipBlocksJourney(t *testing.T, outside string) {
 	start := time.Now()
-	out, err := testproc.Command(env.helm, "--kubeconfig", env.kubeconfig, "upgrade", release, filepath.Join(env.root, "chart"),
-		"-n", namespace, "--reuse-values", "--set", "controller.learning.outsidePeers=ipBlocks", "--wait", "--timeout", "4m").CombinedOutput()
-	if err != nil {
-		t.Fatalf("helm upgrade: %v\n%s", err, out)
-	}
+	upgrade(t, "controller.learning.outsidePeers=ipBlocks")
 	waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
 	leaderPod(t)
 	t.Logf("ip_blocks: the enforcers run with it %s after the upgrade began", time.Since(start).Round(100*time.Millisecond))

@@ -5,7 +5,8 @@
 //	                 service (naming this pod as the one node) and the Observer
 //	                 service on :4244, serving the flows POSTed to :8081/flows
 //	testpod goldmane Calico Goldmane's Flows service on :7443, mutual TLS only
-//	testpod ztunnel  prints recorded ztunnel log lines to stdout, as ztunnel does
+//	testpod ztunnel  prints recorded ztunnel log lines to stdout, as ztunnel does,
+//	                 and on :8081 bursts of connections that a test counts
 //	testpod server   a TCP server on :8080 that answers "ok" to each connection
 //	testpod client   an HTTP server on :8081 whose /connect?addr=IP:PORT opens one
 //	                 fresh TCP connection and says how it went
