@@ -448,7 +448,8 @@ memory limit, when that is given in Mi or Gi; empty otherwise.
 {{/*
 Checks of what the values need from the cluster, made when helm talks to one
 (install, upgrade, --dry-run=server): without them a release would install
-and leave pods stuck in ContainerCreating on a volume that never comes. A
+and leave pods stuck in ContainerCreating on a volume that never comes, or an
+enforcer whose policies render as nothing. A
 lookup of kube-system tells whether helm talks to a cluster: `helm template`
 and `helm lint` render without one, and skip these checks.
 */}}
@@ -461,6 +462,9 @@ and `helm lint` render without one, and skip these checks.
 {{- range $hop := $hops }}{{ $modes = append $modes $hop.mode }}{{ end -}}
 {{- if and (or $hops (include "network-enforcer.calicoIssue" .)) (not (.Capabilities.APIVersions.Has "cert-manager.io/v1/Certificate")) -}}
 {{- fail "cert-manager is not installed in this cluster (it serves no cert-manager.io/v1 Certificate): install cert-manager first, or give every TLS hop a Secret of your own (tls.mode existingSecret; see the chart README's TLS section)" -}}
+{{- end -}}
+{{- if and (eq $provider "istio") (not (.Capabilities.APIVersions.Has "security.istio.io/v1/AuthorizationPolicy")) -}}
+{{- fail "controller.provider.name istio: this cluster serves no security.istio.io/v1 AuthorizationPolicy, which the enforcer renders policies as: install Istio in ambient mode first, or set controller.provider.name to the data plane that the cluster runs (calico, cilium)" -}}
 {{- end -}}
 {{- if and (has "csi" $modes) (not (lookup "storage.k8s.io/v1" "CSIDriver" "" "csi.cert-manager.io")) -}}
 {{- fail "tls.mode csi needs cert-manager's CSI driver (CSIDriver csi.cert-manager.io), which this cluster does not have: install it, or use tls.mode issuer, which needs cert-manager only" -}}

@@ -23,8 +23,8 @@ import (
 // it: the probe in default was never seen talking to the cart.
 var (
 	promoted = types.NamespacedName{Namespace: "shop", Name: "deployment-cart-ingress"}
-	cart     = dataplanetest.HubbleEnd{Namespace: "shop", Pod: "cart-7f8e9d0c1-fghij", IP: "10.0.1.11", Workload: "cart", Identity: 51235}
-	probe    = dataplanetest.HubbleEnd{Namespace: "default", Pod: "probe-6f8d9c7b5-vwxyz", IP: "10.0.1.31", Workload: "probe", Identity: 51300}
+	cart     = dataplanetest.End{Namespace: "shop", Pod: "cart-7f8e9d0c1-fghij", IP: "10.0.1.11", Workload: "cart", Identity: 51235}
+	probe    = dataplanetest.End{Namespace: "default", Pod: "probe-6f8d9c7b5-vwxyz", IP: "10.0.1.31", Workload: "probe", Identity: 51300}
 )
 
 func (d *demo) waitForProposals(ctx context.Context) error {

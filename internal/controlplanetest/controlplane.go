@@ -88,7 +88,7 @@ func New(opts Options) (_ *Env, err error) {
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	if !opts.WithoutIstio {
-		crd, err := istioCRD(root, AuthorizationPolicyCRD)
+		crd, err := IstioCRD(root, AuthorizationPolicyCRD)
 		if err != nil {
 			return nil, fmt.Errorf("the istio AuthorizationPolicy CRD: %w", err)
 		}

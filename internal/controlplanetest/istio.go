@@ -25,8 +25,9 @@ const istioAPIModule = "istio.io/api"
 // istioCRDsFile holds every Istio CRD in istioAPIModule, one YAML document each.
 const istioCRDsFile = "kubernetes/customresourcedefinitions.gen.yaml"
 
-// istioCRD returns the CRD called name from Istio's CRD file.
-func istioCRD(root, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+// IstioCRD returns the CRD called name from Istio's CRD file, at the version
+// of istio.io/api that the go.mod of root selects.
+func IstioCRD(root, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
 	dir, err := ModuleDir(root, istioAPIModule)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ func TestIstioCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd, err := istioCRD(root, AuthorizationPolicyCRD)
+	crd, err := IstioCRD(root, AuthorizationPolicyCRD)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestIstioCRD(t *testing.T) {
 	if !served {
 		t.Fatal("the CRD does not serve security.istio.io/v1 with a schema")
 	}
-	if _, err := istioCRD(root, "nosuchkinds.security.istio.io"); err == nil {
+	if _, err := IstioCRD(root, "nosuchkinds.security.istio.io"); err == nil {
 		t.Fatal("a CRD that the file does not hold was found")
 	}
 }

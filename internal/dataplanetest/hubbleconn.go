@@ -12,16 +12,20 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// HubbleEnd is a pod end of a Hubble flow.
-type HubbleEnd struct {
+// End is a pod at one end of a connection, with what each data plane
+// reports of it.
+type End struct {
 	Namespace, Pod, IP string
 	// Workload names the pod's Deployment; its pods carry app=<Workload>.
 	Workload string
-	// Identity is the pod's Cilium security identity.
+	// Identity is the pod's Cilium security identity (Hubble).
 	Identity uint32
+	// ServiceAccount is the pod's service account, which names its Istio
+	// principal (ztunnel); the Workload's name when empty.
+	ServiceAccount string
 }
 
-func (e HubbleEnd) endpoint() *flowpb.Endpoint {
+func (e End) endpoint() *flowpb.Endpoint {
 	return &flowpb.Endpoint{ID: e.Identity, Identity: e.Identity, ClusterName: "default", Namespace: e.Namespace, PodName: e.Pod,
 		Labels:    []string{"k8s:app=" + e.Workload, "k8s:io.kubernetes.pod.namespace=" + e.Namespace},
 		Workloads: []*flowpb.Workload{{Name: e.Workload, Kind: "Deployment"}}}
@@ -40,7 +44,16 @@ const (
 	// ConnectionUnenforced: no policy selects the destination for ingress:
 	// the agent judges nothing, and emits no policy verdict.
 	ConnectionUnenforced
+	// ConnectionDryRunDenied: a policy in monitor mode does not allow it,
+	// and the data plane lets it through. Istio's dry-run AuthorizationPolicy
+	// makes ztunnel log its decision; Cilium and Calico have no policy object
+	// in monitor mode, so for them it is ConnectionUnenforced.
+	ConnectionDryRunDenied
 )
+
+// ingressPolicy is the name that the enforcer gives the ingress policy of
+// dst's Deployment.
+func ingressPolicy(dst End) string { return "deployment-" + dst.Workload + "-ingress" }
 
 // NewHubbleConnection is what a real Cilium agent (v1.20, monitor aggregation
 // none) emits for one TCP connection between two pods of its node, in order:
@@ -50,7 +63,7 @@ const (
 // policy verdict of the first packet, and for a denied connection the verdict
 // and the drop notification of each attempt. TestFakeConnectionsMatchTheRealAgent
 // holds it to the agent's recording.
-func NewHubbleConnection(src, dst HubbleEnd, srcPort, dstPort uint32, c Connection) []*observer.GetFlowsResponse {
+func NewHubbleConnection(src, dst End, srcPort, dstPort uint32, c Connection) []*observer.GetFlowsResponse {
 	b := &connBuilder{src: src, dst: dst, srcPort: srcPort, dstPort: dstPort, t: time.Now()}
 	if c == ConnectionDenied {
 		for range 3 {
@@ -97,7 +110,7 @@ var flowUUIDs atomic.Uint64
 
 // connBuilder appends the events of one connection.
 type connBuilder struct {
-	src, dst         HubbleEnd
+	src, dst         End
 	srcPort, dstPort uint32
 	t                time.Time
 	out              []*observer.GetFlowsResponse

@@ -26,8 +26,8 @@ func TestFakeConnectionsMatchTheRealAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := HubbleEnd{Namespace: "probe", Pod: "client-5d8f7c9b4-qw7lm", IP: "10.217.0.16", Workload: "client", Identity: 28193}
-	server := HubbleEnd{Namespace: "probe", Pod: "server-7748bbfff4-7znhg", IP: "10.217.0.230", Workload: "server", Identity: 20356}
+	client := End{Namespace: "probe", Pod: "client-5d8f7c9b4-qw7lm", IP: "10.217.0.16", Workload: "client", Identity: 28193}
+	server := End{Namespace: "probe", Pod: "server-7748bbfff4-7znhg", IP: "10.217.0.230", Workload: "server", Identity: 20356}
 	for _, c := range []struct {
 		name string
 		port uint32 // the client port of a connection of that kind in the recording

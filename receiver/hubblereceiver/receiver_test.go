@@ -263,8 +263,8 @@ func TestNodeErrorsAreCounted(t *testing.T) {
 // is not counted again; a connection after it is. On shutdown the receiver
 // reports the newest flow it handed on.
 func TestHandOffBetweenLeaders(t *testing.T) {
-	client := dataplanetest.HubbleEnd{Namespace: "shop", Pod: "frontend-6d5f7b8c9-abcde", IP: "10.0.0.1", Workload: "frontend", Identity: 1001}
-	server := dataplanetest.HubbleEnd{Namespace: "shop", Pod: "cart-7f8e9d0c1-fghij", IP: "10.0.0.2", Workload: "cart", Identity: 1002}
+	client := dataplanetest.End{Namespace: "shop", Pod: "frontend-6d5f7b8c9-abcde", IP: "10.0.0.1", Workload: "frontend", Identity: 1001}
+	server := dataplanetest.End{Namespace: "shop", Pod: "cart-7f8e9d0c1-fghij", IP: "10.0.0.2", Workload: "cart", Identity: 1002}
 	straddling := dataplanetest.NewHubbleConnection(client, server, 40001, 8080, dataplanetest.ConnectionUnenforced)
 	next := dataplanetest.NewHubbleConnection(client, server, 40002, 8080, dataplanetest.ConnectionUnenforced)
 	relay := dataplanetest.NewHubbleRelay(append(slices.Clone(straddling), next...))

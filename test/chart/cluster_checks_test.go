@@ -88,6 +88,34 @@ func TestInstallChecksTheCluster(t *testing.T) {
 	}
 }
 
+// TestInstallWithoutIstio: on a cluster without Istio (no AuthorizationPolicy
+// to render policies as), the Istio provider fails with a sentence that says
+// to install Istio or to name the cluster's data plane; the other providers
+// install there.
+func TestInstallWithoutIstio(t *testing.T) {
+	controlplanetest.Require(t)
+	noIstio, err := controlplanetest.New(controlplanetest.Options{WithoutIstio: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = noIstio.Stop() })
+	if err := installCertManagerCRDs(noIstio); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := kubeconfigOf(t, noIstio)
+	const message = "controller.provider.name istio: this cluster serves no security.istio.io/v1 AuthorizationPolicy, which the enforcer renders policies as: install Istio in ambient mode first"
+	if err := templateOn(t, kubeconfig, vals()); err == nil || !strings.Contains(err.Error(), message) {
+		t.Errorf("the Istio provider without Istio: %v, want an error that says %q", err, message)
+	}
+	ctx := context.Background()
+	if err := noIstio.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hubble-relay-client-certs", Namespace: "kube-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := templateOn(t, kubeconfig, vals("controller.provider.name", "cilium")); err != nil {
+		t.Errorf("the Cilium provider without Istio: %v", err)
+	}
+}
+
 // TestInstallWithoutCertManager: on a cluster without cert-manager, the
 // defaults (which have cert-manager issue the key pairs) fail with a sentence
 // that says to install it or which values to set instead; with those values

@@ -5,8 +5,6 @@ package cluster
 import (
 	"crypto/x509"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -89,8 +87,14 @@ func TestCalico(t *testing.T) {
 		"deployment/" + fullname + "-collector": {"server-tls": fullname + "-collector-server"},
 	})
 	waitFor(t, "the leader's stream from Goldmane over mutual TLS", time.Minute, func() bool {
-		out, err := httpDo("GET", "http://"+goldmane.IP+":8081/streams", "")
-		n, _ := strconv.Atoi(strings.TrimSpace(out))
-		return err == nil && n > 0
+		return streams(t, goldmane) > 0
 	})
+	if t.Failed() {
+		return
+	}
+	t.Run("upgrade", func(t *testing.T) { upgradeToSuiteValues(t, goldmane) })
+	if t.Failed() {
+		return
+	}
+	t.Run("journey", func(t *testing.T) { monitorJourney(t, goldmane, goldmaneReporter(goldmane)) })
 }

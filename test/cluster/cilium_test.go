@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 )
 
 // TestCilium runs the README's quickstart for Cilium on the real node, with
@@ -48,31 +50,20 @@ func TestCilium(t *testing.T) {
 		// The relay opened a stream to the agent for the enforcer's: the
 		// enforcer reached the relay through the chart's Cilium TLS setup.
 		waitFor(t, "the leader's stream through the relay to the agent", time.Minute, func() bool {
-			n, _ := strconv.Atoi(streams(t, agent))
-			return n > 0
+			return streams(t, agent) > 0
 		})
 	})
 	if t.Failed() {
 		return
 	}
-	t.Run("upgrade", func(t *testing.T) {
-		// The suite's value set: violations reach the policy status sooner.
-		upgrade(t, "controller.statusSyncInterval="+syncInterval.String())
-		waitLeader(t, waitReady(t, namespace, enforcerPods, 2, 3*time.Minute), time.Minute)
-		waitFor(t, "the new leader's stream through the relay", time.Minute, func() bool {
-			n, _ := strconv.Atoi(streams(t, agent))
-			return n > 0
-		})
-	})
+	t.Run("upgrade", func(t *testing.T) { upgradeToSuiteValues(t, agent) })
 	if t.Failed() {
 		return
 	}
 
 	// The workloads outlive the journey: the failure tests go on with them.
-	apply(t, fmt.Sprintf(workloadManifests, testpodImage))
-	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", "shop", "--wait=true", "--timeout=60s") })
-	var w workloads
-	t.Run("journey", func(t *testing.T) { w = journey(t, agent) })
+	w := shopWorkloads(t, agent)
+	t.Run("journey", func(t *testing.T) { journey(t, w) })
 	if t.Failed() {
 		return
 	}
@@ -92,72 +83,35 @@ const (
 	serverAddr    = "server.shop.svc.cluster.local:8080"
 )
 
-// workloads are the journey's pods.
-type workloads struct {
-	agent, server, clientA, clientB pod
-}
-
 // journey: real TCP connections, learned through the relay, promoted to
 // protect, enforced by kube-router; the refused connection is a violation in
 // the policy's status, an event at the collector and a counter.
-func journey(t *testing.T, agent pod) workloads {
-	server := waitReady(t, "shop", "app=server", 1, 2*time.Minute)[0]
-	clientA := waitReady(t, "shop", "app=client-a", 1, 2*time.Minute)[0]
-	clientB := waitReady(t, "shop", "app=client-b", 1, 2*time.Minute)[0]
-	w := workloads{agent: agent, server: server, clientA: clientA, clientB: clientB}
-	const addr = serverAddr
-
-	// 1. Learn: client-a's real connections, through the Service's DNS name.
-	for i := 0; i < 3; i++ {
-		d := connect(t, clientA, addr)
-		if !d.ok() {
-			t.Fatalf("client-a to %s before any policy: %+v", addr, d)
-		}
-		report(t, agent, flowOf(end(clientA, "client-a", 1001), end(server, "server", 1003), d, 8080, false)...)
-	}
-	const policy = serverPolicy
-	waitFor(t, "the server's ingress proposal", 2*time.Minute, func() bool {
-		_, err := kubectlErr("", "-n", "shop", "get", "workloadnetworkpolicyproposal", policy)
-		return err == nil
-	})
-	t.Log(kubectl(t, "-n", "shop", "get", "workloadnetworkpolicyproposal", policy, "-o", "yaml"))
-
-	// 2. Promote to protect.
-	kubectl(t, "-n", "shop", "label", "workloadnetworkpolicyproposal", policy, "networkenforcer.kubewarden.io/promote=protect")
+func journey(t *testing.T, w workloads) {
+	report := hubbleReporter(w.agent)
+	learnServer(t, w, report)
+	promoteServer(t, "protect")
 	waitFor(t, "the NetworkPolicy", time.Minute, func() bool {
-		_, err := kubectlErr("", "-n", "shop", "get", "networkpolicy", policy)
+		_, err := kubectlErr("", "-n", "shop", "get", "networkpolicy", serverPolicy)
 		return err == nil
 	})
-	t.Log(kubectl(t, "-n", "shop", "get", "networkpolicy", policy, "-o", "yaml"))
+	t.Log(kubectl(t, "-n", "shop", "get", "networkpolicy", serverPolicy, "-o", "yaml"))
 
-	// 3. kube-router enforces it: the client never learned is refused, on a
+	// kube-router enforces it: the client never learned is refused, on a
 	// fresh connection; the learned one still connects.
 	var refused dial
 	enforcedAt := time.Now()
 	waitFor(t, "kube-router to refuse client-b", 30*time.Second, func() bool {
-		refused = connect(t, clientB, addr)
+		refused = connect(t, w.clientB, serverAddr)
 		return refused.refused()
 	})
 	t.Logf("kube-router enforced the policy %s after it appeared: %+v", time.Since(enforcedAt).Round(100*time.Millisecond), refused)
-	if d := connect(t, clientA, addr); !d.ok() {
+	if d := connect(t, w.clientA, serverAddr); !d.ok() {
 		t.Fatalf("client-a under protect: %+v", d)
 	}
 
-	// 4. The refused connection comes back as a dropped flow.
-	report(t, agent, flowOf(end(clientB, "client-b", 1002), end(server, "server", 1003), refused, 8080, true)...)
-	waitFor(t, "the violation in the policy status", 90*time.Second, func() bool {
-		out, err := kubectlErr("", "-n", "shop", "get", "workloadnetworkpolicy", policy, "-o", "jsonpath={.status.violationCount} {.status.violations[*].source.name}")
-		return err == nil && !strings.HasPrefix(out, " ") && strings.Contains(out, "client-b")
-	})
-	collector := listPods(t, namespace, collectorPods)[0]
-	waitFor(t, "the event at the collector", time.Minute, func() bool {
-		out, _ := kubectlErr("", "-n", namespace, "logs", collector.Name)
-		return strings.Contains(out, "policy_violation_observed") && strings.Contains(out, "client-b")
-	})
-	waitFor(t, "the counter at the collector", time.Minute, func() bool {
-		return denies(t, collector) >= 1
-	})
-	return w
+	// The refused connection comes back as a dropped flow.
+	report(t, w.clientBEnd(), w.serverEnd(), refused, dataplanetest.ConnectionDenied)
+	violationReported(t)
 }
 
 // denies is the sum of the collector's network_enforcer_policy_denies series.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 )
 
 // violationCount is the policy's status.violationCount.
@@ -29,7 +31,7 @@ func deny(t *testing.T, w workloads) {
 	if !d.refused() {
 		t.Fatalf("client-b under protect: %+v", d)
 	}
-	report(t, w.agent, flowOf(end(w.clientB, "client-b", 1002), end(w.server, "server", 1003), d, 8080, true)...)
+	hubbleReporter(w.agent)(t, w.clientBEnd(), w.serverEnd(), d, dataplanetest.ConnectionDenied)
 }
 
 // waitCount waits until the policy's violationCount is want, then checks that
@@ -85,11 +87,11 @@ func restartRelay(t *testing.T) time.Duration {
 // new stream, and a flow after it is counted once.
 func relayRestart(t *testing.T, w workloads) {
 	before := violationCount(t, serverPolicy)
-	opened, _ := strconv.Atoi(streams(t, w.agent))
+	opened := streams(t, w.agent)
 	start := time.Now()
 	restartRelay(t)
 	waitFor(t, "the stream through the new relay", 2*time.Minute, func() bool {
-		n, _ := strconv.Atoi(streams(t, w.agent))
+		n := streams(t, w.agent)
 		return n > opened
 	})
 	t.Logf("stream resumed %s after the relay pod was deleted", time.Since(start).Round(100*time.Millisecond))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,14 +45,48 @@ func connect(t *testing.T, client pod, addr string) dial {
 	return d
 }
 
-// end is one pod of the journey, as a Hubble endpoint.
-func end(p pod, workload string, identity uint32) dataplanetest.HubbleEnd {
-	return dataplanetest.HubbleEnd{Namespace: "shop", Pod: p.Name, IP: p.IP, Workload: workload, Identity: identity}
+// end is one pod of the journey as the data planes report it: pod, address,
+// Deployment, Cilium identity, and the service account of its own that the
+// journey's manifests give it.
+func end(p pod, workload string, identity uint32) dataplanetest.End {
+	return dataplanetest.End{Namespace: "shop", Pod: p.Name, IP: p.IP, Workload: workload, Identity: identity, ServiceAccount: workload}
 }
 
-// report hands a connection that the test made to the Hubble agent pod, which
-// serves it to the real relay as the destination node's flow: the test's own
-// connection log, with the connection's real addresses.
+// hubbleReporter reports through the Hubble agent pod, which serves each
+// connection to the real relay as the destination node's flows, as a Cilium
+// agent emits them.
+func hubbleReporter(agent pod) reporter {
+	return func(t *testing.T, src, dst dataplanetest.End, d dial, c dataplanetest.Connection) {
+		report(t, agent, dataplanetest.NewHubbleConnection(src, dst, uint32(d.LocalPort), 8080, c)...)
+	}
+}
+
+// ztunnelReporter reports through the ztunnel pod, which prints each
+// connection as the destination's ztunnel logs it, to its CRI log file,
+// which the node agent tails.
+func ztunnelReporter(ztunnel pod) reporter {
+	return func(t *testing.T, src, dst dataplanetest.End, d dial, c dataplanetest.Connection) {
+		t.Helper()
+		lines := dataplanetest.NewZtunnelConnection(src, dst, uint32(d.LocalPort), 8080, c)
+		post(t, ztunnel, "/lines", strings.Join(lines, "\n"))
+	}
+}
+
+// goldmaneReporter reports through the Goldmane pod, which streams each
+// connection to the enforcer as the destination's flow.
+func goldmaneReporter(goldmane pod) reporter {
+	return func(t *testing.T, src, dst dataplanetest.End, d dial, c dataplanetest.Connection) {
+		t.Helper()
+		line, err := protojson.Marshal(dataplanetest.NewGoldmaneFlow(src, dst, 8080, c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		post(t, goldmane, "/flows", string(line))
+	}
+}
+
+// report hands flows to the Hubble agent pod, which serves them to the real
+// relay as the destination node's.
 func report(t *testing.T, agent pod, flows ...*observer.GetFlowsResponse) {
 	t.Helper()
 	var b strings.Builder
@@ -63,26 +98,29 @@ func report(t *testing.T, agent pod, flows ...*observer.GetFlowsResponse) {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	if _, err := httpDo("POST", "http://"+net.JoinHostPort(agent.IP, "8081")+"/flows", b.String()); err != nil {
-		t.Fatalf("reporting flows: %v", err)
-	}
+	post(t, agent, "/flows", b.String())
 }
 
-// flowOf is what a Cilium agent emits for a connection from src to dst's
-// port: before any policy (no verdict), or refused by one (three attempts).
-func flowOf(src, dst dataplanetest.HubbleEnd, d dial, dstPort uint32, dropped bool) []*observer.GetFlowsResponse {
-	kind := dataplanetest.ConnectionUnenforced
-	if dropped {
-		kind = dataplanetest.ConnectionDenied
-	}
-	return dataplanetest.NewHubbleConnection(src, dst, uint32(d.LocalPort), dstPort, kind)
-}
-
-func streams(t *testing.T, agent pod) string {
+// post sends lines to a data plane pod's control port.
+func post(t *testing.T, p pod, path, lines string) {
 	t.Helper()
-	out, err := httpDo("GET", "http://"+net.JoinHostPort(agent.IP, "8081")+"/streams", "")
+	if _, err := httpDo("POST", "http://"+net.JoinHostPort(p.IP, "8081")+path, lines); err != nil {
+		t.Fatalf("reporting connections to %s: %v", p.Name, err)
+	}
+}
+
+// streams is how many flow streams the data plane pod has opened (the
+// Hubble agent's to the relay, Goldmane's to the enforcer): a new one is a
+// reader that connected.
+func streams(t *testing.T, p pod) int {
+	t.Helper()
+	out, err := httpDo("GET", "http://"+net.JoinHostPort(p.IP, "8081")+"/streams", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSpace(out)
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("%s's stream count %q: %v", p.Name, out, err)
+	}
+	return n
 }

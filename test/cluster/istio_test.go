@@ -5,6 +5,7 @@ package cluster
 import (
 	"bytes"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 )
 
@@ -56,6 +60,7 @@ spec:
 func TestIstio(t *testing.T) {
 	require(t)
 	installCertManager(t)
+	installAuthorizationPolicyCRD(t)
 	createNamespace(t, "istio-system")
 	kubectl(t, "-n", "istio-system", "create", "configmap", "ztunnel-lines",
 		"--from-file=ztunnel.jsonl="+filepath.Join(env.root, dataplanetest.ZtunnelFixture))
@@ -82,7 +87,36 @@ func TestIstio(t *testing.T) {
 	// later from its start: what it prints is what the agent must send.
 	apply(t, fmt.Sprintf(ztunnelManifests, testpodImage))
 	waitFor(t, "ztunnel's records at the enforcer", 2*time.Minute, func() bool { return accepted(t, enforcers) > 0 })
+	t.Run("journey", func(t *testing.T) {
+		ztunnel := waitReady(t, "istio-system", "app=ztunnel", 1, time.Minute)[0]
+		monitorJourney(t, ztunnel, ztunnelReporter(ztunnel))
+		// Monitor mode is Istio's dry-run AuthorizationPolicy, which ztunnel
+		// evaluates and logs without blocking.
+		out := kubectl(t, "-n", "shop", "get", "authorizationpolicy", serverPolicy, "-o", `jsonpath={.metadata.annotations.istio\.io/dry-run}`)
+		if strings.TrimSpace(out) != "true" {
+			t.Errorf("the server's AuthorizationPolicy in monitor mode has istio.io/dry-run %q, want \"true\"", out)
+		}
+	})
 	t.Run("renewal under traffic", renewalUnderTraffic)
+}
+
+// installAuthorizationPolicyCRD installs Istio's AuthorizationPolicy CRD, at
+// the version whose types the enforcer renders, as an Istio install has it,
+// and deletes it when the test ends.
+func installAuthorizationPolicyCRD(t *testing.T) {
+	t.Helper()
+	crd, err := controlplanetest.IstioCRD(env.root, controlplanetest.AuthorizationPolicyCRD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd.TypeMeta = metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}
+	manifest, err := json.Marshal(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, string(manifest))
+	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "crd", crd.Name, "--wait=true", "--timeout=60s") })
+	kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+crd.Name)
 }
 
 // The Istio hop's key pairs, and the name that the node agents verify.

@@ -260,7 +260,7 @@ func checkLearned(t *testing.T, backend v1alpha1.Backend, spec *v1alpha1.PolicyS
 		want := &v1alpha1.IstioPolicySpec{
 			Selector: v1alpha1.IstioSelector{MatchLabels: map[string]string{"app": "api"}},
 			Rules: []v1alpha1.IstioRule{{
-				From: []v1alpha1.IstioFrom{{Source: v1alpha1.IstioSource{Principals: []string{caller.identity()}}}},
+				From: []v1alpha1.IstioFrom{{Source: v1alpha1.IstioSource{Principals: []string{principal(caller)}}}},
 				To:   []v1alpha1.IstioTo{{Operation: v1alpha1.IstioOperation{Ports: []string{"8080"}}}},
 			}},
 		}
@@ -343,7 +343,7 @@ func nativeProblem(policy *v1alpha1.WorkloadNetworkPolicy, mode v1alpha1.PolicyM
 		}
 		s := &o.Spec
 		if s.GetAction().String() != "ALLOW" || s.GetSelector().GetMatchLabels()["app"] != "api" || len(s.GetRules()) != 1 ||
-			fmt.Sprint(s.GetRules()[0].GetFrom()[0].GetSource().GetPrincipals()) != "["+caller.identity()+"]" ||
+			fmt.Sprint(s.GetRules()[0].GetFrom()[0].GetSource().GetPrincipals()) != "["+principal(caller)+"]" ||
 			fmt.Sprint(s.GetRules()[0].GetTo()[0].GetOperation().GetPorts()) != "[8080]" {
 			return fmt.Sprintf("spec %v", s)
 		}
@@ -388,8 +388,8 @@ func checkEvent(t *testing.T, e eventAttrs, provider flow.Provider, action strin
 		"policy.ref.namespace": "guarded", "policy.ref.name": "deployment-api-ingress",
 	}
 	if provider == flow.ProviderIstio {
-		want["source.workload.identity"] = intruder.identity()
-		want["destination.workload.identity"] = api.identity()
+		want["source.workload.identity"] = principal(intruder)
+		want["destination.workload.identity"] = principal(api)
 	}
 	for k, v := range want {
 		if got, _ := e.Get(k); got != v {

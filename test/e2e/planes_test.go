@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,22 +23,23 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
 )
 
-// guardedPod is a pod of the guarded namespace, which no fixture has: the
-// journeys make their own flows between its workloads.
-type guardedPod struct{ workload, pod, ip string }
-
+// The pods of the guarded namespace, which no fixture has: the journeys make
+// their own flows between its workloads. Each runs as a service account of its
+// workload's name.
 var (
-	api      = guardedPod{"api", "api-5c6d7e8f9-a1b2c", "10.0.8.10"}
-	caller   = guardedPod{"client", "client-6d7e8f9a0-d3e4f", "10.0.8.11"}
-	intruder = guardedPod{"intruder", "intruder-7e8f9a0b1-g5h6i", "10.0.8.12"}
+	api      = guardedPod("api", "api-5c6d7e8f9-a1b2c", "10.0.8.10", 4102)
+	caller   = guardedPod("client", "client-6d7e8f9a0-d3e4f", "10.0.8.11", 4101)
+	intruder = guardedPod("intruder", "intruder-7e8f9a0b1-g5h6i", "10.0.8.12", 4103)
 )
 
-// identity is the pod's Istio principal: each runs as a service account of its
-// workload's name.
-func (p guardedPod) identity() string { return "cluster.local/ns/guarded/sa/" + p.workload }
+func guardedPod(workload, pod, ip string, identity uint32) dataplanetest.End {
+	return dataplanetest.End{Namespace: "guarded", Pod: pod, IP: ip, Workload: workload, Identity: identity, ServiceAccount: workload}
+}
 
-// aggregate is Goldmane's name for the pod's ReplicaSet: "<generateName>*".
-func (p guardedPod) aggregate() string { return p.pod[:strings.LastIndex(p.pod, "-")+1] + "*" }
+// principal is the pod's Istio principal.
+func principal(p dataplanetest.End) string {
+	return "cluster.local/ns/" + p.Namespace + "/sa/" + p.ServiceAccount
+}
 
 // plane is the data plane of a journey: the binary's flow receiver, and the
 // flows the data plane reports.
@@ -49,10 +49,10 @@ type plane interface {
 	// receiver is the receiver's configuration, as YAML under receivers:.
 	receiver() string
 	// allowed reports a connection that the data plane let through.
-	allowed(t *testing.T, src, dst guardedPod, port uint32)
+	allowed(t *testing.T, src, dst dataplanetest.End, port uint32)
 	// violation reports a connection that a policy in mode does not allow,
 	// as the data plane reports it in that mode.
-	violation(t *testing.T, src, dst guardedPod, port uint32, mode v1alpha1.PolicyMode)
+	violation(t *testing.T, src, dst dataplanetest.End, port uint32, mode v1alpha1.PolicyMode)
 	// forget drops the data plane's history, as a restarted collector would
 	// find it once its buffer has moved on.
 	forget()
@@ -89,28 +89,30 @@ func (c *cilium) receiver() string {
 `, c.addr, c.caFile)
 }
 
-func (c *cilium) allowed(_ *testing.T, src, dst guardedPod, port uint32) {
+func (c *cilium) allowed(_ *testing.T, src, dst dataplanetest.End, port uint32) {
 	c.relay.Push(c.flow(src, dst, port, dataplanetest.ConnectionUnenforced)...)
 }
 
 // violation: in monitor mode no NetworkPolicy exists and Cilium forwards; in
 // protect mode it drops for policy.
-func (c *cilium) violation(_ *testing.T, src, dst guardedPod, port uint32, mode v1alpha1.PolicyMode) {
-	if mode == v1alpha1.PolicyModeMonitor {
-		c.relay.Push(c.flow(src, dst, port, dataplanetest.ConnectionUnenforced)...)
-		return
-	}
-	c.relay.Push(c.flow(src, dst, port, dataplanetest.ConnectionDenied)...)
+func (c *cilium) violation(_ *testing.T, src, dst dataplanetest.End, port uint32, mode v1alpha1.PolicyMode) {
+	c.relay.Push(c.flow(src, dst, port, violationIn(mode))...)
 }
 
 // flow is what the agent emits for a new connection: traces, and the
 // verdicts and drops of a denied one.
-func (c *cilium) flow(src, dst guardedPod, port uint32, kind dataplanetest.Connection) []*observer.GetFlowsResponse {
+func (c *cilium) flow(src, dst dataplanetest.End, port uint32, kind dataplanetest.Connection) []*observer.GetFlowsResponse {
 	c.clients++
-	end := func(p guardedPod, id uint32) dataplanetest.HubbleEnd {
-		return dataplanetest.HubbleEnd{Namespace: "guarded", Pod: p.pod, IP: p.ip, Workload: p.workload, Identity: id}
+	return dataplanetest.NewHubbleConnection(src, dst, uint32(40000+c.clients), port, kind)
+}
+
+// violationIn is what the data plane does with a connection that a policy in
+// mode does not allow.
+func violationIn(mode v1alpha1.PolicyMode) dataplanetest.Connection {
+	if mode == v1alpha1.PolicyModeMonitor {
+		return dataplanetest.ConnectionDryRunDenied
 	}
-	return dataplanetest.NewHubbleConnection(end(src, 4101), end(dst, 4102), uint32(40000+c.clients), port, kind)
+	return dataplanetest.ConnectionDenied
 }
 
 // calico is a Goldmane over mutual TLS.
@@ -147,36 +149,15 @@ func (c *calico) receiver() string {
 `, c.addr, c.caFile, c.certFile, c.keyFile)
 }
 
-func (c *calico) allowed(_ *testing.T, src, dst guardedPod, port uint32) {
-	c.goldmane.Push(c.flow(src, dst, port, pb.Action_Allow, &pb.PolicyHit{Kind: pb.PolicyKind_Profile, Name: "kns.guarded",
-		Tier: "__PROFILE__", Action: pb.Action_Allow}))
+func (c *calico) allowed(_ *testing.T, src, dst dataplanetest.End, port uint32) {
+	c.goldmane.Push(dataplanetest.NewGoldmaneFlow(src, dst, port, dataplanetest.ConnectionUnenforced))
 }
 
 // violation: in monitor mode Calico allows (its profile does); in protect mode
 // the destination's tier ends without an allow, and the trace names the
 // NetworkPolicy whose tier ended.
-func (c *calico) violation(t *testing.T, src, dst guardedPod, port uint32, mode v1alpha1.PolicyMode) {
-	if mode == v1alpha1.PolicyModeMonitor {
-		c.allowed(t, src, dst, port)
-		return
-	}
-	c.goldmane.Push(c.flow(src, dst, port, pb.Action_Deny, &pb.PolicyHit{Kind: pb.PolicyKind_EndOfTier, Tier: "default", Action: pb.Action_Deny,
-		Trigger: &pb.PolicyHit{Kind: pb.PolicyKind_NetworkPolicy, Namespace: "guarded", Name: "deployment-" + dst.workload + "-ingress", Tier: "default"}}))
-}
-
-// flow is the destination's report of one connection.
-func (c *calico) flow(src, dst guardedPod, port uint32, action pb.Action, hit *pb.PolicyHit) *pb.FlowResult {
-	now := time.Now().Unix()
-	return &pb.FlowResult{Flow: &pb.Flow{
-		Key: &pb.FlowKey{
-			SourceName: src.aggregate(), SourceNamespace: "guarded", SourceType: pb.EndpointType_WorkloadEndpoint,
-			DestName: dst.aggregate(), DestNamespace: "guarded", DestType: pb.EndpointType_WorkloadEndpoint,
-			DestPort: int64(port), Proto: "tcp", Reporter: pb.Reporter_Dst, Action: action,
-			Policies: &pb.PolicyTrace{EnforcedPolicies: []*pb.PolicyHit{hit}},
-		},
-		StartTime: now, EndTime: now + 1, NumConnectionsStarted: 1, NumConnectionsCompleted: 1,
-		SourceLabels: []string{"app=" + src.workload}, DestLabels: []string{"app=" + dst.workload},
-	}}
+func (c *calico) violation(_ *testing.T, src, dst dataplanetest.End, port uint32, mode v1alpha1.PolicyMode) {
+	c.goldmane.Push(dataplanetest.NewGoldmaneFlow(src, dst, port, violationIn(mode)))
 }
 
 // istio is ztunnel's log lines, sent over OTLP with mutual TLS as fluent-bit
@@ -231,45 +212,21 @@ func (i *istio) receiver() string {
 `, i.otlp, i.certFile, i.keyFile, i.caFile)
 }
 
-func (i *istio) allowed(t *testing.T, src, dst guardedPod, port uint32) {
-	i.send(t, i.access(src, dst, port, ""))
+func (i *istio) allowed(t *testing.T, src, dst dataplanetest.End, port uint32) {
+	i.send(t, i.connection(src, dst, port, dataplanetest.ConnectionUnenforced)...)
 }
 
 // violation: in monitor mode ztunnel lets the connection through and logs the
 // dry-run decision; in protect mode it rejects the connection and logs the
 // decision too.
-func (i *istio) violation(t *testing.T, src, dst guardedPod, port uint32, mode v1alpha1.PolicyMode) {
-	policy := "guarded/deployment-" + dst.workload + "-ingress"
-	// ztunnel decides when the connection opens and logs the access line
-	// when it closes: the decision comes first.
-	if mode == v1alpha1.PolicyModeMonitor {
-		decision := i.decision(src, "dry-run: no allow policies match", policy)
-		i.send(t, decision, i.access(src, dst, port, ""))
-		return
-	}
-	decision := i.decision(src, "no allow policies matched", policy)
-	i.send(t, decision, i.access(src, dst, port, "connection closed due to policy rejection: allow policies exist, but none allowed"))
+func (i *istio) violation(t *testing.T, src, dst dataplanetest.End, port uint32, mode v1alpha1.PolicyMode) {
+	i.send(t, i.connection(src, dst, port, violationIn(mode))...)
 }
 
-// access is the destination ztunnel's access line of a new connection.
-func (i *istio) access(src, dst guardedPod, port uint32, errText string) string {
+// connection is the destination ztunnel's lines of a new connection.
+func (i *istio) connection(src, dst dataplanetest.End, port uint32, kind dataplanetest.Connection) []string {
 	i.connections++
-	line := fmt.Sprintf(`{"level":"info","time":%q,"scope":"access","message":"connection complete",`+
-		`"src.addr":"%s:%d","src.workload":%q,"src.namespace":"guarded","src.identity":"spiffe://%s",`+
-		`"dst.addr":"%s:15008","dst.hbone_addr":"%s:%d","dst.workload":%q,"dst.namespace":"guarded","dst.identity":"spiffe://%s",`+
-		`"direction":"inbound","bytes_sent":10,"bytes_recv":10,"duration":"1ms"`,
-		time.Now().UTC().Format(time.RFC3339Nano), src.ip, 41000+i.connections, src.pod, src.identity(),
-		dst.ip, dst.ip, port, dst.pod, dst.identity())
-	if errText != "" {
-		line = strings.Replace(line, `"level":"info"`, `"level":"error"`, 1) + fmt.Sprintf(`,"error":%q`, errText)
-	}
-	return line + "}"
-}
-
-// decision is ztunnel's policy decision line for the next connection from src.
-func (i *istio) decision(src guardedPod, message, policy string) string {
-	return fmt.Sprintf(`{"level":"info","time":%q,"scope":"ztunnel::state","message":%q,"policy":%q,"inbound":{"id":"%032x","peer":"%s:%d"}}`,
-		time.Now().UTC().Format(time.RFC3339Nano), message, policy, i.connections+1, src.ip, 41000+i.connections+1)
+	return dataplanetest.NewZtunnelConnection(src, dst, uint32(41000+i.connections), port, kind)
 }
 
 func (i *istio) send(t *testing.T, lines ...string) {

@@ -21,7 +21,8 @@ import (
 const goldmaneTLS = "/etc/goldmane/tls/"
 
 // goldmane serves Calico Goldmane's Flows service on :7443 with mutual TLS
-// only, as Goldmane does, and says on :8081/streams how many streams opened.
+// only, as Goldmane does, with the flows POSTed to :8081/flows as protojson
+// FlowResult lines, and says on :8081/streams how many streams opened.
 func goldmane() error {
 	pair, err := tls.LoadX509KeyPair(goldmaneTLS+"tls.crt", goldmaneTLS+"tls.key")
 	if err != nil {
@@ -46,6 +47,16 @@ func goldmane() error {
 	}
 	go func() { log.Fatal(srv.Serve(lis)) }()
 	mux := http.NewServeMux()
+	mux.HandleFunc("POST /flows", func(w http.ResponseWriter, r *http.Request) {
+		flows, err := readMessages(r.Body, func() *pb.FlowResult { return &pb.FlowResult{} })
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fake.Push(flows...)
+		log.Printf("pushed %d flows", len(flows))
+		fmt.Fprintln(w, len(flows))
+	})
 	mux.HandleFunc("GET /streams", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "%d\n", len(fake.Requests()))
 	})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log"
@@ -16,7 +15,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
@@ -44,23 +42,16 @@ func hubble() error {
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /flows", func(w http.ResponseWriter, r *http.Request) {
-		sc := bufio.NewScanner(r.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var batch []*observer.GetFlowsResponse
-		for sc.Scan() {
-			if len(sc.Bytes()) == 0 {
-				continue
-			}
-			resp := &observer.GetFlowsResponse{}
-			if err := protojson.Unmarshal(sc.Bytes(), resp); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
+		batch, err := readMessages(r.Body, func() *observer.GetFlowsResponse { return &observer.GetFlowsResponse{} })
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, resp := range batch {
 			resp.NodeName = node
 			if f := resp.GetFlow(); f != nil {
 				f.NodeName = node
 			}
-			batch = append(batch, resp)
 		}
 		obs.seen.Add(uint64(len(batch)))
 		obs.Push(batch...)

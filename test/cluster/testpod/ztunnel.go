@@ -25,7 +25,8 @@ const ztunnelLines = "/etc/ztunnel/ztunnel.jsonl"
 // On :8081 a test counts what reaches the enforcer: /quiet stops the replay,
 // /burst?lines=N&every=D prints N connections, each a "connection complete"
 // line of its own source port (one flow record each), one every D, and
-// /printed says how many of those it has printed.
+// /printed says how many of those it has printed; POST /lines prints the
+// lines of its body, a test's own connections as ztunnel logs them.
 func ztunnel() error {
 	lines, err := dataplanetest.LoadZtunnel(ztunnelLines)
 	if err != nil {
@@ -55,6 +56,17 @@ func ztunnel() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/quiet", func(w http.ResponseWriter, _ *http.Request) { quiet.Store(true) })
 	mux.HandleFunc("/printed", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, printed.Load()) })
+	mux.HandleFunc("POST /lines", func(w http.ResponseWriter, r *http.Request) {
+		lines, err := readLines(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, l := range lines {
+			say(string(l))
+		}
+		fmt.Fprintln(w, len(lines))
+	})
 	mux.HandleFunc("/burst", func(w http.ResponseWriter, r *http.Request) {
 		n, err1 := strconv.Atoi(r.URL.Query().Get("lines"))
 		every, err2 := time.ParseDuration(r.URL.Query().Get("every"))
