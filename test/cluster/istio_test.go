@@ -211,6 +211,26 @@ func renewalUnderTraffic(t *testing.T) {
 	time.Sleep(15 * time.Second)
 	got = accepted(t, enforcers) - base
 	t.Logf("burst of %d connections across the renewal: %v records accepted by the enforcers, none lost, %v more than sent", lines, got, got-lines)
+	if got > lines {
+		// What a person would read to find why: the node agent's restarts
+		// (a restarted agent reads again from its last checkpoint) and its
+		// exporter's retries (a request that timed out after the leader took
+		// it is sent again).
+		t.Log(kubectl(t, "-n", namespace, "get", "pods", "-l", nodeAgentPods, "-o", "wide"))
+		out, _ := kubectlErr("", "-n", namespace, "logs", "-l", nodeAgentPods, "--tail=-1")
+		var standby int
+		var others []string
+		for _, l := range strings.Split(out, "\n") {
+			switch {
+			case strings.Contains(l, "standby"):
+				standby++
+			case strings.Contains(l, "retry") || strings.Contains(l, "rror"):
+				others = append(others, l)
+			}
+		}
+		t.Logf("the node agent's logs: %d refusals by the standby; %d other errors and retries, the last 20:\n%s",
+			standby, len(others), strings.Join(others[max(len(others)-20, 0):], "\n"))
+	}
 }
 
 // issuerMode checks that each workload mounts the Secret of its hop's
