@@ -190,7 +190,7 @@ func upgradeToSuiteValues(t *testing.T, source pod) {
 // which passes (monitor blocks nothing) and which the policy does not allow,
 // is a violation in the policy's status, an event at the default collector
 // and its counter.
-func monitorJourney(t *testing.T, agent pod, report reporter) workloads {
+func monitorJourney(t *testing.T, agent pod, report reporter) {
 	w := shopWorkloads(t, agent)
 	learnServer(t, w, report)
 	promoteServer(t, "monitor")
@@ -200,5 +200,4 @@ func monitorJourney(t *testing.T, agent pod, report reporter) workloads {
 	}
 	report(t, w.clientBEnd(), w.serverEnd(), d, dataplanetest.ConnectionDryRunDenied)
 	violationReported(t)
-	return w
 }
