@@ -4,7 +4,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/observed"
 	"github.com/kubewarden/network-enforcer/internal/workload"
@@ -30,7 +29,7 @@ func observedKey(o *learning.Observation) (observed.Key, bool) {
 
 // judge judges p's observed edges by its spec as it is now.
 func (w *writer) judge(p *v1alpha1.WorkloadNetworkPolicyProposal) observed.Judge {
-	return enforcerextension.JudgeSpec(w.enforcer, &p.Spec, p.Namespace)
+	return observed.JudgeSpec(w.enforcer, &p.Spec, p.Namespace)
 }
 
 // judgeCached judges the edges of proposal name by its spec in the cache:

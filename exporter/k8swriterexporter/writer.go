@@ -14,10 +14,12 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/observed"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // writeInterval is how long a proposal's first unwritten edge waits for its
@@ -25,12 +27,22 @@ import (
 // proposal.
 const writeInterval = time.Second
 
+// enforcer is what the proposal writer asks of the enforcer extension: to run
+// its controller, and to read workloads, policies and proposals from the cache.
+type enforcer interface {
+	enforcerextension.ProposalWriting
+	enforcerextension.Selectors
+	workload.Labeler
+	HasPolicy(w workload.Ref, direction v1alpha1.Direction) bool
+	Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool)
+}
+
 // writer is the exporter: it aggregates learned edges in memory and, while this
 // replica leads, writes the proposals whose content changed.
 type writer struct {
 	cfg       *Config
 	set       exporter.Settings
-	enforcer  enforcerextension.Enforcer
+	enforcer  enforcer
 	queue     enforcerextension.Queue
 	agg       *aggregate
 	observed  *observed.Store
@@ -55,7 +67,7 @@ func newWriter(set exporter.Settings, cfg *Config) (*writer, error) {
 // Start finds the enforcer and has it run the writer's controller on each term
 // of leadership.
 func (w *writer) Start(_ context.Context, host component.Host) error {
-	e, err := enforcerextension.Find(host, w.cfg.Enforcer)
+	e, err := enforcerextension.Find[enforcer](host, w.cfg.Enforcer)
 	if err != nil {
 		return err
 	}

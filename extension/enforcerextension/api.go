@@ -13,44 +13,54 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
-// Enforcer is what the enforcer extension offers the other Network Enforcer
-// components, which find it with Find.
-type Enforcer interface {
-	// ResolveIP resolves the pod that has ip to its workload.
-	ResolveIP(ip string) (Workload, UnresolvedReason)
-	// ResolvePod resolves a pod by namespace and name to its workload. A name
-	// ending in "*" is Goldmane's aggregate "<generateName>*", resolved through
-	// the pods it matches.
-	ResolvePod(namespace, name string) (Workload, UnresolvedReason)
+// The enforcer extension offers the other components small interfaces, one per
+// need, and each component asks Find for the union of those it uses: the flow
+// path resolves (workload.Resolver, workload.Labeler) and reads policies
+// (PolicyReader), the flow sources follow leadership (Leadership), and the
+// writers run their controllers on each term (ProposalWriting,
+// PolicyStatusSyncing). A component's test fakes only what it asks for.
+
+// PolicyReader reads proposals, policies and workloads from the shared cache,
+// on every replica, without a request to the API server.
+type PolicyReader interface {
 	// HasPolicy reports whether a WorkloadNetworkPolicy targets the workload in
 	// that direction.
 	HasPolicy(w workload.Ref, direction v1alpha1.Direction) bool
-	// Selector returns the workload's current pod selector, or false when the
-	// workload is gone or selects nothing that a policy could name.
-	Selector(ctx context.Context, w workload.Ref) (*metav1.LabelSelector, types.UID, bool)
-	// Labels returns the labels that the workload's pods carry (its pod
-	// template's) and the labels of its namespace, which a policy's pod and
-	// namespace selectors match; false when the workload is not known. The maps
-	// are shared: callers must not change them.
-	Labels(w workload.Ref) (pod, namespace map[string]string, ok bool)
 	// Policies returns the WorkloadNetworkPolicies that target the workload in
 	// that direction, straight from the cache: callers must not change them.
 	Policies(w workload.Ref, direction v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy
-
 	// Policy returns the WorkloadNetworkPolicy key from the shared cache (a
 	// copy), or false when there is none.
 	Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool)
-
 	// Proposal returns the WorkloadNetworkPolicyProposal key from the shared
 	// cache (a copy), or false when there is none: a promoted policy's status
 	// carries on from its proposal's observed edges.
 	Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool)
+}
 
+// Lister lists proposals and policies from the shared cache, as copies, on
+// every replica: the review page's source.
+type Lister interface {
+	// ListProposals returns the proposals in namespace ("" for all).
+	ListProposals(namespace string) ([]v1alpha1.WorkloadNetworkPolicyProposal, error)
+	// ListPolicies returns the policies in namespace ("" for all).
+	ListPolicies(namespace string) ([]v1alpha1.WorkloadNetworkPolicy, error)
+}
+
+// Selectors gives a workload's pod selector, which a proposal's spec names.
+type Selectors interface {
+	// Selector returns the workload's current pod selector, or false when the
+	// workload is gone or selects nothing that a policy could name.
+	Selector(ctx context.Context, w workload.Ref) (*metav1.LabelSelector, types.UID, bool)
+}
+
+// Leadership is what a flow source needs to follow leadership: it streams only
+// on the leader, and a graceful hand-over passes the stream's position on.
+type Leadership interface {
 	// OnLeading registers run, called in its own goroutine each time this
 	// replica becomes the leader, with a context that ends when it stops being
 	// the leader or the collector shuts down. It is for readers that follow
-	// leadership (a flow source streams only on the leader); writers register
-	// a controller instead.
+	// leadership; writers run a controller instead.
 	OnLeading(run func(ctx context.Context))
 	// IsLeader reports whether this replica leads now.
 	IsLeader() bool
@@ -63,7 +73,10 @@ type Enforcer interface {
 	// shutdown, the time of the newest flow it handed to the pipeline: the
 	// next leader resumes after it once the writers have written everything.
 	HandedOn(newest time.Time)
+}
 
+// ProposalWriting runs the proposal writer's controller.
+type ProposalWriting interface {
 	// WriteProposals registers the proposal writer. Each term of leadership
 	// runs a controller that calls reconcile once for each key given to the
 	// returned Queue, with a ProposalWriter for that term; an error retries the
@@ -71,18 +84,15 @@ type Enforcer interface {
 	// to enqueue what the previous leader may have left unwritten.
 	WriteProposals(reconcile func(ctx context.Context, key types.NamespacedName, w ProposalWriter) error,
 		resync func(enqueue func(types.NamespacedName))) Queue
+}
+
+// PolicyStatusSyncing runs the controller of the owner of policies' status.
+type PolicyStatusSyncing interface {
 	// SyncPolicyStatus registers the owner of the violation status. Each term
 	// runs a controller that calls reconcile for each policy that is created
 	// or whose spec or annotations change, and for each key given to the
 	// returned Queue, with a PolicyStatusWriter for that term.
 	SyncPolicyStatus(reconcile func(ctx context.Context, key types.NamespacedName, w PolicyStatusWriter) error) Queue
-
-	// ListProposals returns the proposals in namespace ("" for all) from the
-	// shared cache, as copies, on every replica.
-	ListProposals(namespace string) ([]v1alpha1.WorkloadNetworkPolicyProposal, error)
-	// ListPolicies returns the policies in namespace ("" for all) from the
-	// shared cache, as copies, on every replica.
-	ListPolicies(namespace string) ([]v1alpha1.WorkloadNetworkPolicy, error)
 }
 
 // Queue asks a writer's controller for reconciles.
@@ -134,49 +144,27 @@ type PolicyStatusWriter interface {
 	Event(p *v1alpha1.WorkloadNetworkPolicy, eventType, reason, message string)
 }
 
-// Workload is one end of a flow resolved to its workload.
-type Workload struct {
-	workload.Ref
-}
-
-// UnresolvedReason says why an end did not resolve to a workload; empty when it
-// did.
-type UnresolvedReason string
-
-// The reasons an end does not resolve.
-const (
-	// UnresolvedNoPod: no running pod has that address or name.
-	UnresolvedNoPod UnresolvedReason = "no_pod"
-	// UnresolvedHostNetwork: the pod shares its node's network, so no network
-	// policy can select it by its address.
-	UnresolvedHostNetwork UnresolvedReason = "host_network"
-	// UnresolvedBarePod: a pod without a controller; it has no workload that
-	// could own a proposal, and its name changes with every pod.
-	UnresolvedBarePod UnresolvedReason = "bare_pod"
-	// UnresolvedUnsupportedOwner: the pod's controller is not one of the
-	// supported workload kinds (a ReplicaSet without a Deployment, a custom
-	// controller).
-	UnresolvedUnsupportedOwner UnresolvedReason = "unsupported_owner"
-)
-
 // FindOptional is Find for a component whose `enforcer` key may be unset: nil
 // id finds nothing and is no error.
-func FindOptional(host component.Host, id *component.ID) (Enforcer, error) {
+func FindOptional[T any](host component.Host, id *component.ID) (T, error) {
 	if id == nil {
-		return nil, nil
+		var none T
+		return none, nil
 	}
-	return Find(host, *id)
+	return Find[T](host, *id)
 }
 
-// Find returns the enforcer extension id from the host's extensions.
-func Find(host component.Host, id component.ID) (Enforcer, error) {
+// Find returns the enforcer extension id from the host's extensions as T, the
+// interfaces that the calling component uses.
+func Find[T any](host component.Host, id component.ID) (T, error) {
+	var none T
 	ext, ok := host.GetExtensions()[id]
 	if !ok {
-		return nil, fmt.Errorf("extension %q is not configured: add it to service::extensions", id)
+		return none, fmt.Errorf("extension %q is not configured: add it to service::extensions", id)
 	}
-	e, ok := ext.(Enforcer)
+	e, ok := ext.(T)
 	if !ok {
-		return nil, fmt.Errorf("extension %q is not an enforcer extension", id)
+		return none, fmt.Errorf("extension %q is not an enforcer extension", id)
 	}
 	return e, nil
 }

@@ -65,7 +65,17 @@ type enforcer struct {
 	done   chan struct{}
 }
 
-var _ Enforcer = (*enforcer)(nil)
+// The enforcer offers every interface of the extension.
+var (
+	_ workload.Resolver   = (*enforcer)(nil)
+	_ workload.Labeler    = (*enforcer)(nil)
+	_ PolicyReader        = (*enforcer)(nil)
+	_ Lister              = (*enforcer)(nil)
+	_ Selectors           = (*enforcer)(nil)
+	_ Leadership          = (*enforcer)(nil)
+	_ ProposalWriting     = (*enforcer)(nil)
+	_ PolicyStatusSyncing = (*enforcer)(nil)
+)
 
 func newEnforcer(set extension.Settings, cfg *Config, rc func(AuthType) (*rest.Config, error)) *enforcer {
 	return &enforcer{

@@ -23,14 +23,14 @@ type resolver struct {
 // ResolveIP resolves the running pod that has ip. Pods on the host network
 // share their node's address, so an address that one of them has says nothing
 // about which workload sent or received.
-func (r *resolver) ResolveIP(ip string) (Workload, UnresolvedReason) {
+func (r *resolver) ResolveIP(ip string) (workload.Ref, workload.Unresolved) {
 	pods := r.stores.podsBy(indexPodIP, ip)
 	if len(pods) == 0 {
-		return Workload{}, UnresolvedNoPod
+		return workload.Ref{}, workload.UnresolvedNoPod
 	}
 	for _, p := range pods {
 		if p.hostNetwork {
-			return Workload{}, UnresolvedHostNetwork
+			return workload.Ref{}, workload.UnresolvedHostNetwork
 		}
 	}
 	return r.resolvePod(pods[0])
@@ -38,36 +38,36 @@ func (r *resolver) ResolveIP(ip string) (Workload, UnresolvedReason) {
 
 // ResolvePod resolves a pod by name, or Goldmane's "<generateName>*" through any
 // pod of that generateName: they all belong to one ReplicaSet, Job or DaemonSet.
-func (r *resolver) ResolvePod(namespace, name string) (Workload, UnresolvedReason) {
+func (r *resolver) ResolvePod(namespace, name string) (workload.Ref, workload.Unresolved) {
 	if prefix, ok := strings.CutSuffix(name, "*"); ok {
 		pods := r.stores.podsBy(indexGenerateName, namespace+"/"+prefix)
 		if len(pods) == 0 {
-			return Workload{}, UnresolvedNoPod
+			return workload.Ref{}, workload.UnresolvedNoPod
 		}
 		return r.resolvePod(pods[0])
 	}
 	p := r.stores.pod(namespace, name)
 	if p == nil {
-		return Workload{}, UnresolvedNoPod
+		return workload.Ref{}, workload.UnresolvedNoPod
 	}
 	return r.resolvePod(p)
 }
 
 // resolvePod follows the pod's controller to its workload: a ReplicaSet to its
 // Deployment, a Job to its CronJob when it has one.
-func (r *resolver) resolvePod(p *podInfo) (Workload, UnresolvedReason) {
+func (r *resolver) resolvePod(p *podInfo) (workload.Ref, workload.Unresolved) {
 	if p.hostNetwork {
-		return Workload{}, UnresolvedHostNetwork
+		return workload.Ref{}, workload.UnresolvedHostNetwork
 	}
 	if p.ownerKind == "" {
-		return Workload{}, UnresolvedBarePod
+		return workload.Ref{}, workload.UnresolvedBarePod
 	}
-	w := Workload{Ref: workload.Ref{Namespace: p.Namespace, Name: p.ownerName}}
+	w := workload.Ref{Namespace: p.Namespace, Name: p.ownerName}
 	switch p.ownerKind {
 	case "ReplicaSet":
 		rs := r.stores.workload("ReplicaSet", p.Namespace, p.ownerName)
 		if rs == nil || rs.ownerKind != "Deployment" {
-			return Workload{}, UnresolvedUnsupportedOwner
+			return workload.Ref{}, workload.UnresolvedUnsupportedOwner
 		}
 		w.Kind, w.Name = v1alpha1.WorkloadKindDeployment, rs.ownerName
 	case "StatefulSet":
@@ -80,7 +80,7 @@ func (r *resolver) resolvePod(p *podInfo) (Workload, UnresolvedReason) {
 			w.Kind, w.Name = v1alpha1.WorkloadKindCronJob, job.ownerName
 		}
 	default:
-		return Workload{}, UnresolvedUnsupportedOwner
+		return workload.Ref{}, workload.UnresolvedUnsupportedOwner
 	}
 	return w, ""
 }

@@ -21,16 +21,16 @@ func TestResolveEveryFixturePod(t *testing.T) {
 	e := startEnforcer(t, "resolve")
 	kinds := map[string]bool{}
 	for _, p := range clustertest.Pods() {
-		want := Workload{Ref: workload.Ref{Namespace: p.Namespace, Kind: v1alpha1.WorkloadKind(p.WorkloadKind), Name: p.WorkloadName}}
-		var wantReason UnresolvedReason
+		want := workload.Ref{Namespace: p.Namespace, Kind: v1alpha1.WorkloadKind(p.WorkloadKind), Name: p.WorkloadName}
+		var wantReason workload.Unresolved
 		switch {
 		case p.HostNetwork:
-			want, wantReason = Workload{}, UnresolvedHostNetwork
+			want, wantReason = workload.Ref{}, workload.UnresolvedHostNetwork
 		case p.WorkloadKind == "":
-			want, wantReason = Workload{}, UnresolvedBarePod
+			want, wantReason = workload.Ref{}, workload.UnresolvedBarePod
 		}
 		kinds[p.WorkloadKind] = true
-		check := func(how string, got Workload, reason UnresolvedReason) {
+		check := func(how string, got workload.Ref, reason workload.Unresolved) {
 			t.Helper()
 			if got != want || reason != wantReason {
 				t.Errorf("%s/%s by %s: %+v %q, want %+v %q", p.Namespace, p.Name, how, got, reason, want, wantReason)
@@ -52,7 +52,7 @@ func TestResolveEveryFixturePod(t *testing.T) {
 			t.Errorf("the fixtures' cluster has no %s: the test covers less than it says", k)
 		}
 	}
-	if _, reason := e.ResolveIP("192.0.2.99"); reason != UnresolvedNoPod {
+	if _, reason := e.ResolveIP("192.0.2.99"); reason != workload.UnresolvedNoPod {
 		t.Errorf("an unknown address: %q", reason)
 	}
 }

@@ -98,7 +98,7 @@ func (h host) GetExtensions() map[component.ID]component.Component { return h }
 // startEnforcer starts the real enforcer extension on the test control plane
 // (a standby would do as well: the page reads the cache only) and waits until
 // its cache holds the fixtures.
-func startEnforcer(t testing.TB, lease string) (enforcerextension.Enforcer, component.Host) {
+func startEnforcer(t testing.TB, lease string) (reader, component.Host) {
 	t.Helper()
 	proposals, policies := fixtureCounts()
 	f := enforcerextension.NewFactory()
@@ -114,7 +114,7 @@ func startEnforcer(t testing.TB, lease string) (enforcerextension.Enforcer, comp
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ext.Shutdown(context.Background()) })
-	e := ext.(enforcerextension.Enforcer)
+	e := ext.(reader)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ps, _ := e.ListProposals("")

@@ -25,13 +25,10 @@ var webFiles embed.FS
 // reader is the part of the enforcer extension that the page reads: the
 // shared cache, on every replica.
 type reader interface {
-	ListProposals(namespace string) ([]v1alpha1.WorkloadNetworkPolicyProposal, error)
-	ListPolicies(namespace string) ([]v1alpha1.WorkloadNetworkPolicy, error)
+	enforcerextension.Lister
 	Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool)
 	Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool)
 }
-
-var _ reader = enforcerextension.Enforcer(nil)
 
 // pages renders the page's views from the cache. It writes nothing: every
 // change is a kubectl command that the views print.

@@ -26,7 +26,7 @@ type server struct {
 	// server that reviews tokens.
 	restConfig func(enforcerextension.AuthType) (*rest.Config, error)
 
-	enforcer enforcerextension.Enforcer
+	enforcer reader
 	auth     *authenticator // nil when no token is required
 	pages    *pages
 
@@ -41,7 +41,7 @@ func newServer(set extension.Settings, cfg *Config, rc func(enforcerextension.Au
 
 // Start finds the enforcer extension and listens.
 func (s *server) Start(_ context.Context, host component.Host) error {
-	e, err := enforcerextension.Find(host, s.cfg.Enforcer)
+	e, err := enforcerextension.Find[reader](host, s.cfg.Enforcer)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
@@ -31,7 +30,7 @@ func startLearning(t *testing.T) (processor.Logs, *enforcerextensiontest.Enforce
 	fake := enforcerextensiontest.New()
 	fake.AddWorkload(frontend, enforcerextensiontest.WorkloadInfo{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}}}, "10.0.0.1")
 	fake.AddWorkload(cart, enforcerextensiontest.WorkloadInfo{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cart"}}}, "10.0.0.2")
-	fake.Unresolved("10.0.0.9", enforcerextension.UnresolvedHostNetwork)
+	fake.Unresolved("10.0.0.9", workload.UnresolvedHostNetwork)
 	p, sink := fake.StartLogsProcessor(t, NewFactory())
 	return p, fake, sink
 }

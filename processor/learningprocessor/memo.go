@@ -4,7 +4,6 @@ import (
 	"net/netip"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/workload"
@@ -33,8 +32,8 @@ type endKey struct {
 }
 
 type resolved struct {
-	workload enforcerextension.Workload
-	reason   string
+	workload workload.Ref
+	reason   workload.Unresolved
 }
 
 type policyKey struct {
@@ -46,12 +45,12 @@ func newMemo(p *learningProcessor) *memo {
 	return &memo{p: p, ends: map[endKey]resolved{}, policies: map[policyKey]bool{}, edges: map[learning.Edge]int{}}
 }
 
-func (m *memo) resolve(e *flow.Endpoint) (enforcerextension.Workload, string) {
+func (m *memo) resolve(e *flow.Endpoint) (workload.Ref, workload.Unresolved) {
 	k := endKey{external: e.External, namespace: e.Namespace, pod: e.Pod, address: e.Address}
 	if r, ok := m.ends[k]; ok {
 		return r.workload, r.reason
 	}
-	w, reason := enforcerextension.ResolveEndpoint(m.p.enforcer, e)
+	w, reason := flow.ResolveEndpoint(m.p.enforcer, e)
 	m.ends[k] = resolved{workload: w, reason: reason}
 	return w, reason
 }

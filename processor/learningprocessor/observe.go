@@ -6,7 +6,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/observed"
@@ -54,12 +53,12 @@ func (m *memo) learned(e *learning.Edge, class v1alpha1.PeerClass, rec *flow.Rec
 // unlearned counts rec on the edge e of a peer, end, that learning leaves
 // out: it did not resolve to a workload for reason ("" for an Istio workload
 // without an identity), and is not learned as an address block.
-func (m *memo) unlearned(e learning.Edge, end *flow.Endpoint, reason string, rec *flow.Record) {
-	k := unlearnedKey{class: enforcerextension.PeerClassOf(reason)}
+func (m *memo) unlearned(e learning.Edge, end *flow.Endpoint, reason workload.Unresolved, rec *flow.Record) {
+	k := unlearnedKey{class: observed.ClassOf(reason)}
 	if reason == "" {
 		k.class = v1alpha1.PeerClassUnidentified
 		w, _ := m.resolve(end)
-		e.Peer = w.Ref
+		e.Peer = w
 	} else if k.class == v1alpha1.PeerClassBarePod {
 		e.Peer = workload.Ref{Namespace: end.Namespace, Kind: observed.KindPod, Name: end.Pod}
 	}

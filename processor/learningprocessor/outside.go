@@ -3,8 +3,8 @@ package learningprocessor
 import (
 	"net/netip"
 
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // reasonPodAddress: a peer that the data plane calls outside the cluster, or
@@ -21,8 +21,8 @@ const reasonPodAddress = "peer_pod_address"
 // is learned, with istio also one that no pod has (a source without an
 // identity: ztunnel does not say where it is), and never one whose address is
 // a pod's.
-func (p *learningProcessor) outsideBlock(end *flow.Endpoint, reason string, istio bool, m *memo) (cidr, drop string) {
-	drop = "peer_" + reason
+func (p *learningProcessor) outsideBlock(end *flow.Endpoint, reason workload.Unresolved, istio bool, m *memo) (cidr, drop string) {
+	drop = "peer_" + string(reason)
 	if istio {
 		drop = reasonNoIdentity
 	}
@@ -30,8 +30,8 @@ func (p *learningProcessor) outsideBlock(end *flow.Endpoint, reason string, isti
 		return "", drop
 	}
 	switch reason {
-	case enforcerextension.ReasonExternal, enforcerextension.ReasonHost, enforcerextension.ReasonAPIServer, string(enforcerextension.UnresolvedHostNetwork):
-	case string(enforcerextension.UnresolvedNoPod):
+	case workload.UnresolvedExternal, workload.UnresolvedHost, workload.UnresolvedAPIServer, workload.UnresolvedHostNetwork:
+	case workload.UnresolvedNoPod:
 		if !istio {
 			return "", drop // a pod the cache does not know yet, perhaps
 		}
@@ -68,7 +68,7 @@ func (m *memo) podAddress(addr netip.Addr) bool {
 		m.pods = map[netip.Addr]bool{}
 	}
 	_, r := m.p.enforcer.ResolveIP(addr.String())
-	pod := r == "" || r == enforcerextension.UnresolvedBarePod || r == enforcerextension.UnresolvedUnsupportedOwner
+	pod := r == "" || r == workload.UnresolvedBarePod || r == workload.UnresolvedUnsupportedOwner
 	m.pods[addr] = pod
 	return pod
 }

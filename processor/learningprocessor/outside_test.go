@@ -8,9 +8,9 @@ import (
 	"go.opentelemetry.io/collector/processor"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // startOutside starts a learning processor like startLearning's, with
@@ -19,7 +19,7 @@ import (
 func startOutside(t *testing.T, v4, v6 int) (processor.Logs, *consumertest.LogsSink) {
 	t.Helper()
 	_, fake, _ := startLearning(t)
-	fake.Unresolved("10.0.0.8", enforcerextension.UnresolvedBarePod)
+	fake.Unresolved("10.0.0.8", workload.UnresolvedBarePod)
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
 	cfg.OutsidePeers, cfg.IPv4Prefix, cfg.IPv6Prefix = OutsidePeersIPBlocks, v4, v6
 	return fake.StartLogsProcessorWithConfig(t, NewFactory(), cfg)

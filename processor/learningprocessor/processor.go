@@ -14,14 +14,23 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/observed"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
+
+// enforcer is what the learning processor asks of the enforcer extension: to
+// resolve flows' ends, and whether a policy governs a workload.
+type enforcer interface {
+	workload.Resolver
+	HasPolicy(w workload.Ref, direction v1alpha1.Direction) bool
+	Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool)
+}
 
 // learningProcessor turns flow records into learned edges and violation
 // candidates. It keeps no state: the enforcer's cache answers every question.
 type learningProcessor struct {
 	cfg       *Config
-	enforcer  enforcerextension.Enforcer
+	enforcer  enforcer
 	telemetry *telemetry
 }
 
@@ -34,7 +43,7 @@ func newLearningProcessor(set processor.Settings, cfg *Config) (*learningProcess
 }
 
 func (p *learningProcessor) start(_ context.Context, host component.Host) error {
-	e, err := enforcerextension.Find(host, p.cfg.Enforcer)
+	e, err := enforcerextension.Find[enforcer](host, p.cfg.Enforcer)
 	if err != nil {
 		return err
 	}
@@ -105,11 +114,11 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 				c.candidates++
 				continue
 			}
-			c.drop("target_" + reason)
+			c.drop("target_" + string(reason))
 			continue
 		}
-		if m.hasPolicy(target.Ref, s.direction) {
-			learning.AppendCandidate(sl, lr, target.Ref, s.direction)
+		if m.hasPolicy(target, s.direction) {
+			learning.AppendCandidate(sl, lr, target, s.direction)
 			c.candidates++
 			continue
 		}
@@ -122,7 +131,7 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 			continue
 		}
 		edge := learning.Edge{
-			Backend: backendOf(rec.Provider), Workload: target.Ref, Direction: s.direction,
+			Backend: backendOf(rec.Provider), Workload: target, Direction: s.direction,
 			Protocol: string(rec.Transport), Port: rec.Destination.Port,
 		}
 		class := v1alpha1.PeerClassWorkload
@@ -134,7 +143,7 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 					p.leftOut(edge, s.peer, reason, rec, m, c, drop)
 					continue
 				}
-				edge.PeerCIDR, class = cidr, enforcerextension.PeerClassOf(reason)
+				edge.PeerCIDR, class = cidr, observed.ClassOf(reason)
 			}
 			edge.Principal = s.peer.Identity
 		} else {
@@ -145,9 +154,9 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 					p.leftOut(edge, s.peer, reason, rec, m, c, drop)
 					continue
 				}
-				edge.PeerCIDR, class = cidr, enforcerextension.PeerClassOf(reason)
+				edge.PeerCIDR, class = cidr, observed.ClassOf(reason)
 			}
-			edge.Peer = peer.Ref
+			edge.Peer = peer
 		}
 		c.edges++
 		m.learned(&edge, class, rec, sl)
@@ -157,7 +166,7 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 // leftOut counts a flow side whose peer learning leaves out for drop, and
 // observes it, so that the proposal shows it as an edge that protect would
 // block.
-func (p *learningProcessor) leftOut(edge learning.Edge, peer *flow.Endpoint, reason string, rec *flow.Record, m *memo, c *counts, drop string) {
+func (p *learningProcessor) leftOut(edge learning.Edge, peer *flow.Endpoint, reason workload.Unresolved, rec *flow.Record, m *memo, c *counts, drop string) {
 	c.drop(drop)
 	if p.cfg.Observe {
 		m.unlearned(edge, peer, reason, rec)

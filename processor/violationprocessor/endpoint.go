@@ -2,7 +2,6 @@ package violationprocessor
 
 import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/observed"
@@ -21,17 +20,20 @@ func target(ref workload.Ref, end *flow.Endpoint) v1alpha1.ViolationEndpoint {
 // names it, as a NetworkPolicy rule matches it, and as the policy's observed
 // edges list it (the peer part of the key). A pod without a workload is
 // named as the pod; an end outside the cluster by its address.
-func other(e enforcerextension.Enforcer, end *flow.Endpoint) (v1alpha1.ViolationEndpoint, *netpolmatch.Peer, observed.Key) {
+func other(e interface {
+	workload.Resolver
+	workload.Labeler
+}, end *flow.Endpoint) (v1alpha1.ViolationEndpoint, *netpolmatch.Peer, observed.Key) {
 	v := v1alpha1.ViolationEndpoint{Identity: end.Identity}
 	p := &netpolmatch.Peer{Address: end.Address, Principal: end.Identity}
-	w, reason := enforcerextension.ResolveEndpoint(e, end)
-	k := observed.Key{Class: enforcerextension.PeerClassOf(reason), Principal: end.Identity}
+	w, reason := flow.ResolveEndpoint(e, end)
+	k := observed.Key{Class: observed.ClassOf(reason), Principal: end.Identity}
 	switch {
 	case reason == "":
 		v.Namespace, v.Kind, v.Name = w.Namespace, string(w.Kind), w.Name
 		k.Namespace, k.Kind, k.Name = w.Namespace, string(w.Kind), w.Name
 		p.Namespace = w.Namespace
-		p.PodLabels, p.NamespaceLabels, _ = e.Labels(w.Ref)
+		p.PodLabels, p.NamespaceLabels, _ = e.Labels(w)
 		return v, p, k
 	case end.External == "" && end.Namespace != "" && end.Pod != "":
 		v.Namespace, v.Kind, v.Name = end.Namespace, KindPod, end.Pod

@@ -49,19 +49,5 @@ func keyOf(r *v1alpha1.ViolationRecord) recordKey {
 	}
 }
 
-// protocolOf turns a flow's transport into a policy protocol; false for one
-// that no network policy can name.
-func protocolOf(t flow.Transport) (corev1.Protocol, bool) {
-	switch t {
-	case flow.TransportTCP:
-		return corev1.ProtocolTCP, true
-	case flow.TransportUDP:
-		return corev1.ProtocolUDP, true
-	case flow.TransportSCTP:
-		return corev1.ProtocolSCTP, true
-	}
-	return "", false
-}
-
 // transportOf is the network.transport value of a policy protocol.
 func transportOf(p corev1.Protocol) string { return strings.ToLower(string(p)) }

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/observed"
@@ -32,7 +31,7 @@ func (p *violationProcessor) observeEdge(pol *v1alpha1.WorkloadNetworkPolicy, k 
 
 // judge judges pol's observed edges by its spec as it is now.
 func (p *violationProcessor) judge(pol *v1alpha1.WorkloadNetworkPolicy) observed.Judge {
-	return enforcerextension.JudgeSpec(p.enforcer, &pol.Spec.PolicySpec, pol.Namespace)
+	return observed.JudgeSpec(p.enforcer, &pol.Spec.PolicySpec, pol.Namespace)
 }
 
 // judgeCached judges the edges of policy name by its spec in the cache: for

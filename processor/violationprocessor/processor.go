@@ -22,6 +22,18 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
+// enforcer is what the violation processor asks of the enforcer extension: to
+// resolve flows' ends, to read policies, and to run the status owner's
+// controller.
+type enforcer interface {
+	enforcerextension.PolicyStatusSyncing
+	workload.Resolver
+	workload.Labeler
+	Policies(w workload.Ref, direction v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy
+	Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool)
+	Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool)
+}
+
 // violationProcessor turns violation candidates into observations: it sends
 // each at once as a policy_violation_observed event, and buffers it for the
 // status sync, which the leader runs every status sync interval. Its output is
@@ -30,7 +42,7 @@ type violationProcessor struct {
 	cfg      *Config
 	logger   *zap.Logger
 	next     consumer.Logs
-	enforcer enforcerextension.Enforcer
+	enforcer enforcer
 	// status asks the enforcer's status controller for a policy's sync.
 	status enforcerextension.Queue
 	buffer *buffer
@@ -55,7 +67,7 @@ func newViolationProcessor(set processor.Settings, cfg *Config, next consumer.Lo
 }
 
 func (p *violationProcessor) start(_ context.Context, host component.Host) error {
-	e, err := enforcerextension.Find(host, p.cfg.Enforcer)
+	e, err := enforcerextension.Find[enforcer](host, p.cfg.Enforcer)
 	if err != nil {
 		return err
 	}
@@ -136,7 +148,7 @@ func (p *violationProcessor) observe(c *candidate, m *memo) (observation, string
 	if !c.judgedHere() {
 		return observation{}, reasonOtherSide
 	}
-	proto, ok := protocolOf(c.rec.Transport)
+	proto, ok := observed.ProtocolOf(string(c.rec.Transport))
 	if !ok {
 		return observation{}, reasonProtocol
 	}

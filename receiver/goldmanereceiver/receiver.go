@@ -47,7 +47,7 @@ func newGoldmaneReceiver(set receiver.Settings, cfg *Config, next consumer.Logs)
 // Start starts streaming: only while the configured enforcer extension leads,
 // or from start to shutdown when none is configured.
 func (r *goldmaneReceiver) Start(ctx context.Context, host component.Host) error {
-	e, err := enforcerextension.FindOptional(host, r.cfg.Enforcer)
+	e, err := enforcerextension.FindOptional[enforcerextension.Leadership](host, r.cfg.Enforcer)
 	if err != nil {
 		return err
 	}

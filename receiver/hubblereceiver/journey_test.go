@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
@@ -169,7 +168,7 @@ func known(fake *enforcerextensiontest.Enforcer, ep *flowpb.Endpoint, ip string)
 	case ep.GetPodName() == "":
 		return
 	case len(ep.GetWorkloads()) == 0:
-		fake.Unresolved(ip, enforcerextension.UnresolvedBarePod)
+		fake.Unresolved(ip, workload.UnresolvedBarePod)
 	default:
 		w := ep.GetWorkloads()[0]
 		ref := workload.Ref{Namespace: ep.GetNamespace(), Kind: v1alpha1.WorkloadKind(w.GetKind()), Name: w.GetName()}

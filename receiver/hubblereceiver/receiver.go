@@ -42,7 +42,7 @@ type hubbleReceiver struct {
 	// enforcer, when configured, gates the stream on leadership and passes it
 	// between leaders: a new leader resumes after the flows that the previous
 	// one wrote, and this one reports, on shutdown, the newest it handed on.
-	enforcer enforcerextension.Enforcer
+	enforcer enforcerextension.Leadership
 }
 
 func newHubbleReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*hubbleReceiver, error) {
@@ -59,7 +59,7 @@ func newHubbleReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (
 // Start starts streaming: only while the configured enforcer extension leads,
 // or from start to shutdown when none is configured.
 func (r *hubbleReceiver) Start(ctx context.Context, host component.Host) error {
-	e, err := enforcerextension.FindOptional(host, r.cfg.Enforcer)
+	e, err := enforcerextension.FindOptional[enforcerextension.Leadership](host, r.cfg.Enforcer)
 	if err != nil {
 		return err
 	}

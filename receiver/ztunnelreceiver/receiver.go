@@ -57,7 +57,7 @@ type ztunnelReceiver struct {
 	inputs []component.Component
 	// leader, when the config names an enforcer, says whether this replica
 	// leads; the OTLP input refuses records while it does not.
-	leader enforcerextension.Enforcer
+	leader enforcerextension.Leadership
 
 	stop chan struct{}
 	done chan struct{}
@@ -97,7 +97,7 @@ func newZtunnelReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) 
 // Start starts the join clock and the inputs.
 func (r *ztunnelReceiver) Start(ctx context.Context, host component.Host) error {
 	var err error
-	if r.leader, err = enforcerextension.FindOptional(host, r.cfg.Enforcer); err != nil {
+	if r.leader, err = enforcerextension.FindOptional[enforcerextension.Leadership](host, r.cfg.Enforcer); err != nil {
 		return err
 	}
 	r.stop, r.done = make(chan struct{}), make(chan struct{})

@@ -33,11 +33,17 @@ import (
 // EnforcerID is the ID of the enforcer extension that Learning starts.
 var EnforcerID = component.NewID(enforcerextension.Type)
 
+// Enforcer is what the tests read of the running enforcer extension.
+type Enforcer interface {
+	enforcerextension.Leadership
+	enforcerextension.PolicyReader
+}
+
 // Learning is a running learning path. Flow records go to Processor.
 type Learning struct {
 	Tel       *componenttest.Telemetry
 	Settings  component.TelemetrySettings
-	Enforcer  enforcerextension.Enforcer
+	Enforcer  Enforcer
 	Host      component.Host
 	Processor consumer.Logs
 
@@ -97,7 +103,7 @@ func StartPipeline(tb testing.TB, opts Options) *Learning {
 	ext, err := ef.Create(ctx, extension.Settings{ID: EnforcerID, TelemetrySettings: l.Settings, BuildInfo: build}, ecfg)
 	must(tb, err)
 	l.Host = host{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{EnforcerID: ext}}
-	l.Enforcer = ext.(enforcerextension.Enforcer)
+	l.Enforcer = ext.(Enforcer)
 
 	wf := k8swriterexporter.NewFactory()
 	wcfg := wf.CreateDefaultConfig().(*k8swriterexporter.Config)

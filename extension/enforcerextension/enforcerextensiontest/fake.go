@@ -48,8 +48,8 @@ type Event struct {
 // Enforcer is the fake. Its zero value is not usable: use New.
 type Enforcer struct {
 	mu        sync.Mutex
-	byIP      map[string]enforcerextension.Workload
-	reasons   map[string]enforcerextension.UnresolvedReason
+	byIP      map[string]workload.Ref
+	reasons   map[string]workload.Unresolved
 	workloads map[workload.Ref]WorkloadInfo
 	policies  map[types.NamespacedName]*v1alpha1.WorkloadNetworkPolicy
 	proposals map[types.NamespacedName]*v1alpha1.WorkloadNetworkPolicyProposal
@@ -70,13 +70,22 @@ type Enforcer struct {
 	rv     int
 }
 
-var _ enforcerextension.Enforcer = (*Enforcer)(nil)
+// The fake offers every interface of the extension.
+var (
+	_ workload.Resolver                     = (*Enforcer)(nil)
+	_ workload.Labeler                      = (*Enforcer)(nil)
+	_ enforcerextension.PolicyReader        = (*Enforcer)(nil)
+	_ enforcerextension.Selectors           = (*Enforcer)(nil)
+	_ enforcerextension.Leadership          = (*Enforcer)(nil)
+	_ enforcerextension.ProposalWriting     = (*Enforcer)(nil)
+	_ enforcerextension.PolicyStatusSyncing = (*Enforcer)(nil)
+)
 var _ extension.Extension = (*Enforcer)(nil)
 
 // New returns a fake that does not lead yet.
 func New() *Enforcer {
 	return &Enforcer{
-		byIP: map[string]enforcerextension.Workload{}, reasons: map[string]enforcerextension.UnresolvedReason{},
+		byIP: map[string]workload.Ref{}, reasons: map[string]workload.Unresolved{},
 		workloads: map[workload.Ref]WorkloadInfo{}, policies: map[types.NamespacedName]*v1alpha1.WorkloadNetworkPolicy{},
 		proposals: map[types.NamespacedName]*v1alpha1.WorkloadNetworkPolicyProposal{}, Writes: map[string]int{},
 	}
@@ -110,12 +119,12 @@ func (e *Enforcer) AddWorkload(w workload.Ref, info WorkloadInfo, ips ...string)
 	defer e.mu.Unlock()
 	e.workloads[w] = info
 	for _, ip := range ips {
-		e.byIP[ip] = enforcerextension.Workload{Ref: w}
+		e.byIP[ip] = w
 	}
 }
 
 // Unresolved makes ip resolve to nothing, for reason.
-func (e *Enforcer) Unresolved(ip string, reason enforcerextension.UnresolvedReason) {
+func (e *Enforcer) Unresolved(ip string, reason workload.Unresolved) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.reasons[ip] = reason
@@ -168,21 +177,21 @@ func (e *Enforcer) Events() []Event {
 }
 
 // ResolveIP resolves what AddWorkload and Unresolved said.
-func (e *Enforcer) ResolveIP(ip string) (enforcerextension.Workload, enforcerextension.UnresolvedReason) {
+func (e *Enforcer) ResolveIP(ip string) (workload.Ref, workload.Unresolved) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if r, ok := e.reasons[ip]; ok {
-		return enforcerextension.Workload{}, r
+		return workload.Ref{}, r
 	}
 	if w, ok := e.byIP[ip]; ok {
 		return w, ""
 	}
-	return enforcerextension.Workload{}, enforcerextension.UnresolvedNoPod
+	return workload.Ref{}, workload.UnresolvedNoPod
 }
 
 // ResolvePod resolves no pod by name: the fake knows pods by address only.
-func (e *Enforcer) ResolvePod(string, string) (enforcerextension.Workload, enforcerextension.UnresolvedReason) {
-	return enforcerextension.Workload{}, enforcerextension.UnresolvedNoPod
+func (e *Enforcer) ResolvePod(string, string) (workload.Ref, workload.Unresolved) {
+	return workload.Ref{}, workload.UnresolvedNoPod
 }
 
 // HasPolicy reports whether a set policy targets w in direction d.
