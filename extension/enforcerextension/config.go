@@ -1,6 +1,8 @@
 package enforcerextension
 
 import (
+	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
+
 	"errors"
 	"fmt"
 	"time"
@@ -9,20 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// AuthType says how the extension authenticates to the Kubernetes API.
-type AuthType string
-
-const (
-	// AuthTypeServiceAccount uses the pod's service account (in-cluster config).
-	AuthTypeServiceAccount AuthType = "serviceAccount"
-	// AuthTypeKubeConfig uses the kubeconfig named by $KUBECONFIG, or ~/.kube/config.
-	AuthTypeKubeConfig AuthType = "kubeConfig"
-)
-
 // Config is the configuration of the enforcer extension.
 type Config struct {
-	// AuthType is how to reach the Kubernetes API: serviceAccount or kubeConfig.
-	AuthType AuthType `mapstructure:"auth_type"`
+	// APIConfig is how to reach the Kubernetes API (auth_type).
+	k8sconfig.APIConfig `mapstructure:",squash"`
 
 	// LeaderElection configures the Lease that elects the one active replica.
 	LeaderElection LeaderElectionConfig `mapstructure:"leader_election"`
@@ -49,7 +41,7 @@ type LeaderElectionConfig struct {
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		AuthType: AuthTypeServiceAccount,
+		APIConfig: k8sconfig.Default(),
 		LeaderElection: LeaderElectionConfig{
 			LeaseName:     "network-enforcer",
 			LeaseDuration: 15 * time.Second,
@@ -61,13 +53,7 @@ func createDefaultConfig() component.Config {
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	var errs []error
-	switch c.AuthType {
-	case AuthTypeServiceAccount, AuthTypeKubeConfig:
-	default:
-		errs = append(errs, fmt.Errorf("invalid auth_type %q: must be one of %s, %s", c.AuthType, AuthTypeServiceAccount, AuthTypeKubeConfig))
-	}
-	return errors.Join(append(errs, c.LeaderElection.validate())...)
+	return errors.Join(c.APIConfig.Validate(), c.LeaderElection.validate())
 }
 
 // validate checks the Lease name and that the durations are ordered the way

@@ -9,13 +9,14 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/kubewarden/network-enforcer/internal/configtest"
+	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 )
 
 func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
 		{ID: component.NewID(Type), Want: createDefaultConfig()},
 		{ID: component.NewIDWithName(Type, "custom"), Want: &Config{
-			AuthType: AuthTypeKubeConfig,
+			APIConfig: k8sconfig.APIConfig{AuthType: k8sconfig.AuthTypeKubeConfig},
 			LeaderElection: LeaderElectionConfig{
 				LeaseName: "enforcer-a", LeaseNamespace: "network-enforcer",
 				LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second,

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -22,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -39,7 +38,7 @@ type enforcer struct {
 	telemetry *telemetry
 
 	// restConfig is the test seam: it builds the API server configuration.
-	restConfig func(AuthType) (*rest.Config, error)
+	restConfig func(k8sconfig.APIConfig) (*rest.Config, error)
 
 	client client.Client
 	cache  cache.Cache
@@ -53,10 +52,6 @@ type enforcer struct {
 	// (proposals, policy status), which a hand-off drains.
 	writersMu         sync.Mutex
 	writerControllers []*termController
-	// statusOwned is set once a policy status owner is registered: then a
-	// promoted proposal stays until the policy's status carries on its
-	// observed edges.
-	statusOwned atomic.Bool
 	// authorizationPolicies is whether the cluster served AuthorizationPolicies
 	// at start, and so whether they are watched and rendered.
 	authorizationPolicies bool
@@ -77,7 +72,7 @@ var (
 	_ PolicyStatusSyncing = (*enforcer)(nil)
 )
 
-func newEnforcer(set extension.Settings, cfg *Config, rc func(AuthType) (*rest.Config, error)) *enforcer {
+func newEnforcer(set extension.Settings, cfg *Config, rc func(k8sconfig.APIConfig) (*rest.Config, error)) *enforcer {
 	return &enforcer{
 		cfg: cfg, set: set, restConfig: rc,
 		leadership: &leadership{logger: set.Logger, cfg: cfg.LeaderElection},
@@ -93,7 +88,7 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 		return err
 	}
 	e.telemetry, e.leadership.telemetry = tel, tel
-	rc, err := e.restConfig(e.cfg.AuthType)
+	rc, err := e.restConfig(e.cfg.APIConfig)
 	if err != nil {
 		return fmt.Errorf("kubernetes client (auth_type %s): %w", e.cfg.AuthType, err)
 	}
@@ -217,55 +212,6 @@ func (e *enforcer) runController(c *termController) *termController {
 // termWriter returns the base of the writers' clients for the term ctx.
 func (e *enforcer) termWriter(ctx context.Context) termWriter {
 	return termWriter{term: ctx, client: e.client, reader: e.cache, recorder: e.recorder}
-}
-
-// WriteProposals runs the proposal writer as a controller on each term.
-func (e *enforcer) WriteProposals(reconcile func(context.Context, types.NamespacedName, ProposalWriter) error,
-	resync func(enqueue func(types.NamespacedName))) Queue {
-	// A spec edit changes the verdicts on the proposal's observed edges,
-	// which the writer judges again at once.
-	c := &termController{name: "proposal-writer", resync: resync, watches: []watch{{
-		obj: &v1alpha1.WorkloadNetworkPolicyProposal{},
-		onUpdate: func(old, o client.Object) bool {
-			return old.GetGeneration() != o.GetGeneration()
-		},
-	}}}
-	c.reconcile = func(ctx context.Context, key types.NamespacedName) error {
-		return reconcile(ctx, key, &proposalWriter{e.termWriter(ctx)})
-	}
-	return e.runWriter(c)
-}
-
-// SyncPolicyStatus runs the status owner as a controller on each term, told of
-// every policy that is created or deleted or whose spec or annotations change,
-// and of the policies that share its target and direction (whether a target is
-// shared is in their status too). Its own status writes do not ask it for
-// another round.
-func (e *enforcer) SyncPolicyStatus(reconcile func(context.Context, types.NamespacedName, PolicyStatusWriter) error) Queue {
-	e.statusOwned.Store(true)
-	c := &termController{name: "policy-status", watches: []watch{{
-		obj: &v1alpha1.WorkloadNetworkPolicy{},
-		keys: func(o client.Object) []types.NamespacedName {
-			p, ok := o.(*v1alpha1.WorkloadNetworkPolicy)
-			if !ok {
-				return nil
-			}
-			keys := []types.NamespacedName{client.ObjectKeyFromObject(p)}
-			for _, other := range e.Policies(workload.Target(p.Namespace, p.Spec.TargetRef), p.Spec.Direction) {
-				if other.Name != p.Name {
-					keys = append(keys, client.ObjectKeyFromObject(&other))
-				}
-			}
-			return keys
-		},
-		onUpdate: func(old, o client.Object) bool {
-			return old.GetGeneration() != o.GetGeneration() || !maps.Equal(old.GetAnnotations(), o.GetAnnotations())
-		},
-	}}}
-	c.reconcile = func(ctx context.Context, key types.NamespacedName) error {
-		return reconcile(ctx, key, &policyStatusWriter{e.termWriter(ctx)})
-	}
-	return e.runWriter(c)
 }
 
 // Proposal reads a proposal from the shared cache.

@@ -7,6 +7,8 @@
 package enforcerextension
 
 import (
+	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
+
 	"context"
 
 	"go.opentelemetry.io/collector/component"
@@ -25,5 +27,5 @@ func NewFactory() extension.Factory {
 }
 
 func createExtension(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-	return newEnforcer(set, cfg.(*Config), restConfig), nil
+	return newEnforcer(set, cfg.(*Config), k8sconfig.RestConfig), nil
 }

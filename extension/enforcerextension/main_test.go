@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/clustertest"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 )
 
 // env is the control plane the package's tests share, with the fixtures' cluster
@@ -63,7 +64,7 @@ func startEnforcerOn(t *testing.T, cp *controlplanetest.Env, lease string) *enfo
 	}
 	set := extension.Settings{ID: component.NewID(Type), TelemetrySettings: componenttest.NewNopTelemetrySettings(),
 		BuildInfo: component.NewDefaultBuildInfo()}
-	e := newEnforcer(set, cfg, func(AuthType) (*rest.Config, error) { return cp.Config, nil })
+	e := newEnforcer(set, cfg, func(k8sconfig.APIConfig) (*rest.Config, error) { return cp.Config, nil })
 	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 		t.Fatal(err)
 	}

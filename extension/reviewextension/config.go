@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 )
 
 // AuthMode says when the page asks for a token.
@@ -43,9 +44,9 @@ type Config struct {
 type AuthConfig struct {
 	// Mode is auto, token or none.
 	Mode AuthMode `mapstructure:"mode"`
-	// AuthType is how the extension reaches the API server that reviews the
-	// tokens: serviceAccount or kubeConfig.
-	AuthType enforcerextension.AuthType `mapstructure:"auth_type"`
+	// APIConfig is how the extension reaches the API server that reviews the
+	// tokens (auth_type).
+	k8sconfig.APIConfig `mapstructure:",squash"`
 	// CacheTTL is how long a reviewed token's answer is kept, so that each
 	// poll of an open page is not a TokenReview.
 	CacheTTL time.Duration `mapstructure:"cache_ttl"`
@@ -57,9 +58,9 @@ func createDefaultConfig() component.Config {
 		Enforcer:        enforcerextension.DefaultReference(),
 		RefreshInterval: 5 * time.Second,
 		Auth: AuthConfig{
-			Mode:     AuthModeAuto,
-			AuthType: enforcerextension.AuthTypeServiceAccount,
-			CacheTTL: 30 * time.Second,
+			Mode:      AuthModeAuto,
+			APIConfig: k8sconfig.Default(),
+			CacheTTL:  30 * time.Second,
 		},
 	}
 }
@@ -86,11 +87,8 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("invalid auth::mode %q: must be one of %s, %s, %s", c.Auth.Mode, AuthModeAuto, AuthModeToken, AuthModeNone))
 	}
-	switch c.Auth.AuthType {
-	case enforcerextension.AuthTypeServiceAccount, enforcerextension.AuthTypeKubeConfig:
-	default:
-		errs = append(errs, fmt.Errorf("invalid auth::auth_type %q: must be one of %s, %s", c.Auth.AuthType,
-			enforcerextension.AuthTypeServiceAccount, enforcerextension.AuthTypeKubeConfig))
+	if err := c.Auth.APIConfig.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("auth: %w", err))
 	}
 	if c.Auth.CacheTTL < 0 {
 		errs = append(errs, fmt.Errorf("invalid auth::cache_ttl %s: must not be negative", c.Auth.CacheTTL))

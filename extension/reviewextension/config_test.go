@@ -7,8 +7,8 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/configtest"
+	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -16,7 +16,7 @@ func TestLoadConfig(t *testing.T) {
 		{ID: component.NewID(Type), Want: createDefaultConfig()},
 		{ID: component.NewIDWithName(Type, "custom"), Want: &Config{
 			Endpoint: "0.0.0.0:9000", Enforcer: component.MustNewIDWithName("enforcer", "primary"), RefreshInterval: 2 * time.Second,
-			Auth: AuthConfig{Mode: AuthModeToken, AuthType: enforcerextension.AuthTypeKubeConfig, CacheTTL: time.Minute},
+			Auth: AuthConfig{Mode: AuthModeToken, APIConfig: k8sconfig.APIConfig{AuthType: k8sconfig.AuthTypeKubeConfig}, CacheTTL: time.Minute},
 		}},
 		{ID: component.NewIDWithName(Type, "open_on_all_addresses"), WantErr: []string{
 			`invalid auth::mode "none" with endpoint "0.0.0.0:8090": a page on an address other than loopback must require a token`,
@@ -34,7 +34,7 @@ func TestLoadConfig(t *testing.T) {
 			`invalid enforcer "health_check": must name an extension of type "enforcer"`,
 			"invalid refresh_interval 10ms: must be at least 100ms",
 			`invalid auth::mode "open": must be one of auto, token, none`,
-			`invalid auth::auth_type "token": must be one of serviceAccount, kubeConfig`,
+			`auth: invalid auth_type "token": must be one of serviceAccount, kubeConfig`,
 			"invalid auth::cache_ttl -1s: must not be negative",
 		}},
 	})

@@ -8,6 +8,8 @@
 package reviewextension
 
 import (
+	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
+
 	"context"
 
 	"go.opentelemetry.io/collector/component"
@@ -26,5 +28,5 @@ func NewFactory() extension.Factory {
 }
 
 func createExtension(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-	return newServer(set, cfg.(*Config), restConfig), nil
+	return newServer(set, cfg.(*Config), k8sconfig.RestConfig), nil
 }

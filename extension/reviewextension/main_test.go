@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 )
 
 // env is the control plane the package's tests share, holding the fixtures.
@@ -103,7 +104,7 @@ func startEnforcer(t testing.TB, lease string) (reader, component.Host) {
 	proposals, policies := fixtureCounts()
 	f := enforcerextension.NewFactory()
 	cfg := f.CreateDefaultConfig().(*enforcerextension.Config)
-	cfg.AuthType = enforcerextension.AuthTypeKubeConfig
+	cfg.AuthType = k8sconfig.AuthTypeKubeConfig
 	cfg.LeaderElection.LeaseName, cfg.LeaderElection.LeaseNamespace = lease, "default"
 	ext, err := f.Create(context.Background(), extension.Settings{ID: component.NewID(f.Type()),
 		TelemetrySettings: componenttest.NewNopTelemetrySettings(), BuildInfo: component.NewDefaultBuildInfo()}, cfg)
@@ -137,7 +138,7 @@ func startReview(t testing.TB, h component.Host, mode AuthMode) string {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Endpoint, cfg.Auth.Mode, cfg.RefreshInterval = "127.0.0.1:0", mode, 500*time.Millisecond
 	s := newServer(extension.Settings{ID: component.NewID(Type), TelemetrySettings: componenttest.NewNopTelemetrySettings()}, cfg,
-		func(enforcerextension.AuthType) (*rest.Config, error) { return env.Config, nil })
+		func(k8sconfig.APIConfig) (*rest.Config, error) { return env.Config, nil })
 	if err := s.Start(context.Background(), h); err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 )
 
 // server is the extension: an HTTP server of the review page.
@@ -24,7 +24,7 @@ type server struct {
 	set extension.Settings
 	// restConfig is the test seam: it builds the configuration of the API
 	// server that reviews tokens.
-	restConfig func(enforcerextension.AuthType) (*rest.Config, error)
+	restConfig func(k8sconfig.APIConfig) (*rest.Config, error)
 
 	enforcer reader
 	auth     *authenticator // nil when no token is required
@@ -35,7 +35,7 @@ type server struct {
 	done chan struct{}
 }
 
-func newServer(set extension.Settings, cfg *Config, rc func(enforcerextension.AuthType) (*rest.Config, error)) *server {
+func newServer(set extension.Settings, cfg *Config, rc func(k8sconfig.APIConfig) (*rest.Config, error)) *server {
 	return &server{cfg: cfg, set: set, restConfig: rc}
 }
 
@@ -47,7 +47,7 @@ func (s *server) Start(_ context.Context, host component.Host) error {
 	}
 	s.enforcer = e
 	if s.cfg.requiresToken() {
-		rc, err := s.restConfig(s.cfg.Auth.AuthType)
+		rc, err := s.restConfig(s.cfg.Auth.APIConfig)
 		if err != nil {
 			return fmt.Errorf("kubernetes client for token reviews (auth::auth_type %s): %w", s.cfg.Auth.AuthType, err)
 		}
@@ -88,17 +88,4 @@ func (s *server) Shutdown(ctx context.Context) error {
 	err := s.srv.Shutdown(ctx)
 	<-s.done
 	return err
-}
-
-// restConfig builds the API server configuration for the auth type, as the
-// enforcer extension does.
-func restConfig(auth enforcerextension.AuthType) (*rest.Config, error) {
-	switch auth {
-	case enforcerextension.AuthTypeServiceAccount:
-		return rest.InClusterConfig()
-	case enforcerextension.AuthTypeKubeConfig:
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	}
-	return nil, fmt.Errorf("invalid auth_type %q", auth)
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
 	"github.com/kubewarden/network-enforcer/processor/violationprocessor"
 )
@@ -94,7 +95,7 @@ func StartPipeline(tb testing.TB, opts Options) *Learning {
 
 	ef := enforcerextension.NewFactory()
 	ecfg := ef.CreateDefaultConfig().(*enforcerextension.Config)
-	ecfg.AuthType = enforcerextension.AuthTypeKubeConfig
+	ecfg.AuthType = k8sconfig.AuthTypeKubeConfig
 	le := &ecfg.LeaderElection
 	// A Lease of its own: a pipeline that stops hands its stream over to the
 	// next on the same Lease, which would then not read the fixtures again.

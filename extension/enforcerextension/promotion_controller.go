@@ -2,8 +2,6 @@ package enforcerextension
 
 import (
 	"context"
-	"sync/atomic"
-	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +16,8 @@ import (
 )
 
 // promoter turns a proposal that a person labelled with the promote label into
-// a WorkloadNetworkPolicy, and deletes proposals that a promoted policy has
+// a WorkloadNetworkPolicy, hands the proposal's evidence (its observed edges)
+// on to the policy's status, and deletes proposals that a promoted policy has
 // replaced. It runs as a controller on each term of leadership, one proposal a
 // reconcile, told of every change to a proposal or a policy of the same name.
 type promoter struct {
@@ -26,21 +25,12 @@ type promoter struct {
 	reader   client.Reader
 	client   client.Client
 	recorder record.EventRecorder
-	// statusOwned is set when a status owner carries a promoted proposal's
-	// observed edges on into its policy's status; queue then asks for the
-	// proposal's deletion again once it may have.
-	statusOwned *atomic.Bool
-	queue       *termController
+	queue    *termController
 }
-
-// evidenceWait is how long a promoted proposal waits, at most, for its
-// policy's status to carry on its observed edges (the WouldBlock condition
-// says it did) before it goes anyway.
-const evidenceWait = time.Minute
 
 // promotionController is the promoter on each term.
 func (e *enforcer) promotionController() *termController {
-	p := &promoter{logger: e.set.Logger, reader: e.cache, client: e.client, recorder: e.recorder, statusOwned: &e.statusOwned}
+	p := &promoter{logger: e.set.Logger, reader: e.cache, client: e.client, recorder: e.recorder}
 	p.queue = &termController{
 		name:    "promotion",
 		watches: []watch{{obj: &v1alpha1.WorkloadNetworkPolicyProposal{}}, {obj: &v1alpha1.WorkloadNetworkPolicy{}}},
@@ -67,9 +57,8 @@ func (p *promoter) reconcile(ctx context.Context, proposal *v1alpha1.WorkloadNet
 		if policy.Labels[v1alpha1.PromotedFromLabel] != proposal.Name {
 			return nil // made by hand: the proposal is not its leftover
 		}
-		if wait := p.carryingOn(&policy); wait > 0 {
-			p.queue.Enqueue(nn, wait)
-			return nil
+		if err := p.handOnEvidence(ctx, proposal); err != nil {
+			return err
 		}
 		return p.delete(ctx, proposal, "leftover of a promoted policy")
 	case !apierrors.IsNotFound(err):
@@ -100,23 +89,36 @@ func (p *promoter) reconcile(ctx context.Context, proposal *v1alpha1.WorkloadNet
 		zap.String("mode", string(mode)))
 	p.recorder.Eventf(&policy, corev1.EventTypeNormal, v1alpha1.EventReasonPromoted,
 		"promoted from proposal %s in %s mode", proposal.Name, mode)
-	if p.statusOwned.Load() {
-		// The policy's first status sync carries on the proposal's observed
-		// edges; its status write brings the proposal back as a leftover.
-		p.queue.Enqueue(nn, evidenceWait)
-		return nil
+	if err := p.handOnEvidence(ctx, proposal); err != nil {
+		return err // the next round finds the policy, and hands on again
 	}
 	return p.delete(ctx, proposal, "promoted")
 }
 
-// carryingOn is how long a promoted proposal stays for its policy's status
-// to take its observed edges on: 0 once the status has (its WouldBlock
-// condition), or when no status owner runs, or after evidenceWait.
-func (p *promoter) carryingOn(policy *v1alpha1.WorkloadNetworkPolicy) time.Duration {
-	if !p.statusOwned.Load() || meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionWouldBlock) != nil {
-		return 0
+// handOnEvidence writes the proposal's observed edges into its policy's
+// status, through the one way every writer of a policy's status writes, unless
+// the status owner has already judged the policy's own (its WouldBlock
+// condition): then its first judgement took them on from the proposal, which
+// is still there until this hand-off is done.
+func (p *promoter) handOnEvidence(ctx context.Context, proposal *v1alpha1.WorkloadNetworkPolicyProposal) error {
+	if len(proposal.Status.Observed) == 0 && proposal.Status.OmittedEdges == 0 {
+		return nil
 	}
-	return max(0, time.Until(policy.CreationTimestamp.Add(evidenceWait)))
+	// The API server's copy: the cache may not hold the policy just created.
+	_, err := updatePolicyStatus(ctx, p.client, p.client, client.ObjectKeyFromObject(proposal),
+		func(policy *v1alpha1.WorkloadNetworkPolicy) bool {
+			if meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionWouldBlock) != nil ||
+				len(policy.Status.Observed) > 0 {
+				return false
+			}
+			policy.Status.ObservedTraffic = *proposal.Status.ObservedTraffic.DeepCopy()
+			return true
+		})
+	if err != nil && IsRefused(err) {
+		p.recorder.Eventf(proposal, corev1.EventTypeWarning, v1alpha1.EventReasonWriteRefused,
+			"could not hand the observed edges on to the policy %s: %v", proposal.Name, err)
+	}
+	return err
 }
 
 func (p *promoter) delete(ctx context.Context, proposal *v1alpha1.WorkloadNetworkPolicyProposal, why string) error {

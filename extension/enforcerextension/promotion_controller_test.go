@@ -2,6 +2,8 @@ package enforcerextension
 
 import (
 	"context"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"testing"
 	"time"
 
@@ -45,8 +47,22 @@ func TestPromotion(t *testing.T) {
 	e := startEnforcer(t, "promotion")
 	for _, mode := range []v1alpha1.PolicyMode{v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect} {
 		name := "promote-" + string(mode)
-		p := proposal(name, map[string]string{v1alpha1.PromoteLabel: string(mode)})
+		p := proposal(name, nil)
 		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		// The proposal's evidence, as the proposal writer writes it.
+		seen := metav1.NewTime(time.Now().Truncate(time.Second))
+		p.Status.Observed = []v1alpha1.ObservedEdge{{
+			Peer:     v1alpha1.ObservedPeer{Class: v1alpha1.PeerClassWorkload, Namespace: "shop", Kind: "Deployment", Name: "frontend"},
+			Protocol: corev1.ProtocolTCP, Port: 8080, Flows: 7, FirstSeen: seen, LastSeen: seen, Verdict: v1alpha1.VerdictAllowed,
+		}}
+		p.Status.ObservedEdges = 1
+		if err := env.Client.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		p.Labels = map[string]string{v1alpha1.PromoteLabel: string(mode)}
+		if err := env.Client.Update(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the promoted proposal to go", 20*time.Second, gone(name))
@@ -57,6 +73,11 @@ func TestPromotion(t *testing.T) {
 		if policy.Spec.Mode != mode || policy.Labels[v1alpha1.PromotedFromLabel] != name ||
 			policy.Spec.Kubernetes == nil || policy.Spec.TargetRef.Name != "cart" {
 			t.Fatalf("policy %+v", policy)
+		}
+		// No status owner runs here: the evidence is in the policy's status
+		// because the promotion handed it on before the proposal went.
+		if !equality.Semantic.DeepEqual(policy.Status.ObservedTraffic, p.Status.ObservedTraffic) {
+			t.Fatalf("the policy's observed edges %+v, want the proposal's %+v", policy.Status.ObservedTraffic, p.Status.ObservedTraffic)
 		}
 	}
 

@@ -3,12 +3,10 @@ package enforcerextension
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,55 +23,11 @@ func newUnitPromoter(t *testing.T, objs ...client.Object) (*promoter, client.Cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithStatusSubresource(&v1alpha1.WorkloadNetworkPolicy{}, &v1alpha1.WorkloadNetworkPolicyProposal{}).Build()
 	rec := record.NewFakeRecorder(10)
-	return &promoter{logger: zap.NewNop(), reader: c, client: c, recorder: rec, statusOwned: &atomic.Bool{},
+	return &promoter{logger: zap.NewNop(), reader: c, client: c, recorder: rec,
 		queue: &termController{name: "promotion"}}, c, rec
-}
-
-// TestPromotedProposalWaitsForItsEvidence: with a policy status owner, a
-// promoted proposal stays until the policy's status carries on its observed
-// edges (its WouldBlock condition), then goes as a leftover.
-func TestPromotedProposalWaitsForItsEvidence(t *testing.T) {
-	ctx := context.Background()
-	pr := proposal("promote-me", map[string]string{v1alpha1.PromoteLabel: "monitor"})
-	p, c, _ := newUnitPromoter(t, pr)
-	p.statusOwned.Store(true)
-	if err := p.reconcile(ctx, pr.DeepCopy()); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(pr)
-	if err := c.Get(ctx, key, &v1alpha1.WorkloadNetworkPolicyProposal{}); err != nil {
-		t.Fatalf("the promoted proposal went before its policy's status took its evidence: %v", err)
-	}
-	if _, queued := p.queue.pending[key]; !queued {
-		t.Fatal("the promoted proposal is not asked for again")
-	}
-	var policy v1alpha1.WorkloadNetworkPolicy
-	if err := c.Get(ctx, key, &policy); err != nil {
-		t.Fatal(err)
-	}
-	policy.CreationTimestamp = metav1.Now() // the in-memory client sets none
-	if err := c.Update(ctx, &policy); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.reconcile(ctx, pr.DeepCopy()); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Get(ctx, key, &v1alpha1.WorkloadNetworkPolicyProposal{}); err != nil {
-		t.Fatalf("the leftover went while the policy's status has no observed edges: %v", err)
-	}
-	meta.SetStatusCondition(&policy.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionWouldBlock,
-		Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonObservedAllowed, Message: "the spec allows all 2 observed edges"})
-	if err := c.Update(ctx, &policy); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.reconcile(ctx, pr.DeepCopy()); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Get(ctx, key, &v1alpha1.WorkloadNetworkPolicyProposal{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the leftover stays once the policy carries its evidence: %v", err)
-	}
 }
 
 func TestPromoteLogic(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
@@ -44,9 +45,8 @@ type renderer struct {
 func (e *enforcer) renderController() *termController {
 	r := &renderer{logger: e.set.Logger, reader: e.cache, client: e.client, recorder: e.recorder,
 		authorizationPolicies: e.authorizationPolicies}
-	watches := []watch{{obj: &v1alpha1.WorkloadNetworkPolicy{}, onUpdate: func(old, o client.Object) bool {
-		return old.GetGeneration() != o.GetGeneration()
-	}}}
+	watches := []watch{{obj: &v1alpha1.WorkloadNetworkPolicy{},
+		predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}}}
 	for _, obj := range nativeTypes(e.authorizationPolicies) {
 		watches = append(watches, watch{obj: obj})
 	}

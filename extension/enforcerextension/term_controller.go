@@ -9,11 +9,12 @@ import (
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
@@ -29,14 +30,15 @@ const (
 // An error requeues key with a per-object exponential backoff.
 type ReconcileFunc func(ctx context.Context, key types.NamespacedName) error
 
-// watch says which objects of a cached type ask which keys for a reconcile.
+// watch says which changes of a cached type ask which keys for a reconcile,
+// with controller-runtime's handlers and predicates.
 type watch struct {
 	obj client.Object
-	// keys maps a changed object to the keys to reconcile; nil is the object's
-	// own name.
-	keys func(client.Object) []types.NamespacedName
-	// onUpdate, when set, filters updates: only those it accepts enqueue.
-	onUpdate func(old, new client.Object) bool
+	// handler maps a change to the keys to reconcile; nil is the object's own
+	// name (handler.EnqueueRequestForObject).
+	handler handler.EventHandler
+	// predicates filter the changes that reach the handler.
+	predicates []predicate.Predicate
 }
 
 // termController is one writer that runs as a controller-runtime controller on
@@ -227,52 +229,4 @@ func (c *termController) attach(ctx context.Context, queue workqueue.TypedRateLi
 		}
 	}()
 	return nil
-}
-
-// informerSource feeds a term's queue from a shared informer, and removes its
-// handler when the term ends: the informer outlives every term.
-func informerSource(inf interface {
-	AddEventHandler(toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error)
-	RemoveEventHandler(toolscache.ResourceEventHandlerRegistration) error
-}, w watch) source.Source {
-	return source.Func(func(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		add := func(o any) {
-			obj, ok := o.(client.Object)
-			if !ok {
-				tomb, isTomb := o.(toolscache.DeletedFinalStateUnknown)
-				if obj, ok = tomb.Obj.(client.Object); !isTomb || !ok {
-					return
-				}
-			}
-			if w.keys == nil {
-				queue.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-				return
-			}
-			for _, key := range w.keys(obj) {
-				queue.Add(reconcile.Request{NamespacedName: key})
-			}
-		}
-		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: add,
-			UpdateFunc: func(old, o any) {
-				if w.onUpdate != nil {
-					oldObj, ok1 := old.(client.Object)
-					newObj, ok2 := o.(client.Object)
-					if ok1 && ok2 && !w.onUpdate(oldObj, newObj) {
-						return
-					}
-				}
-				add(o)
-			},
-			DeleteFunc: add,
-		})
-		if err != nil {
-			return err
-		}
-		go func() {
-			<-ctx.Done()
-			_ = inf.RemoveEventHandler(reg)
-		}()
-		return nil
-	})
 }

@@ -1,0 +1,171 @@
+package enforcerextensiontest
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/workload"
+)
+
+// The fake's shared cache: what the tests set, and what the flow path and the
+// review page read.
+
+func (e *Enforcer) AddWorkload(w workload.Ref, info WorkloadInfo, ips ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.workloads[w] = info
+	for _, ip := range ips {
+		e.byIP[ip] = w
+	}
+}
+
+func (e *Enforcer) Unresolved(ip string, reason workload.Unresolved) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reasons[ip] = reason
+}
+
+func (e *Enforcer) SetPolicy(p *v1alpha1.WorkloadNetworkPolicy) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.policies[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p.DeepCopy()
+}
+
+func (e *Enforcer) PolicyNow(key types.NamespacedName) *v1alpha1.WorkloadNetworkPolicy {
+	p, _ := e.Policy(key)
+	return p
+}
+
+func (e *Enforcer) Proposals() []*v1alpha1.WorkloadNetworkPolicyProposal {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*v1alpha1.WorkloadNetworkPolicyProposal, 0, len(e.proposals))
+	for _, k := range slices.SortedFunc(maps.Keys(e.proposals), func(a, b types.NamespacedName) int {
+		if a.Namespace != b.Namespace {
+			return compare(a.Namespace, b.Namespace)
+		}
+		return compare(a.Name, b.Name)
+	}) {
+		out = append(out, e.proposals[k].DeepCopy())
+	}
+	return out
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (e *Enforcer) ResolveIP(ip string) (workload.Ref, workload.Unresolved) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.reasons[ip]; ok {
+		return workload.Ref{}, r
+	}
+	if w, ok := e.byIP[ip]; ok {
+		return w, ""
+	}
+	return workload.Ref{}, workload.UnresolvedNoPod
+}
+
+func (e *Enforcer) ResolvePod(string, string) (workload.Ref, workload.Unresolved) {
+	return workload.Ref{}, workload.UnresolvedNoPod
+}
+
+func (e *Enforcer) HasPolicy(w workload.Ref, d v1alpha1.Direction) bool {
+	return len(e.Policies(w, d)) > 0
+}
+
+func (e *Enforcer) Selector(_ context.Context, w workload.Ref) (*metav1.LabelSelector, types.UID, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	info, ok := e.workloads[w]
+	if !ok || info.Selector == nil {
+		return nil, "", false
+	}
+	return info.Selector.DeepCopy(), info.UID, true
+}
+
+func (e *Enforcer) Labels(w workload.Ref) (map[string]string, map[string]string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	info, ok := e.workloads[w]
+	return info.PodLabels, info.NamespaceLabels, ok
+}
+
+func (e *Enforcer) Policies(w workload.Ref, d v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []v1alpha1.WorkloadNetworkPolicy
+	for _, p := range e.policies {
+		if workload.Target(p.Namespace, p.Spec.TargetRef) == w && p.Spec.Direction == d {
+			out = append(out, *p.DeepCopy())
+		}
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.WorkloadNetworkPolicy) int { return compare(a.Name, b.Name) })
+	return out
+}
+
+func (e *Enforcer) Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.policies[key]
+	if !ok {
+		return nil, false
+	}
+	return p.DeepCopy(), true
+}
+
+func (e *Enforcer) Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.proposals[key]
+	if !ok {
+		return nil, false
+	}
+	return p.DeepCopy(), true
+}
+
+func (e *Enforcer) SetProposal(p *v1alpha1.WorkloadNetworkPolicyProposal) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.proposals[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p.DeepCopy()
+}
+
+func (e *Enforcer) ListProposals(namespace string) ([]v1alpha1.WorkloadNetworkPolicyProposal, error) {
+	var out []v1alpha1.WorkloadNetworkPolicyProposal
+	for _, p := range e.Proposals() {
+		if namespace == "" || p.Namespace == namespace {
+			out = append(out, *p)
+		}
+	}
+	return out, nil
+}
+
+func (e *Enforcer) ListPolicies(namespace string) ([]v1alpha1.WorkloadNetworkPolicy, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []v1alpha1.WorkloadNetworkPolicy
+	for _, p := range e.policies {
+		if namespace == "" || p.Namespace == namespace {
+			out = append(out, *p.DeepCopy())
+		}
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.WorkloadNetworkPolicy) int {
+		if c := compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return compare(a.Name, b.Name)
+	})
+	return out, nil
+}

@@ -1,0 +1,277 @@
+package enforcerextensiontest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+)
+
+// The fake's writers: their controllers run when a test drains their queues,
+// against objects kept in memory.
+
+type Event struct {
+	Object                types.NamespacedName
+	Type, Reason, Message string
+}
+
+type queue struct {
+	mu        sync.Mutex
+	keys      map[types.NamespacedName]time.Duration
+	reconcile func(context.Context, types.NamespacedName) error
+	resync    func(enqueue func(types.NamespacedName))
+	handOff   func() []types.NamespacedName
+	// status is whether it is the status owner's, which policy changes ask.
+	status bool
+}
+
+func (q *queue) Enqueue(key types.NamespacedName, delay time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.keys == nil {
+		q.keys = map[types.NamespacedName]time.Duration{}
+	}
+	q.keys[key] = delay
+}
+
+func (q *queue) OnHandOff(pending func() []types.NamespacedName) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.handOff = pending
+}
+
+func (q *queue) resyncNow() {
+	if q.resync != nil {
+		q.resync(func(key types.NamespacedName) { q.Enqueue(key, 0) })
+	}
+}
+
+func (e *Enforcer) Queued() map[types.NamespacedName]time.Duration {
+	e.mu.Lock()
+	writers := slices.Clone(e.writers)
+	e.mu.Unlock()
+	out := map[types.NamespacedName]time.Duration{}
+	for _, w := range writers {
+		w.mu.Lock()
+		maps.Copy(out, w.keys)
+		w.mu.Unlock()
+	}
+	return out
+}
+
+func (e *Enforcer) Drain() map[types.NamespacedName]error {
+	e.mu.Lock()
+	ctx, writers := e.leading, slices.Clone(e.writers)
+	e.mu.Unlock()
+	errs := map[types.NamespacedName]error{}
+	if ctx == nil {
+		return errs
+	}
+	for _, w := range writers {
+		w.mu.Lock()
+		keys := w.keys
+		w.keys = nil
+		w.mu.Unlock()
+		for _, key := range slices.SortedFunc(maps.Keys(keys), func(a, b types.NamespacedName) int { return compare(a.String(), b.String()) }) {
+			if err := w.reconcile(ctx, key); err != nil {
+				errs[key] = err
+				w.Enqueue(key, 0)
+			}
+		}
+	}
+	return errs
+}
+
+func (e *Enforcer) addWriter(q *queue) enforcerextension.Queue {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.writers = append(e.writers, q)
+	return q
+}
+
+func (e *Enforcer) WriteProposals(reconcile func(context.Context, types.NamespacedName, enforcerextension.ProposalWriter) error,
+	resync func(enqueue func(types.NamespacedName))) enforcerextension.Queue {
+	return e.addWriter(&queue{resync: resync, reconcile: func(ctx context.Context, key types.NamespacedName) error {
+		return reconcile(ctx, key, proposalWriter{e})
+	}})
+}
+
+func (e *Enforcer) SyncPolicyStatus(reconcile func(context.Context, types.NamespacedName, enforcerextension.PolicyStatusWriter) error) enforcerextension.Queue {
+	return e.addWriter(&queue{status: true, reconcile: func(ctx context.Context, key types.NamespacedName) error {
+		return reconcile(ctx, key, statusWriter{e})
+	}})
+}
+
+func (e *Enforcer) Changed(key types.NamespacedName) {
+	e.mu.Lock()
+	writers := slices.Clone(e.writers)
+	e.mu.Unlock()
+	for _, w := range writers {
+		if w.status {
+			w.Enqueue(key, 0)
+		}
+	}
+}
+
+func (e *Enforcer) write(op string, obj metav1.Object) error {
+	if e.Refuse != nil {
+		if err := e.Refuse(op, obj); err != nil {
+			return err
+		}
+	}
+	e.Writes[op]++
+	return nil
+}
+
+type proposalWriter struct{ e *Enforcer }
+
+var proposalResource = schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "workloadnetworkpolicyproposals"}
+
+func (w proposalWriter) Get(_ context.Context, key types.NamespacedName, p *v1alpha1.WorkloadNetworkPolicyProposal) error {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	have, ok := w.e.proposals[key]
+	if !ok {
+		return apierrors.NewNotFound(proposalResource, key.Name)
+	}
+	have.DeepCopyInto(p)
+	return nil
+}
+
+func (w proposalWriter) Create(_ context.Context, p *v1alpha1.WorkloadNetworkPolicyProposal) error {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	if _, ok := w.e.proposals[key]; ok {
+		return apierrors.NewAlreadyExists(proposalResource, p.Name)
+	}
+	if err := w.e.write("create", p); err != nil {
+		return err
+	}
+	// As the API server, which takes the status through its subresource only.
+	p.Status = v1alpha1.WorkloadNetworkPolicyProposalStatus{}
+	w.e.rv++
+	p.ResourceVersion = strconv.Itoa(w.e.rv)
+	w.e.proposals[key] = p.DeepCopy()
+	return nil
+}
+
+func (w proposalWriter) Update(_ context.Context, p *v1alpha1.WorkloadNetworkPolicyProposal) error {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	have, err := w.current(p)
+	if err != nil {
+		return err
+	}
+	if err := w.e.write("update", p); err != nil {
+		return err
+	}
+	w.e.rv++
+	p.ResourceVersion = strconv.Itoa(w.e.rv)
+	p.Status = *have.Status.DeepCopy() // an update leaves the status as it is
+	w.e.proposals[key] = p.DeepCopy()
+	return nil
+}
+
+func (w proposalWriter) current(p *v1alpha1.WorkloadNetworkPolicyProposal) (*v1alpha1.WorkloadNetworkPolicyProposal, error) {
+	have, ok := w.e.proposals[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}]
+	if !ok {
+		return nil, apierrors.NewNotFound(proposalResource, p.Name)
+	}
+	if have.ResourceVersion != p.ResourceVersion {
+		return nil, apierrors.NewConflict(proposalResource, p.Name, fmt.Errorf("resourceVersion %s, have %s", p.ResourceVersion, have.ResourceVersion))
+	}
+	return have, nil
+}
+
+func (w proposalWriter) UpdateStatus(_ context.Context, p *v1alpha1.WorkloadNetworkPolicyProposal) error {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	have, err := w.current(p)
+	if err != nil {
+		return err
+	}
+	if err := w.e.write("status", p); err != nil {
+		return err
+	}
+	w.e.rv++
+	p.ResourceVersion = strconv.Itoa(w.e.rv)
+	have.Status = *p.Status.DeepCopy()
+	have.ResourceVersion = p.ResourceVersion
+	p.Spec = *have.Spec.DeepCopy()
+	return nil
+}
+
+func (w proposalWriter) Event(p *v1alpha1.WorkloadNetworkPolicyProposal, eventType, reason, message string) {
+	w.e.record(p, eventType, reason, message)
+}
+
+func (e *Enforcer) record(obj metav1.Object, eventType, reason, message string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events = append(e.events, Event{Object: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		Type: eventType, Reason: reason, Message: message})
+}
+
+type statusWriter struct{ e *Enforcer }
+
+var policyResource = schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "workloadnetworkpolicies"}
+
+func (w statusWriter) UpdateStatus(_ context.Context, key types.NamespacedName,
+	mutate func(*v1alpha1.WorkloadNetworkPolicy) bool) (*v1alpha1.WorkloadNetworkPolicy, error) {
+	// mutate runs unlocked, as on the real enforcer: it may read the cache.
+	w.e.mu.Lock()
+	have, ok := w.e.policies[key]
+	var p *v1alpha1.WorkloadNetworkPolicy
+	if ok {
+		p = have.DeepCopy()
+	}
+	w.e.mu.Unlock()
+	if !ok {
+		return nil, apierrors.NewNotFound(policyResource, key.Name)
+	}
+	if !mutate(p) {
+		return p, nil
+	}
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	if err := w.e.write("status", p); err != nil {
+		return nil, err
+	}
+	if have, ok = w.e.policies[key]; ok {
+		have.Status = *p.Status.DeepCopy()
+	}
+	return p, nil
+}
+
+func (w statusWriter) RemoveAnnotations(_ context.Context, p *v1alpha1.WorkloadNetworkPolicy, keys []string) error {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	have, ok := w.e.policies[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}]
+	if !ok {
+		return apierrors.NewNotFound(policyResource, p.Name)
+	}
+	if err := w.e.write("patch", p); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		delete(have.Annotations, k)
+	}
+	return nil
+}
+
+func (w statusWriter) Event(p *v1alpha1.WorkloadNetworkPolicy, eventType, reason, message string) {
+	w.e.record(p, eventType, reason, message)
+}
