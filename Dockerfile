@@ -9,7 +9,7 @@
 #   docker buildx build --platform linux/amd64,linux/arm64 -t IMAGE .
 #
 # `make image` builds the same image FROM scratch with no container engine
-# (hack/image); test/image checks that its configuration and files are what this
+# (tools/image); test/image checks that its configuration and files are what this
 # file's final stage says.
 
 ARG GO_VERSION=1.26.8

@@ -50,7 +50,7 @@ help: ## Show this help.
 # Ctrl-C reaches only it and make ends with its exit status 0.
 .PHONY: demo
 demo: build controlplane $(HELM) ## Run the product on a local control plane with recorded Cilium flows: learn, promote, enforce, report. Ctrl-C stops it.
-	go build -o bin/demo ./hack/demo
+	go build -o bin/demo ./cmd/demo
 	bin/demo $(DEMO_ARGS)
 
 ##@ Development
@@ -59,7 +59,7 @@ demo: build controlplane $(HELM) ## Run the product on a local control plane wit
 generate: $(CONTROLLER_GEN) $(PROTOC_GEN_GO) $(PROTOC_GEN_GRPC) protoc ## Regenerate deep-copy code, the CRDs (and the chart's copy, with each description's paragraphs on one line for kubectl explain) and the Goldmane protobuf code.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=crds
-	go run ./hack/crddocs crds/*.yaml
+	go run ./tools/crddocs crds/*.yaml
 	rm -f chart/crds/*.yaml && cp crds/*.yaml chart/crds/
 	protoc --plugin=protoc-gen-go=$(PROTOC_GEN_GO) --plugin=protoc-gen-go-grpc=$(PROTOC_GEN_GRPC) \
 		--go_out=. --go_opt=paths=source_relative \
@@ -72,14 +72,14 @@ check-generate: generate ## Fail if `make generate` changes the generated files.
 		git status --porcelain -- $(GENERATED); exit 1; fi
 
 # The build modules of the control plane and of the real node's parts, whose
-# shared modules stay at the distribution's versions (see hack/modalign).
-BUILD_MODULES := hack/controlplane/go.mod hack/cluster/containerd/go.mod hack/cluster/coredns/go.mod hack/tools/go.mod
+# shared modules stay at the distribution's versions (see tools/modalign).
+BUILD_MODULES := tools/controlplane/go.mod tools/cluster/containerd/go.mod tools/cluster/coredns/go.mod tools/pins/go.mod
 
 .PHONY: lint
 lint: ## Check formatting (gofmt), run go vet, and check that the build modules share the distribution's versions.
 	@files=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$files" ]; then \
 		echo "gofmt would change:"; echo "$$files"; exit 1; fi
-	go run ./hack/modalign go.mod $(BUILD_MODULES)
+	go run ./tools/modalign go.mod $(BUILD_MODULES)
 	go vet $(GO_PACKAGES)
 	go vet -tags cluster ./test/cluster/...
 
@@ -115,7 +115,7 @@ image: $(OCB) ## Build the distribution's image (IMAGE, IMAGE_PLATFORMS) into bi
 		(cd $(BUILD_DIR) && GOOS=$${platform%/*} GOARCH=$${platform#*/} \
 			go build -trimpath -ldflags="-s -w" -buildvcs=false -o ../bin/image/$${platform/\//-}/network-enforcer .); \
 	done
-	go run ./hack/image -name '$(IMAGE)' -epoch '$(SOURCE_DATE_EPOCH)' \
+	go run ./tools/image -name '$(IMAGE)' -epoch '$(SOURCE_DATE_EPOCH)' \
 		-revision '$(IMAGE_REVISION)' -version "$$(sed -n 's/^  version: //p' builder-config.yaml)" \
 		$(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=bin/image/$(subst /,-,$(p))/network-enforcer) \
 		-layout bin/network-enforcer-image -tarball bin/network-enforcer-image.tar
@@ -125,7 +125,7 @@ controlplane: ## Build the test control plane (kube-apiserver, kube-controller-m
 	hack/controlplane.sh
 
 .PHONY: certmanager
-certmanager: ## Build cert-manager's controller for the chart's tests (hack/certmanager), cached.
+certmanager: ## Build cert-manager's controller for the chart's tests (tools/certmanager), cached.
 	hack/certmanager.sh
 
 .PHONY: helm
@@ -167,7 +167,7 @@ capture-cilium: image cluster-build $(HELM) ## Record the real Cilium agent's fl
 # LOADTEST_ARGS passes flags, e.g. LOADTEST_ARGS='-paths hubble -flows 2000000'.
 .PHONY: loadtest
 loadtest: build controlplane ## Measure the built binary under a million recorded flows of each data plane, against a receive-only baseline in the same run.
-	go run ./hack/loadtest $(LOADTEST_ARGS)
+	go run ./testbed/loadtest $(LOADTEST_ARGS)
 
 # The review page's browser test: Debian's headless Chromium, installed once
 # with apt (as root) when it is missing.
@@ -192,30 +192,30 @@ helm-lint: $(HELM) ## Lint the Helm chart (helm lint --strict) with each provide
 		$(HELM) lint --strict chart --set controller.provider.name=$$provider; done
 
 # Tools, each built once at its pinned version. All but ocb come from one
-# module of their own (hack/tools), which must pin the version named here, at
+# module of their own (tools/pins), which must pin the version named here, at
 # the distribution's versions of the modules they share with it; ocb is
 # installed by its version, as it writes that version into the sources it
 # generates. The tools' own builds set the version they print.
 
-# build-tool MODULE,VERSION,PACKAGE,LDFLAGS builds PACKAGE of hack/tools into $@.
+# build-tool MODULE,VERSION,PACKAGE,LDFLAGS builds PACKAGE of tools/pins into $@.
 define build-tool
-	@grep -qE "^\s*$(1) $(2)( |$$$$)" hack/tools/go.mod || { echo "hack/tools/go.mod does not pin $(1) $(2)"; exit 1; }
-	cd hack/tools && go build -ldflags "-s -w $(4)" -o $@ $(3)
+	@grep -qE "^\s*$(1) $(2)( |$$$$)" tools/pins/go.mod || { echo "tools/pins/go.mod does not pin $(1) $(2)"; exit 1; }
+	cd tools/pins && go build -ldflags "-s -w $(4)" -o $@ $(3)
 endef
 
 $(OCB):
 	GOBIN=$(dir $@) go install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
 
-$(CONTROLLER_GEN): hack/tools/go.mod
+$(CONTROLLER_GEN): tools/pins/go.mod
 	$(call build-tool,sigs.k8s.io/controller-tools,$(CONTROLLER_GEN_VERSION),sigs.k8s.io/controller-tools/cmd/controller-gen,-X sigs.k8s.io/controller-tools/pkg/version.version=$(CONTROLLER_GEN_VERSION))
 
-$(PROTOC_GEN_GO): hack/tools/go.mod
+$(PROTOC_GEN_GO): tools/pins/go.mod
 	$(call build-tool,google.golang.org/protobuf,$(PROTOC_GEN_GO_VERSION),google.golang.org/protobuf/cmd/protoc-gen-go)
 
-$(PROTOC_GEN_GRPC): hack/tools/go.mod
+$(PROTOC_GEN_GRPC): tools/pins/go.mod
 	$(call build-tool,google.golang.org/grpc/cmd/protoc-gen-go-grpc,$(PROTOC_GEN_GRPC_VERSION),google.golang.org/grpc/cmd/protoc-gen-go-grpc)
 
-$(HELM): hack/tools/go.mod
+$(HELM): tools/pins/go.mod
 	$(call build-tool,helm.sh/helm/v3,$(HELM_VERSION),helm.sh/helm/v3/cmd/helm,-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION))
 
 # protoc comes from Debian's protobuf-compiler, the one source of it here; the

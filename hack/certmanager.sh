@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Builds cert-manager's controller (hack/certmanager) for the tests, cached by
+# Builds cert-manager's controller (tools/certmanager) for the tests, cached by
 # its version under .cache/certmanager, and prints its path. With --print it
 # prints the path only. cert-manager pins its own Kubernetes libraries, so its
 # build module keeps cert-manager's versions, not the distribution's.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-mod="$root/hack/certmanager"
+mod="$root/tools/certmanager"
 version=$(awk '$1 == "github.com/cert-manager/cert-manager" {print $2; exit}' "$mod/go.mod")
 bin="$root/.cache/certmanager/cert-manager-$version/cert-manager-controller"
 

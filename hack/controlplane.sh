@@ -6,7 +6,7 @@
 #      folder of setup-envtest does once kube-controller-manager is added);
 #   2. else $NETWORK_ENFORCER_CONTROLPLANE_DIR when set, or the versioned cache
 #      folder .cache/controlplane/kubernetes-<v>-etcd-<v>, built there from the Go
-#      modules pinned in hack/controlplane/go.mod when a binary is missing. A later
+#      modules pinned in tools/controlplane/go.mod when a binary is missing. A later
 #      run with the same versions reuses it.
 #
 # Usage: hack/controlplane.sh            find, or build if missing; print the folder
@@ -14,7 +14,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-mod="$root/hack/controlplane"
+mod="$root/tools/controlplane"
 binaries=(kube-apiserver kube-controller-manager etcd)
 
 # complete reports whether the folder $1 holds every binary.

@@ -8,7 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubewarden/network-enforcer/hack/crddocs/unwrap"
+	"github.com/kubewarden/network-enforcer/tools/crddocs/unwrap"
 )
 
 // TestExplainReadsAsSentences: every description that `kubectl explain`

@@ -2,11 +2,11 @@
 # Finds or builds every binary of the real single-node cluster and prints the
 # folder that holds them all (as links into per-version cache folders):
 #
-#   kubelet kube-scheduler kube-proxy kubectl   k8s.io/kubernetes, hack/controlplane's module
+#   kubelet kube-scheduler kube-proxy kubectl   k8s.io/kubernetes, tools/controlplane's module
 #   kube-apiserver kube-controller-manager etcd hack/controlplane.sh
-#   containerd containerd-shim-runc-v2 ctr       github.com/containerd/containerd/v2, hack/cluster/containerd's module
+#   containerd containerd-shim-runc-v2 ctr       github.com/containerd/containerd/v2, tools/cluster/containerd's module
 #   kube-router                                  github.com/cloudnativelabs/kube-router/v2 (firewall only; test use)
-#   coredns                                      github.com/coredns/coredns, hack/cluster/coredns's
+#   coredns                                      github.com/coredns/coredns, tools/cluster/coredns's
 #                                                module (the Corefile's plugins only)
 #   cilium-agent cilium-cni cilium-dbg           github.com/cilium/cilium at the version that go.mod
 #   hubble-relay                                 pins, built in one go from a copy of the module
@@ -33,9 +33,9 @@ export CGO_ENABLED=0
 KUBE_ROUTER_VERSION=v2.1.0
 
 modversion() { grep -E "^\s*(require\s+)?$2 v" "$1" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^v[0-9]/) {print $i; exit}}'; }
-k8s_version=$(modversion "$root/hack/controlplane/go.mod" k8s.io/kubernetes)
-containerd_version=$(modversion "$root/hack/cluster/containerd/go.mod" github.com/containerd/containerd/v2)
-coredns_version=$(modversion "$root/hack/cluster/coredns/go.mod" github.com/coredns/coredns)
+k8s_version=$(modversion "$root/tools/controlplane/go.mod" k8s.io/kubernetes)
+containerd_version=$(modversion "$root/tools/cluster/containerd/go.mod" github.com/containerd/containerd/v2)
+coredns_version=$(modversion "$root/tools/cluster/coredns/go.mod" github.com/coredns/coredns)
 cilium_version=$(modversion "$root/go.mod" github.com/cilium/cilium)
 
 out="$cache/bin-kubernetes-$k8s_version-containerd-$containerd_version-cilium-$cilium_version"
@@ -70,12 +70,12 @@ k8s_ldflags+=" -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"${k8s
 k8s_ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 
 build_node() {
-	(cd "$root/hack/controlplane" && go build -ldflags "$k8s_ldflags" -o "$tmp/" \
+	(cd "$root/tools/controlplane" && go build -ldflags "$k8s_ldflags" -o "$tmp/" \
 		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler \
 		k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubectl)
 }
 build_containerd() {
-	(cd "$root/hack/cluster/containerd" && go build -tags no_btrfs,no_devmapper,no_zfs \
+	(cd "$root/tools/cluster/containerd" && go build -tags no_btrfs,no_devmapper,no_zfs \
 		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd_version" -o "$tmp/" \
 		github.com/containerd/containerd/v2/cmd/containerd \
 		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
@@ -85,7 +85,7 @@ build_kube_router() {
 	GOBIN="$tmp" go install -ldflags "-s -w" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
 }
 build_coredns() {
-	(cd "$root/hack/cluster/coredns" && go build -ldflags "-s -w" -o "$tmp/coredns" .)
+	(cd "$root/tools/cluster/coredns" && go build -ldflags "-s -w" -o "$tmp/coredns" .)
 }
 # build_cilium builds the agent, its CNI plugin, its cleanup tool and the
 # relay from a writable copy of the Cilium module, as Cilium's own Makefile

@@ -312,7 +312,7 @@ packages() {
 images() {
 	local tools="$state/tools"
 	mkdir -p "$tools" "$state/images"
-	(cd "$root" && go build -o "$tools/" ./hack/cluster/pki ./hack/cluster/staticimage ./hack/cluster/pause)
+	(cd "$root" && go build -o "$tools/" ./tools/cluster/pki ./tools/cluster/staticimage ./tools/cluster/pause)
 	"$tools/staticimage" -name ne.local/pause:1 -binary "$tools/pause" -tarball "$state/images/pause.tar"
 	"$tools/staticimage" -name "ne.local/coredns:$(basename "$(dirname "$(readlink -f "$bin/coredns")")")" \
 		-binary "$bin/coredns" -tarball "$state/images/coredns.tar"
@@ -617,7 +617,7 @@ agent_process() {
 # with no selector: the agent is not a pod) and reads them over mutual TLS.
 relay() {
 	sed -e "s|@IMAGE@|$(relay_image)|" -e "s|@NODE_IP@|$NODE_IP|" -e "s|@HUBBLE_PORT@|$HUBBLE_PORT|" \
-		"$root/hack/cluster/hubble-relay.yaml" | kubectl apply -f - >/dev/null
+		"$root/tools/cluster/hubble-relay.yaml" | kubectl apply -f - >/dev/null
 	wait_for "hubble-relay" 120 kubectl -n kube-system wait --for=condition=Available deployment/hubble-relay --timeout=1s
 }
 
@@ -635,7 +635,7 @@ alive() {
 dns() {
 	local image
 	image="ne.local/coredns:$(basename "$(dirname "$(readlink -f "$bin/coredns")")")"
-	sed -e "s|@IMAGE@|$image|" -e "s|@DNS_IP@|$DNS_IP|" "$root/hack/cluster/coredns.yaml" | kubectl apply -f - >/dev/null
+	sed -e "s|@IMAGE@|$image|" -e "s|@DNS_IP@|$DNS_IP|" "$root/tools/cluster/coredns.yaml" | kubectl apply -f - >/dev/null
 	wait_for "CoreDNS" 90 kubectl -n kube-system wait --for=condition=Available deployment/coredns --timeout=1s
 }
 

@@ -91,7 +91,7 @@ spec:
 `
 
 // installCertManager installs cert-manager on the running cluster, once per
-// cluster: its CRDs from its module (the version that hack/certmanager builds)
+// cluster: its CRDs from its module (the version that tools/certmanager builds)
 // and its controller, which issues and renews the chart's Certificates.
 // cert-manager's webhook and cainjector do not run: the controller needs
 // neither to issue, and their commands' modules are not published.
@@ -101,7 +101,7 @@ func installCertManager(t *testing.T) {
 		return
 	}
 	importImages(t)
-	dir, err := controlplanetest.ModuleDir(filepath.Join(env.root, "hack", "certmanager"), "github.com/cert-manager/cert-manager")
+	dir, err := controlplanetest.ModuleDir(filepath.Join(env.root, "tools", "certmanager"), "github.com/cert-manager/cert-manager")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func importImages(t *testing.T) {
 }
 
 func buildAndImport(dir string) error {
-	goBuild := testproc.Command("go", "build", "-o", dir+"/", "./test/cluster/testpod", "./hack/cluster/staticimage")
+	goBuild := testproc.Command("go", "build", "-o", dir+"/", "./test/cluster/testpod", "./tools/cluster/staticimage")
 	goBuild.Dir = env.root
 	goBuild.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := goBuild.CombinedOutput(); err != nil {

@@ -1,4 +1,4 @@
-// Package image tests the image that `make image` builds (hack/image/ociimage),
+// Package image tests the image that `make image` builds (tools/image/ociimage),
 // built here from the built distribution, bin/network-enforcer: two builds give
 // one digest, the layout and the tarball hold that image, its configuration and
 // files are what the root Dockerfile's final stage says, and the binary in it is
@@ -26,9 +26,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/kubewarden/network-enforcer/hack/image/ociimage"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/testproc"
+	"github.com/kubewarden/network-enforcer/tools/image/ociimage"
 )
 
 var created = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

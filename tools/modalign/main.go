@@ -4,12 +4,12 @@
 // A package compiled in two module graphs is compiled twice unless every module
 // in its dependency closure is at the same version in both. The modules that
 // build the control plane, the real node's parts and the tools
-// (hack/controlplane, hack/cluster/containerd, hack/cluster/coredns,
-// hack/tools) share Kubernetes' client libraries, gRPC, protobuf and
+// (tools/controlplane, tools/cluster/containerd, tools/cluster/coredns,
+// tools/pins) share Kubernetes' client libraries, gRPC, protobuf and
 // OpenTelemetry with the distribution; at the distribution's versions a cold
 // build compiles those packages once.
 //
-// Usage: go run ./hack/modalign go.mod hack/controlplane/go.mod ...
+// Usage: go run ./tools/modalign go.mod tools/controlplane/go.mod ...
 package main
 
 import (

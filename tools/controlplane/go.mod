@@ -2,8 +2,8 @@
 // tests run (kube-apiserver, kube-controller-manager, etcd) from Go modules, so
 // no test depends on a download from outside the module proxy. The versions of
 // the modules it shares with the distribution are raised to the distribution's
-// (hack/modalign checks it), so that a cold build compiles those packages once.
-module github.com/kubewarden/network-enforcer/hack/controlplane
+// (tools/modalign checks it), so that a cold build compiles those packages once.
+module github.com/kubewarden/network-enforcer/tools/controlplane
 
 go 1.26.0
 

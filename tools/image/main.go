@@ -2,11 +2,11 @@
 // are already built, with no container engine and no registry, and prints its
 // digest. `make image` builds the binaries and runs it:
 //
-//	go run ./hack/image -name network-enforcer:dev -binary linux/amd64=bin/image/linux-amd64/network-enforcer \
+//	go run ./tools/image -name network-enforcer:dev -binary linux/amd64=bin/image/linux-amd64/network-enforcer \
 //		-layout bin/network-enforcer-image -tarball bin/network-enforcer-image.tar
 //
 // The image is the same, digest for digest, for the same binaries, -epoch and
-// labels: see hack/image/ociimage.
+// labels: see tools/image/ociimage.
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kubewarden/network-enforcer/hack/image/ociimage"
+	"github.com/kubewarden/network-enforcer/tools/image/ociimage"
 )
 
 // binaries collects repeated -binary os/arch=path flags, in order.

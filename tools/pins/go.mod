@@ -1,9 +1,9 @@
-// Module tools builds the pinned tools of make generate (controller-gen,
+// Module pins builds the pinned tools of make generate (controller-gen,
 // protoc-gen-go, protoc-gen-go-grpc) and helm, which the chart's tests and the
 // demo run, with the versions of the modules they share with the distribution
-// raised to the distribution's (hack/modalign checks it), so that a cold build
+// raised to the distribution's (tools/modalign checks it), so that a cold build
 // compiles those packages once.
-module github.com/kubewarden/network-enforcer/hack/tools
+module github.com/kubewarden/network-enforcer/tools/pins
 
 go 1.26.0
 

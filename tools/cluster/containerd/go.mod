@@ -1,8 +1,8 @@
 // Module containerd builds containerd for the real-node cluster at a pinned
 // version, with the versions of the modules it shares with the distribution
-// raised to the distribution's (hack/modalign checks it), so that a cold build
+// raised to the distribution's (tools/modalign checks it), so that a cold build
 // compiles those packages once.
-module github.com/kubewarden/network-enforcer/hack/cluster/containerd
+module github.com/kubewarden/network-enforcer/tools/cluster/containerd
 
 go 1.26.6
 

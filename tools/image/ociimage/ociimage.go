@@ -5,7 +5,7 @@
 // in the layer has a fixed time and owner, the entries are sorted and the
 // image's created time is the one given.
 //
-// hack/image, which `make image` runs, writes it as an OCI image layout and as a
+// tools/image, which `make image` runs, writes it as an OCI image layout and as a
 // `docker load` tarball; the tests in test/image build it from the built
 // distribution and compare it with the Dockerfile.
 package ociimage
@@ -127,7 +127,7 @@ func Build(o Options) (v1.Image, error) {
 		MediaType: types.OCILayer,
 		History: v1.History{
 			Created:   v1.Time{Time: created},
-			CreatedBy: "hack/image: " + BinaryPath + ", CA roots, /etc/passwd, /etc/group",
+			CreatedBy: "tools/image: " + BinaryPath + ", CA roots, /etc/passwd, /etc/group",
 		},
 	})
 	if err != nil {

@@ -3,7 +3,7 @@
 // the parts of the real-node cluster that no registry can serve here (the pause
 // image, CoreDNS, hubble-relay, the tests' own pods):
 //
-//	go run ./hack/cluster/staticimage -name ne.local/coredns:v1.15.0 -binary .../coredns -tarball coredns.tar
+//	go run ./tools/cluster/staticimage -name ne.local/coredns:v1.15.0 -binary .../coredns -tarball coredns.tar
 //
 // The binary goes to /<its name>, the entrypoint; the image's CA roots are the
 // ones the distribution's image carries.
@@ -27,7 +27,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/kubewarden/network-enforcer/hack/image/ociimage"
+	"github.com/kubewarden/network-enforcer/tools/image/ociimage"
 )
 
 func main() {

@@ -1,8 +1,8 @@
 // Module coredns builds CoreDNS for the real-node cluster with the plugins its
 // Corefile uses, at a pinned CoreDNS version, with the versions of the modules
-// it shares with the distribution raised to the distribution's (hack/modalign
+// it shares with the distribution raised to the distribution's (tools/modalign
 // checks it), so that a cold build compiles those packages once.
-module github.com/kubewarden/network-enforcer/hack/cluster/coredns
+module github.com/kubewarden/network-enforcer/tools/cluster/coredns
 
 go 1.26.0
 

@@ -1,4 +1,4 @@
-module github.com/kubewarden/network-enforcer/hack/certmanager
+module github.com/kubewarden/network-enforcer/tools/certmanager
 
 go 1.26.0
 

@@ -9,7 +9,7 @@
 // *.<cluster>.hubble-grpc.cilium.io, and hubble-relay's client and server
 // certificates for *.hubble-relay.cilium.io.
 //
-//	go run ./hack/cluster/pki -dir DIR -node NAME -ip 10.217.0.1 -service-ip 10.217.16.1 -server https://10.217.0.1:16443 [-hubble DIR2]
+//	go run ./tools/cluster/pki -dir DIR -node NAME -ip 10.217.0.1 -service-ip 10.217.16.1 -server https://10.217.0.1:16443 [-hubble DIR2]
 //
 // Files that exist are kept, so that a restarted cluster keeps its CA.
 package main

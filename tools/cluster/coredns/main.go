@@ -1,5 +1,5 @@
 // Command coredns is CoreDNS with only the plugins that the real-node cluster's
-// Corefile (hack/cluster/coredns.yaml) uses. CoreDNS's own main links every
+// Corefile (tools/cluster/coredns.yaml) uses. CoreDNS's own main links every
 // plugin, and with them the cloud SDKs of route53, azure and clouddns and a
 // tracer, which is most of its build; a cold CI run would compile them for
 // nothing. Plugins register themselves when imported, and CoreDNS orders them

@@ -12,7 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kubewarden/network-enforcer/hack/crddocs/unwrap"
+	"github.com/kubewarden/network-enforcer/tools/crddocs/unwrap"
 )
 
 func main() {
