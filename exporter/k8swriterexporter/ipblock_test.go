@@ -5,8 +5,9 @@ import (
 
 	"context"
 	"fmt"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"testing"
+
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	networkingv1 "k8s.io/api/networking/v1"

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -21,6 +23,15 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 )
+
+// proposalWatches are what asks the proposal writer's controller for a
+// reconcile besides its own queue: a person's edit of a proposal's spec, which
+// changes the verdicts on its observed edges, judged again at once. Its own
+// status writes do not change the generation, and ask for nothing.
+var proposalWatches = []enforcerextension.Watch{{
+	Object:     &v1alpha1.WorkloadNetworkPolicyProposal{},
+	Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}},
+}}
 
 // errWorkloadGone: the workload no longer exists; its proposal goes with it.
 var errWorkloadGone = errors.New("workload gone")

@@ -72,7 +72,7 @@ func (w *writer) Start(_ context.Context, host component.Host) error {
 		return err
 	}
 	w.enforcer = e
-	w.queue = e.WriteProposals(w.reconcileKey, func(enqueue func(types.NamespacedName)) {
+	w.queue = e.WriteProposals(proposalWatches, w.reconcileKey, func(enqueue func(types.NamespacedName)) {
 		// A new leader checks every proposal it knows of, since the previous
 		// one may have stopped mid-way.
 		for _, name := range w.agg.markAllDirty() {

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
 	"go.opentelemetry.io/collector/component"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,24 +79,37 @@ type Leadership interface {
 	HandedOn(newest time.Time)
 }
 
+// Watch is a change to a cached type that asks a writer's controller for
+// reconciles, with controller-runtime's handler and predicates: a writer says
+// what it watches, the extension runs it on each term of leadership.
+type Watch struct {
+	// Object is the cached type.
+	Object client.Object
+	// Handler maps a change to the keys to reconcile; nil is the object's own
+	// key (handler.EnqueueRequestForObject).
+	Handler handler.EventHandler
+	// Predicates filter the changes that reach the handler.
+	Predicates []predicate.Predicate
+}
+
 // ProposalWriting runs the proposal writer's controller.
 type ProposalWriting interface {
 	// WriteProposals registers the proposal writer. Each term of leadership
-	// runs a controller that calls reconcile once for each key given to the
-	// returned Queue, with a ProposalWriter for that term; an error retries the
-	// key with backoff. resync, when set, is called at the start of each term
-	// to enqueue what the previous leader may have left unwritten.
-	WriteProposals(reconcile func(ctx context.Context, key types.NamespacedName, w ProposalWriter) error,
+	// runs a controller that calls reconcile once for each key that watches
+	// or the returned Queue give, with a ProposalWriter for that term; an
+	// error retries the key with backoff. resync, when set, is called at the
+	// start of each term to enqueue what the previous leader may have left
+	// unwritten.
+	WriteProposals(watches []Watch, reconcile func(ctx context.Context, key types.NamespacedName, w ProposalWriter) error,
 		resync func(enqueue func(types.NamespacedName))) Queue
 }
 
 // PolicyStatusSyncing runs the controller of the owner of policies' status.
 type PolicyStatusSyncing interface {
-	// SyncPolicyStatus registers the owner of the violation status. Each term
-	// runs a controller that calls reconcile for each policy that is created
-	// or whose spec or annotations change, and for each key given to the
-	// returned Queue, with a PolicyStatusWriter for that term.
-	SyncPolicyStatus(reconcile func(ctx context.Context, key types.NamespacedName, w PolicyStatusWriter) error) Queue
+	// SyncPolicyStatus registers the owner of the policies' status. Each term
+	// runs a controller that calls reconcile for each key that watches or the
+	// returned Queue give, with a PolicyStatusWriter for that term.
+	SyncPolicyStatus(watches []Watch, reconcile func(ctx context.Context, key types.NamespacedName, w PolicyStatusWriter) error) Queue
 }
 
 // Queue asks a writer's controller for reconciles.

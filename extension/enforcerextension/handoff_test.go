@@ -25,7 +25,7 @@ func TestHandOffOnGracefulShutdown(t *testing.T) {
 	var refuse atomic.Bool
 	start := func() *enforcer {
 		e := startEnforcer(t, "handoff")
-		q := e.WriteProposals(func(_ context.Context, key types.NamespacedName, _ ProposalWriter) error {
+		q := e.WriteProposals(nil, func(_ context.Context, key types.NamespacedName, _ ProposalWriter) error {
 			if refuse.Load() {
 				return errors.New("refused")
 			}

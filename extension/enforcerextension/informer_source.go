@@ -24,8 +24,8 @@ type sharedInformer interface {
 // handler and predicates, as controller-runtime's source.Kind does, and
 // removes its event handler when the term ends: the informer outlives every
 // term, and source.Kind never removes what it adds.
-func informerSource(inf sharedInformer, w watch) source.Source {
-	h := w.handler
+func informerSource(inf sharedInformer, w Watch) source.Source {
+	h := w.Handler
 	if h == nil {
 		h = &handler.EnqueueRequestForObject{}
 	}
@@ -37,7 +37,7 @@ func informerSource(inf sharedInformer, w watch) source.Source {
 					return
 				}
 				e := event.CreateEvent{Object: obj}
-				if passes(w.predicates, func(p predicate.Predicate) bool { return p.Create(e) }) {
+				if passes(w.Predicates, func(p predicate.Predicate) bool { return p.Create(e) }) {
 					h.Create(ctx, e, queue)
 				}
 			},
@@ -48,7 +48,7 @@ func informerSource(inf sharedInformer, w watch) source.Source {
 					return
 				}
 				e := event.UpdateEvent{ObjectOld: oldObj, ObjectNew: newObj}
-				if passes(w.predicates, func(p predicate.Predicate) bool { return p.Update(e) }) {
+				if passes(w.Predicates, func(p predicate.Predicate) bool { return p.Update(e) }) {
 					h.Update(ctx, e, queue)
 				}
 			},
@@ -62,7 +62,7 @@ func informerSource(inf sharedInformer, w watch) source.Source {
 					return
 				}
 				e.Object = obj
-				if passes(w.predicates, func(p predicate.Predicate) bool { return p.Delete(e) }) {
+				if passes(w.Predicates, func(p predicate.Predicate) bool { return p.Delete(e) }) {
 					h.Delete(ctx, e, queue)
 				}
 			},

@@ -33,7 +33,7 @@ func (e *enforcer) promotionController() *termController {
 	p := &promoter{logger: e.set.Logger, reader: e.cache, client: e.client, recorder: e.recorder}
 	p.queue = &termController{
 		name:    "promotion",
-		watches: []watch{{obj: &v1alpha1.WorkloadNetworkPolicyProposal{}}, {obj: &v1alpha1.WorkloadNetworkPolicy{}}},
+		watches: []Watch{{Object: &v1alpha1.WorkloadNetworkPolicyProposal{}}, {Object: &v1alpha1.WorkloadNetworkPolicy{}}},
 		reconcile: func(ctx context.Context, key types.NamespacedName) error {
 			var proposal v1alpha1.WorkloadNetworkPolicyProposal
 			if err := p.reader.Get(ctx, key, &proposal); err != nil {

@@ -45,10 +45,10 @@ type renderer struct {
 func (e *enforcer) renderController() *termController {
 	r := &renderer{logger: e.set.Logger, reader: e.cache, client: e.client, recorder: e.recorder,
 		authorizationPolicies: e.authorizationPolicies}
-	watches := []watch{{obj: &v1alpha1.WorkloadNetworkPolicy{},
-		predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}}}
+	watches := []Watch{{Object: &v1alpha1.WorkloadNetworkPolicy{},
+		Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}}}
 	for _, obj := range nativeTypes(e.authorizationPolicies) {
-		watches = append(watches, watch{obj: obj})
+		watches = append(watches, Watch{Object: obj})
 	}
 	return &termController{name: "render", watches: watches, reconcile: func(ctx context.Context, key types.NamespacedName) error {
 		var p v1alpha1.WorkloadNetworkPolicy

@@ -11,10 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
@@ -30,17 +27,6 @@ const (
 // An error requeues key with a per-object exponential backoff.
 type ReconcileFunc func(ctx context.Context, key types.NamespacedName) error
 
-// watch says which changes of a cached type ask which keys for a reconcile,
-// with controller-runtime's handlers and predicates.
-type watch struct {
-	obj client.Object
-	// handler maps a change to the keys to reconcile; nil is the object's own
-	// name (handler.EnqueueRequestForObject).
-	handler handler.EventHandler
-	// predicates filter the changes that reach the handler.
-	predicates []predicate.Predicate
-}
-
 // termController is one writer that runs as a controller-runtime controller on
 // each term of leadership: a new controller, with its own rate-limited work
 // queue, starts when the term starts and stops when it ends. Between terms,
@@ -48,7 +34,7 @@ type watch struct {
 type termController struct {
 	name      string
 	reconcile ReconcileFunc
-	watches   []watch
+	watches   []Watch
 	// resync, when set, is called at the start of each term to enqueue what the
 	// previous leader may have left undone.
 	resync func(enqueue func(types.NamespacedName))
@@ -188,7 +174,7 @@ func (c *termController) run(ctx context.Context, e *enforcer) {
 		return
 	}
 	for _, w := range c.watches {
-		inf, err := e.cache.GetInformer(ctx, w.obj)
+		inf, err := e.cache.GetInformer(ctx, w.Object)
 		if err != nil {
 			log.Error("Could not watch", zap.Error(err))
 			return

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -88,7 +90,9 @@ func TestRenderAndStatusOwnerInQuickSuccession(t *testing.T) {
 	ctx := context.Background()
 	e := startEnforcer(t, "two-writers")
 	var rounds atomic.Int64
-	e.SyncPolicyStatus(func(ctx context.Context, key types.NamespacedName, w PolicyStatusWriter) error {
+	watch := []Watch{{Object: &v1alpha1.WorkloadNetworkPolicy{},
+		Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}}}
+	e.SyncPolicyStatus(watch, func(ctx context.Context, key types.NamespacedName, w PolicyStatusWriter) error {
 		if key.Name != "quick-succession" {
 			return nil
 		}

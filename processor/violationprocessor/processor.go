@@ -72,7 +72,7 @@ func (p *violationProcessor) start(_ context.Context, host component.Host) error
 		return err
 	}
 	p.enforcer = e
-	p.status = e.SyncPolicyStatus(p.reconcileStatus)
+	p.status = e.SyncPolicyStatus(p.statusWatches(), p.reconcileStatus)
 	// On a leader's way out: every buffered record and observed flow is
 	// written at once, so that the next leader resumes after them.
 	p.status.OnHandOff(func() []types.NamespacedName {

@@ -4,6 +4,11 @@ import (
 	"context"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +20,36 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
+
+// statusWatches are what asks the status controller for a policy's sync
+// besides its own queue: every policy that is created or deleted or whose spec
+// or annotations (an acknowledgement) change, and with it the policies that
+// share its target and direction, since whether a target is shared is in their
+// status too. Its own status writes change neither, and ask for nothing.
+func (p *violationProcessor) statusWatches() []enforcerextension.Watch {
+	return []enforcerextension.Watch{{
+		Object:  &v1alpha1.WorkloadNetworkPolicy{},
+		Handler: handler.EnqueueRequestsFromMapFunc(p.policiesSharingTarget),
+		Predicates: []predicate.Predicate{predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})},
+	}}
+}
+
+// policiesSharingTarget maps a policy to itself and to the policies that share
+// its target and direction.
+func (p *violationProcessor) policiesSharingTarget(_ context.Context, o client.Object) []reconcile.Request {
+	pol, ok := o.(*v1alpha1.WorkloadNetworkPolicy)
+	if !ok {
+		return nil
+	}
+	reqs := []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(pol)}}
+	for _, other := range p.enforcer.Policies(workload.Target(pol.Namespace, pol.Spec.TargetRef), pol.Spec.Direction) {
+		if other.Name != pol.Name {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&other)})
+		}
+	}
+	return reqs
+}
 
 // reconcileStatus is the status sync of one policy, the owner of its
 // violation records, acknowledgements and the Attributable and Acknowledged

@@ -12,9 +12,10 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
-// The fake's shared cache: what the tests set, and what the flow path and the
+// The fake's shared cache: what a test sets, and what the flow path and the
 // review page read.
 
+// AddWorkload makes w known, with pods at ips.
 func (e *Enforcer) AddWorkload(w workload.Ref, info WorkloadInfo, ips ...string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -24,23 +25,27 @@ func (e *Enforcer) AddWorkload(w workload.Ref, info WorkloadInfo, ips ...string)
 	}
 }
 
+// Unresolved makes ip resolve to nothing, for reason.
 func (e *Enforcer) Unresolved(ip string, reason workload.Unresolved) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.reasons[ip] = reason
 }
 
+// SetPolicy adds or replaces a policy.
 func (e *Enforcer) SetPolicy(p *v1alpha1.WorkloadNetworkPolicy) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.policies[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p.DeepCopy()
 }
 
+// PolicyNow returns the policy as the writers left it.
 func (e *Enforcer) PolicyNow(key types.NamespacedName) *v1alpha1.WorkloadNetworkPolicy {
 	p, _ := e.Policy(key)
 	return p
 }
 
+// Proposals returns the proposals that the proposal writer wrote.
 func (e *Enforcer) Proposals() []*v1alpha1.WorkloadNetworkPolicyProposal {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -66,6 +71,7 @@ func compare(a, b string) int {
 	return 0
 }
 
+// ResolveIP resolves what AddWorkload and Unresolved said.
 func (e *Enforcer) ResolveIP(ip string) (workload.Ref, workload.Unresolved) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -78,14 +84,17 @@ func (e *Enforcer) ResolveIP(ip string) (workload.Ref, workload.Unresolved) {
 	return workload.Ref{}, workload.UnresolvedNoPod
 }
 
+// ResolvePod resolves no pod by name: the fake knows pods by address only.
 func (e *Enforcer) ResolvePod(string, string) (workload.Ref, workload.Unresolved) {
 	return workload.Ref{}, workload.UnresolvedNoPod
 }
 
+// HasPolicy reports whether a set policy targets w in direction d.
 func (e *Enforcer) HasPolicy(w workload.Ref, d v1alpha1.Direction) bool {
 	return len(e.Policies(w, d)) > 0
 }
 
+// Selector returns the workload's selector.
 func (e *Enforcer) Selector(_ context.Context, w workload.Ref) (*metav1.LabelSelector, types.UID, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -96,6 +105,7 @@ func (e *Enforcer) Selector(_ context.Context, w workload.Ref) (*metav1.LabelSel
 	return info.Selector.DeepCopy(), info.UID, true
 }
 
+// Labels returns the workload's pod and namespace labels.
 func (e *Enforcer) Labels(w workload.Ref) (map[string]string, map[string]string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -103,6 +113,7 @@ func (e *Enforcer) Labels(w workload.Ref) (map[string]string, map[string]string,
 	return info.PodLabels, info.NamespaceLabels, ok
 }
 
+// Policies returns the set policies that target w in direction d.
 func (e *Enforcer) Policies(w workload.Ref, d v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -116,6 +127,7 @@ func (e *Enforcer) Policies(w workload.Ref, d v1alpha1.Direction) []v1alpha1.Wor
 	return out
 }
 
+// Policy returns a copy of a set policy.
 func (e *Enforcer) Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -126,6 +138,7 @@ func (e *Enforcer) Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPo
 	return p.DeepCopy(), true
 }
 
+// Proposal returns a copy of a proposal that the writer wrote, or false.
 func (e *Enforcer) Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -136,12 +149,15 @@ func (e *Enforcer) Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetwork
 	return p.DeepCopy(), true
 }
 
+// SetProposal adds or replaces a proposal, as if the writer had written it.
 func (e *Enforcer) SetProposal(p *v1alpha1.WorkloadNetworkPolicyProposal) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.proposals[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p.DeepCopy()
 }
 
+// ListProposals returns copies of the proposals in namespace ("" for all),
+// sorted by namespace and name.
 func (e *Enforcer) ListProposals(namespace string) ([]v1alpha1.WorkloadNetworkPolicyProposal, error) {
 	var out []v1alpha1.WorkloadNetworkPolicyProposal
 	for _, p := range e.Proposals() {
@@ -152,6 +168,8 @@ func (e *Enforcer) ListProposals(namespace string) ([]v1alpha1.WorkloadNetworkPo
 	return out, nil
 }
 
+// ListPolicies returns copies of the policies in namespace ("" for all),
+// sorted by namespace and name.
 func (e *Enforcer) ListPolicies(namespace string) ([]v1alpha1.WorkloadNetworkPolicy, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// The fake's leadership, which the tests switch.
+// The fake's leadership, which a test switches.
 
+// OnLeading registers run, started now when the fake leads.
 func (e *Enforcer) OnLeading(run func(context.Context)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -17,12 +18,15 @@ func (e *Enforcer) OnLeading(run func(context.Context)) {
 	}
 }
 
+// IsLeader reports whether Lead was called, and Follow not since.
 func (e *Enforcer) IsLeader() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.leading != nil
 }
 
+// Lead starts a term of leadership: the OnLeading functions start, and each
+// writer's resync runs.
 func (e *Enforcer) Lead() {
 	e.mu.Lock()
 	if e.leading != nil {
@@ -41,30 +45,36 @@ func (e *Enforcer) Lead() {
 	}
 }
 
+// ResumeFrom answers what SetResumeFrom set.
 func (e *Enforcer) ResumeFrom() (time.Time, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.resume, !e.resume.IsZero()
 }
 
+// SetResumeFrom sets the previous leader's hand-off that the next term sees.
 func (e *Enforcer) SetResumeFrom(t time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.resume = t
 }
 
+// HandedOn records a flow source's report.
 func (e *Enforcer) HandedOn(newest time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.handedOn = append(e.handedOn, newest)
 }
 
+// HandedOnTimes returns what the flow sources reported at their shutdown.
 func (e *Enforcer) HandedOnTimes() []time.Time {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.handedOn)
 }
 
+// HandOff runs the writers' hand-off, as a leader's shutdown does: each
+// writer's pending keys are queued at once; Drain then writes them.
 func (e *Enforcer) HandOff() {
 	e.mu.Lock()
 	writers := slices.Clone(e.writers)
@@ -82,6 +92,7 @@ func (e *Enforcer) HandOff() {
 	}
 }
 
+// Follow ends the term of leadership.
 func (e *Enforcer) Follow() {
 	e.mu.Lock()
 	defer e.mu.Unlock()

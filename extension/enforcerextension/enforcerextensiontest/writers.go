@@ -21,11 +21,7 @@ import (
 // The fake's writers: their controllers run when a test drains their queues,
 // against objects kept in memory.
 
-type Event struct {
-	Object                types.NamespacedName
-	Type, Reason, Message string
-}
-
+// queue is a writer's controller in the fake: keys wait until Drain.
 type queue struct {
 	mu        sync.Mutex
 	keys      map[types.NamespacedName]time.Duration
@@ -57,6 +53,7 @@ func (q *queue) resyncNow() {
 	}
 }
 
+// Queued returns the keys that wait for Drain, with the delay each asked for.
 func (e *Enforcer) Queued() map[types.NamespacedName]time.Duration {
 	e.mu.Lock()
 	writers := slices.Clone(e.writers)
@@ -70,6 +67,9 @@ func (e *Enforcer) Queued() map[types.NamespacedName]time.Duration {
 	return out
 }
 
+// Drain runs, while the fake leads, one reconcile for every queued key, as if
+// each delay had passed, and returns the errors by key; a key whose reconcile
+// failed is queued again, as a controller's backoff would.
 func (e *Enforcer) Drain() map[types.NamespacedName]error {
 	e.mu.Lock()
 	ctx, writers := e.leading, slices.Clone(e.writers)
@@ -100,19 +100,24 @@ func (e *Enforcer) addWriter(q *queue) enforcerextension.Queue {
 	return q
 }
 
-func (e *Enforcer) WriteProposals(reconcile func(context.Context, types.NamespacedName, enforcerextension.ProposalWriter) error,
+// WriteProposals registers the proposal writer.
+func (e *Enforcer) WriteProposals(_ []enforcerextension.Watch, reconcile func(context.Context, types.NamespacedName, enforcerextension.ProposalWriter) error,
 	resync func(enqueue func(types.NamespacedName))) enforcerextension.Queue {
 	return e.addWriter(&queue{resync: resync, reconcile: func(ctx context.Context, key types.NamespacedName) error {
 		return reconcile(ctx, key, proposalWriter{e})
 	}})
 }
 
-func (e *Enforcer) SyncPolicyStatus(reconcile func(context.Context, types.NamespacedName, enforcerextension.PolicyStatusWriter) error) enforcerextension.Queue {
+// SyncPolicyStatus registers the status owner. Unlike the real extension, the
+// fake does not watch policies: a test says what changed with Changed.
+func (e *Enforcer) SyncPolicyStatus(_ []enforcerextension.Watch, reconcile func(context.Context, types.NamespacedName, enforcerextension.PolicyStatusWriter) error) enforcerextension.Queue {
 	return e.addWriter(&queue{status: true, reconcile: func(ctx context.Context, key types.NamespacedName) error {
 		return reconcile(ctx, key, statusWriter{e})
 	}})
 }
 
+// Changed tells the status owner that policy key changed (created, its spec or
+// annotations), as the real extension's watch does.
 func (e *Enforcer) Changed(key types.NamespacedName) {
 	e.mu.Lock()
 	writers := slices.Clone(e.writers)
@@ -124,6 +129,8 @@ func (e *Enforcer) Changed(key types.NamespacedName) {
 	}
 }
 
+// write applies a write as the API server would: refused when Refuse says
+// so, else counted.
 func (e *Enforcer) write(op string, obj metav1.Object) error {
 	if e.Refuse != nil {
 		if err := e.Refuse(op, obj); err != nil {
@@ -185,6 +192,9 @@ func (w proposalWriter) Update(_ context.Context, p *v1alpha1.WorkloadNetworkPol
 	return nil
 }
 
+// current is the stored proposal that an update of p changes, or the API
+// server's answer when there is none or p is behind it. The caller holds the
+// lock.
 func (w proposalWriter) current(p *v1alpha1.WorkloadNetworkPolicyProposal) (*v1alpha1.WorkloadNetworkPolicyProposal, error) {
 	have, ok := w.e.proposals[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}]
 	if !ok {
@@ -196,6 +206,7 @@ func (w proposalWriter) current(p *v1alpha1.WorkloadNetworkPolicyProposal) (*v1a
 	return have, nil
 }
 
+// UpdateStatus writes the status alone, as the status subresource does.
 func (w proposalWriter) UpdateStatus(_ context.Context, p *v1alpha1.WorkloadNetworkPolicyProposal) error {
 	w.e.mu.Lock()
 	defer w.e.mu.Unlock()
