@@ -52,6 +52,38 @@ request that a standby refuses is retried on the leader. */}}
 {{- printf "%s-collector" (include "network-enforcer.fullname" .) -}}
 {{- end -}}
 
+{{/* The review page's Service, rendered when the page listens off loopback. */}}
+{{- define "network-enforcer.reviewService" -}}
+{{- printf "%s-review" (include "network-enforcer.fullname" .) -}}
+{{- end -}}
+
+{{/*
+"true" when the review page is served on an address other than loopback:
+reachable from the network, so it has a Service, a port in the NetworkPolicy
+and, by default, TLS.
+*/}}
+{{- define "network-enforcer.reviewExposed" -}}
+{{- $r := .Values.controller.review -}}
+{{- if $r.enabled -}}
+{{- $host := trimSuffix (printf ":%s" (include "network-enforcer.port" $r.endpoint)) $r.endpoint | trimPrefix "[" | trimSuffix "]" -}}
+{{- if not (or (eq $host "localhost") (eq $host "::1") (hasPrefix "127." $host)) -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The review page's TLS mode, auto resolved: issuer off loopback, none on it. */}}
+{{- define "network-enforcer.reviewTLSMode" -}}
+{{- $r := .Values.controller.review -}}
+{{- if not $r.enabled -}}
+none
+{{- else if eq $r.tls.mode "auto" -}}
+{{- ternary "issuer" "none" (eq (include "network-enforcer.reviewExposed" .) "true") -}}
+{{- else -}}
+{{- $r.tls.mode -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The DNS names of a Service: (dict "root" $ "service" NAME), comma-separated. */}}
 {{- define "network-enforcer.serviceDNSNames" -}}
 {{- $ns := .root.Release.Namespace -}}
@@ -164,6 +196,8 @@ true
 {{- $istio := .Values.controller.provider.istio.tls -}}
 {{- if and (eq (include "network-enforcer.provider" .) "istio") (has $istio.mode (list "issuer" "csi")) (not $istio.issuer.name) -}}
 true
+{{- else if and (eq (include "network-enforcer.reviewTLSMode" .) "issuer") (not .Values.controller.review.tls.issuer.name) -}}
+true
 {{- else if include "network-enforcer.eventsIssuer" . -}}
 {{- $i := include "network-enforcer.eventsIssuerValues" . | fromYaml -}}
 {{- if not $i.name -}}
@@ -177,7 +211,8 @@ The key pairs that cert-manager issues, one per hop in issuer or csi mode, by
 hop: flows (the enforcer's side of the flow hop: the server of the node
 agents' hop with Istio, the client of Goldmane or Hubble Relay otherwise),
 nodeAgent (the node agents' client), events (the enforcer's client of the
-collector) and collector (the default collector's server). Each names its
+collector), collector (the default collector's server) and review (the review
+page's server, issuer mode only). Each names its
 mode, the Certificate and Secret (issuer mode), the issuer and the subject;
 the Certificates (certificates.yaml) and the pods' volumes are made from it.
 */}}
@@ -212,6 +247,12 @@ the Certificates (certificates.yaml) and the pods' volumes are made from it.
 {{- if and (eq .Values.telemetry.collectorStrategy "default") (has $d.tls.mode (list "issuer" "csi")) -}}
 {{- $svc := include "network-enforcer.collectorService" . -}}
 {{- $_ := set $hops "collector" (dict "mode" $d.tls.mode "name" (printf "%s-collector-server" $fullname) "issuer" $d.tls.issuer "commonName" (printf "%s.%s.svc" $svc $ns) "dnsNames" (include "network-enforcer.serviceDNSNames" (dict "root" . "service" $svc)) "usages" "server auth" "duration" $c.certificateDuration "fsGroup" $uid) -}}
+{{- end -}}
+{{- if eq (include "network-enforcer.reviewTLSMode" .) "issuer" -}}
+{{- $r := $c.review -}}
+{{- $svc := include "network-enforcer.reviewService" . -}}
+{{- $dnsNames := join "," (concat (splitList "," (include "network-enforcer.serviceDNSNames" (dict "root" . "service" $svc))) (list "localhost") $r.tls.dnsNames) -}}
+{{- $_ := set $hops "review" (dict "mode" "issuer" "name" (printf "%s-review-server" $fullname) "issuer" $r.tls.issuer "commonName" (printf "%s.%s.svc" $svc $ns) "dnsNames" $dnsNames "usages" "server auth" "duration" $c.certificateDuration "fsGroup" $uid) -}}
 {{- end -}}
 {{- toYaml $hops -}}
 {{- end -}}
@@ -329,6 +370,10 @@ csi:
 {{- end -}}
 {{- if ne (empty $p.tls.existingSecret.certKey) (empty $p.tls.existingSecret.keyKey) -}}
 {{- fail (printf "controller.provider.%s.tls.existingSecret: set both certKey and keyKey, or neither" $provider) -}}
+{{- end -}}
+{{- $r := .Values.controller.review -}}
+{{- if and $r.enabled (eq $r.tls.mode "existingSecret") (not $r.tls.existingSecret.name) -}}
+{{- fail "controller.review.tls.existingSecret.name is required in existingSecret mode: the review page's key pair" -}}
 {{- end -}}
 {{- $t := .Values.telemetry -}}
 {{- if and (eq $t.collectorStrategy "external") (not $t.external.endpoint) -}}

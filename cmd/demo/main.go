@@ -74,6 +74,7 @@ func run(ctx context.Context, dir string, once bool) error {
 		{"Reading the evidence: what protect would block (status.observed)", d.showWouldBlock},
 		{"Promoting a proposal with kubectl label", d.promote},
 		{"Waiting for the NetworkPolicy that the policy renders in protect mode", d.waitForNetworkPolicy},
+		{"The review page's graph: one arrow per connection, with each end's state", d.showReviewGraph},
 		{"A connection the policy does not allow: the data plane drops it, the enforcer reports it", d.violate},
 	} {
 		if err := ctx.Err(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,12 +32,32 @@ var errNoToken = errors.New("no token")
 // errInvalidToken: the API server does not accept the token.
 var errInvalidToken = errors.New("the token is not valid")
 
+// refusedTokenError: the API server does not accept the token for the page's
+// audience. apiServer says that it accepts it for its own: a token made
+// without --audience, the most common mistake, which the message names.
+type refusedTokenError struct {
+	audience  string
+	apiServer bool
+}
+
+func (e refusedTokenError) Error() string {
+	why := "the token is not valid for this page's audience %q (expired, or made for another audience)"
+	if e.apiServer {
+		why = "the token is for the API server, not for this page's audience %q"
+	}
+	return fmt.Sprintf(why+": make one with `kubectl create token <service-account> --audience %s`", e.audience, e.audience)
+}
+
+// Is makes a refused token an invalid token: a 401.
+func (refusedTokenError) Is(target error) bool { return target == errInvalidToken }
+
 // authenticator checks bearer tokens with the API server: a TokenReview says
 // who the token is, a SubjectAccessReview whether that user may list
 // policies (in the namespace the request is about, or cluster-wide).
 type authenticator struct {
-	cs  kubernetes.Interface
-	ttl time.Duration
+	cs       kubernetes.Interface
+	ttl      time.Duration
+	audience string
 
 	mu      sync.Mutex
 	answers map[answerKey]answer
@@ -53,8 +74,8 @@ type answer struct {
 	expires time.Time
 }
 
-func newAuthenticator(cs kubernetes.Interface, ttl time.Duration) *authenticator {
-	return &authenticator{cs: cs, ttl: ttl, answers: map[answerKey]answer{}}
+func newAuthenticator(cs kubernetes.Interface, ttl time.Duration, audience string) *authenticator {
+	return &authenticator{cs: cs, ttl: ttl, audience: audience, answers: map[answerKey]answer{}}
 }
 
 // requestToken is the request's bearer token, from the Authorization header or
@@ -70,6 +91,27 @@ func requestToken(r *http.Request) string {
 		return c.Value
 	}
 	return ""
+}
+
+func (a *authenticator) tokenReview(ctx context.Context, token string, audiences []string) (*authenticationv1.TokenReview, error) {
+	tr, err := a.cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: audiences},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, transientError{err}
+	}
+	return tr, nil
+}
+
+// whyRefused tells a token for the API server from other refused tokens, by
+// asking again for the API server's own audiences, so that the login form
+// says what was wrong; both say how to make the right one.
+func (a *authenticator) whyRefused(ctx context.Context, token string) error {
+	tr, err := a.tokenReview(ctx, token, nil)
+	if err != nil {
+		return err
+	}
+	return refusedTokenError{audience: a.audience, apiServer: tr.Status.Authenticated}
 }
 
 // check returns the user of token when the user may list policies in
@@ -114,14 +156,14 @@ func isTransient(err error) bool {
 }
 
 func (a *authenticator) review(ctx context.Context, token, namespace string) (string, error) {
-	tr, err := a.cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
-		Spec: authenticationv1.TokenReviewSpec{Token: token},
-	}, metav1.CreateOptions{})
+	tr, err := a.tokenReview(ctx, token, []string{a.audience})
 	if err != nil {
-		return "", transientError{err}
+		return "", err
 	}
-	if !tr.Status.Authenticated {
-		return "", errInvalidToken
+	// An authenticator that does not know audiences answers with none: the
+	// token was not checked against ours.
+	if !tr.Status.Authenticated || !slices.Contains(tr.Status.Audiences, a.audience) {
+		return "", a.whyRefused(ctx, token)
 	}
 	u := tr.Status.User
 	extra := map[string]authorizationv1.ExtraValue{}

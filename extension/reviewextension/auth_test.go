@@ -2,6 +2,7 @@ package reviewextension
 
 import (
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -21,9 +22,18 @@ import (
 )
 
 // serviceAccountToken makes a ServiceAccount in default and returns a token of
-// it from the TokenRequest API; rules, when set, are granted to it
-// cluster-wide (namespace "") or in namespace.
+// it for the page's default audience, from the TokenRequest API, as `kubectl
+// create token NAME --audience network-enforcer-review` makes one; rules, when
+// set, are granted to it cluster-wide (namespace "") or in namespace.
 func serviceAccountToken(t *testing.T, name, namespace string, rules ...rbacv1.PolicyRule) string {
+	t.Helper()
+	serviceAccount(t, name, namespace, rules...)
+	return mintToken(t, name, DefaultAudience)
+}
+
+// serviceAccount makes the ServiceAccount name in default, with rules granted
+// cluster-wide (namespace "") or in namespace.
+func serviceAccount(t *testing.T, name, namespace string, rules ...rbacv1.PolicyRule) {
 	t.Helper()
 	ctx := context.Background()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
@@ -51,13 +61,20 @@ func serviceAccountToken(t *testing.T, name, namespace string, rules ...rbacv1.P
 			}
 		}
 	}
+}
+
+// mintToken asks the TokenRequest API for a token of ServiceAccount name (in
+// default) for audiences; none is the API server's own audience, as `kubectl
+// create token NAME` without --audience.
+func mintToken(t *testing.T, name string, audiences ...string) string {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	expiry := int64(3600)
-	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry, Audiences: audiences}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,10 +115,11 @@ func TestTokenRequired(t *testing.T) {
 	allowed := serviceAccountToken(t, "review-reader", "", listPolicies)
 	payOnly := serviceAccountToken(t, "review-pay-reader", "pay", listPolicies)
 
-	// Nothing is served without a token the API server accepts for a user who
-	// may list policies: not the page, not the graph, not the scripts.
+	// Nothing about the cluster is served without a token the API server
+	// accepts for a user who may list policies: not the page, not the graph,
+	// not an object's view.
 	for _, path := range []string{"/", "/graph.json", "/graph.dot", "/graph.mmd", "/proposals/shop/deployment-web-ingress",
-		"/policies/pay/deployment-api-ingress", "/static/review.js", "/third_party/cytoscape/cytoscape.min.js"} {
+		"/policies/pay/deployment-api-ingress"} {
 		for _, tc := range []struct {
 			who, token string
 			want       int
@@ -159,7 +177,7 @@ func TestLoginForm(t *testing.T) {
 	if code, body := login(serviceAccountToken(t, "review-nobody", "")); code != http.StatusUnauthorized || !strings.Contains(body, "may not list workloadnetworkpolicies") {
 		t.Errorf("login without the permission: %d\n%s", code, body)
 	}
-	if code, body := login("not-a-token"); code != http.StatusUnauthorized || !strings.Contains(body, "the token is not valid") {
+	if code, body := login("not-a-token"); code != http.StatusUnauthorized || !strings.Contains(body, "the token is not valid for this page&#39;s audience") {
 		t.Errorf("login with a bad token: %d\n%s", code, body)
 	}
 	code, body = login(serviceAccountToken(t, "review-reader", "", listPolicies))
@@ -194,10 +212,65 @@ func TestReadsTheSharedCache(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET /graph.mmd: %d %s", code, body)
 	}
-	for _, want := range []string{`|"TCP/5432 violated"|`, `|"TCP/8443 protected"|`, `|"TCP/8080 would-block"|`, `|"unused unused"|`,
+	for _, want := range []string{`|"TCP/5432 ingress violated"|`, `|"TCP/8443 ingress protected"|`, `|"TCP/8080 ingress would-block"|`,
+		`|"TCP/5432 egress learned, ingress monitored"|`, `|"unused"|`,
 		`(["External 203.0.113.7/32"])`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("Mermaid does not have %s:\n%s", want, body)
 		}
+	}
+}
+
+// TestAudience: a token is accepted only when it was made for the page's
+// audience. A token for the API server itself (kubectl create token without
+// --audience), which the page would otherwise keep in a cookie, is refused
+// with the command that makes the right one; so is a token for another
+// audience, and the audience is the configuration's.
+func TestAudience(t *testing.T) {
+	controlplanetest.Require(t)
+	_, h := startEnforcer(t, "review-audience")
+	base := startReview(t, h, AuthModeToken)
+	serviceAccount(t, "review-reader", "", listPolicies)
+	apiToken := mintToken(t, "review-reader")
+	otherToken := mintToken(t, "review-reader", "vault")
+	pageToken := mintToken(t, "review-reader", DefaultAudience)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	howTo := "make one with `kubectl create token &lt;service-account&gt; --audience " + DefaultAudience + "`"
+	for _, tc := range []struct{ who, token, why string }{
+		{"a token for the API server", apiToken, "the token is for the API server, not for this page&#39;s audience &#34;" + DefaultAudience + "&#34;"},
+		{"a token for another audience", otherToken, "the token is not valid for this page&#39;s audience &#34;" + DefaultAudience + "&#34;"},
+	} {
+		code, body, _ := request(t, noRedirect, http.MethodGet, base+"/graph.json", tc.token, "")
+		if code != http.StatusUnauthorized || !strings.Contains(body, html.UnescapeString(tc.why)) {
+			t.Errorf("graph.json with %s: %d %q, want 401 saying %s", tc.who, code, body, html.UnescapeString(tc.why))
+		}
+		resp, err := noRedirect.PostForm(base+"/login", url.Values{"token": {tc.token}, "next": {"/"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), tc.why) || !strings.Contains(string(b), howTo) || len(resp.Cookies()) != 0 {
+			t.Errorf("login with %s: %d, cookies %v, want 401 saying %q, %q and no cookie:\n%s", tc.who, resp.StatusCode, resp.Cookies(), tc.why, howTo, b)
+		}
+	}
+	if code, body, _ := request(t, noRedirect, http.MethodGet, base+"/graph.json", pageToken, ""); code != http.StatusOK {
+		t.Errorf("a token for %s: %d %q, want 200", DefaultAudience, code, body)
+	}
+	// The login form says which audience to ask for.
+	if code, body, _ := request(t, noRedirect, http.MethodGet, base+"/login", "", "text/html"); code != http.StatusOK ||
+		!strings.Contains(body, "kubectl create token &lt;service-account&gt; -n &lt;namespace&gt; --audience "+DefaultAudience) {
+		t.Errorf("login form: %d\n%s", code, body)
+	}
+
+	// Another audience configured: the default one is refused there.
+	other := startReviewWith(t, h, func(c *Config) { c.Access.Mode, c.Access.Audience = AuthModeToken, "vault" })
+	if code, body, _ := request(t, noRedirect, http.MethodGet, other+"/graph.json", pageToken, ""); code != http.StatusUnauthorized ||
+		!strings.Contains(body, `not valid for this page's audience "vault"`) {
+		t.Errorf("a %s token on a page for vault: %d %q, want 401", DefaultAudience, code, body)
+	}
+	if code, body, _ := request(t, noRedirect, http.MethodGet, other+"/graph.json", otherToken, ""); code != http.StatusOK {
+		t.Errorf("a vault token on a page for vault: %d %q, want 200", code, body)
 	}
 }

@@ -124,7 +124,14 @@ func BenchmarkBrowserGraph(b *testing.B) {
 			base := startReview(b, h, AuthModeAuto)
 
 			// The server's part: one graph.json of the cluster.
-			p, _ := newPages(e, time.Second, false)
+			static, err := newStaticFiles()
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := newPages(e, time.Second, false, DefaultAudience, static)
+			if err != nil {
+				b.Fatal(err)
+			}
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
 			t0 := time.Now()

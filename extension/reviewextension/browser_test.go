@@ -153,6 +153,14 @@ func TestBrowser(t *testing.T) {
 	base := startReview(t, h, AuthModeToken)
 	token := serviceAccountToken(t, "review-reader", "", listPolicies)
 
+	// The login form has its stylesheet before any token: the static files
+	// need none.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.ID("token"))); err != nil {
+		t.Fatal(err)
+	}
+	if bg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("header")).backgroundColor`)); err != nil || bg != "rgb(31, 41, 55)" {
+		t.Errorf("the login form's header is %q (%v): its stylesheet did not load", bg, err)
+	}
 	if err := logIn(ctx, base+"/", token); err != nil {
 		t.Fatal(err)
 	}
@@ -162,28 +170,60 @@ func TestBrowser(t *testing.T) {
 	}
 	t.Logf("graph of %d nodes and %d edges: fetched in %.0f ms, drawn in %.0f ms", tm.Nodes, tm.Edges, tm.FetchMs, tm.RenderMs)
 
-	// What Cytoscape holds is what the reviewer sees: each expected edge with
-	// its state and its state's colour, and each node of its class.
+	// What Cytoscape holds is what the reviewer sees: one edge per
+	// connection, each end's state, and the colours: the state's where both
+	// ends agree (or one end alone lists it), else the source's half in its
+	// egress colour and the destination's half in its ingress colour.
 	edges, err := chromedp.Run(ctx, chromedp.Evaluate[[]map[string]string](`reviewGraph.edges().map(e => ({
-		source: e.data("source"), target: e.data("target"), state: e.data("state"), color: e.style("line-color")}))`))
+		source: e.data("source"), target: e.data("target"), state: e.data("state"), egress: e.data("egress"), ingress: e.data("ingress"),
+		color: e.style("line-color"), fill: e.style("line-fill"), stops: String(e.style("line-gradient-stop-colors")),
+		arrow: e.style("target-arrow-color")}))`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	have := map[string]string{}
-	for _, e := range edges {
-		have[e["source"]+" -> "+e["target"]+" "+e["state"]] = e["color"]
+	if len(edges) != len(wantEdges) {
+		t.Errorf("the graph draws %d edges, want %d, one per connection: %v", len(edges), len(wantEdges), edges)
 	}
-	colors := map[EdgeState]string{StateLearned: "rgb(107,114,128)", StateMonitored: "rgb(37,99,235)", StateProtected: "rgb(22,163,74)",
-		StateUnused: "rgb(161,98,7)", StateWouldBlock: "rgb(234,88,12)", StateViolated: "rgb(220,38,38)"}
+	have := map[string]map[string]string{}
+	for _, e := range edges {
+		have[e["source"]+" -> "+e["target"]] = e
+	}
+	rgb := func(s EdgeState) string {
+		var r, g, b int
+		_, _ = fmt.Sscanf(palette[s].Color, "#%02x%02x%02x", &r, &g, &b)
+		return fmt.Sprintf("rgb(%d,%d,%d)", r, g, b)
+	}
+	flat := func(s string) string { return strings.ReplaceAll(s, " ", "") }
 	for _, w := range wantEdges {
-		key := w.source + " -> " + w.target + " " + string(w.state)
-		color, ok := have[key]
+		key := w.source + " -> " + w.target
+		e, ok := have[key]
 		if !ok {
 			t.Errorf("the graph has no edge %s; it has %v", key, have)
 			continue
 		}
-		if strings.ReplaceAll(color, " ", "") != colors[w.state] {
-			t.Errorf("edge %s is drawn %s, want %s", key, color, colors[w.state])
+		if e["state"] != string(w.state) || e["egress"] != string(w.egress) || e["ingress"] != string(w.ingress) {
+			t.Errorf("edge %s: state %s, egress %q, ingress %q, want %s", key, e["state"], e["egress"], e["ingress"], w)
+		}
+		if w.egress != "" && w.ingress != "" && w.egress != w.ingress {
+			if e["fill"] != "linear-gradient" || !strings.HasPrefix(flat(e["stops"]), rgb(w.egress)) || !strings.HasSuffix(flat(e["stops"]), rgb(w.ingress)) ||
+				flat(e["arrow"]) != rgb(w.ingress) {
+				t.Errorf("edge %s is drawn %s %s (arrow %s), want from %s to %s", key, e["fill"], e["stops"], e["arrow"], rgb(w.egress), rgb(w.ingress))
+			}
+			continue
+		}
+		if flat(e["color"]) != rgb(w.state) || e["fill"] != "solid" {
+			t.Errorf("edge %s is drawn %s %s, want %s", key, e["fill"], e["color"], rgb(w.state))
+		}
+	}
+	// The legend has the same colours, from the palette's stylesheet.
+	legend, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelectorAll(".legend li")].map(
+		li => [li.className, getComputedStyle(li, "::before").borderTopColor]))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range states {
+		if flat(legend[string(s)]) != rgb(s) {
+			t.Errorf("the legend's %s is %q, want %s", s, legend[string(s)], rgb(s))
 		}
 	}
 	classes, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries(reviewGraph.nodes().map(n => [n.id(), n.data("class")]))`))

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/confignet"
+	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
@@ -26,22 +29,33 @@ const (
 	AuthModeNone AuthMode = "none"
 )
 
+// DefaultAudience is the audience that a reader's token must be made for by
+// default, and the one the chart passes: a token minted for the API server
+// alone is not one that the page keeps in a cookie.
+const DefaultAudience = "network-enforcer-review"
+
+// DefaultEndpoint is where the page listens unless told otherwise: loopback,
+// which only the pod's processes and kubectl port-forward reach.
+const DefaultEndpoint = "127.0.0.1:8090"
+
 // Config is the configuration of the review extension.
 type Config struct {
-	// Endpoint is the address the page listens on, host:port.
-	Endpoint string `mapstructure:"endpoint"`
+	// ServerConfig is the collector's HTTP server settings: endpoint, tls and
+	// the rest of confighttp's keys.
+	confighttp.ServerConfig `mapstructure:",squash"`
 	// Enforcer names the enforcer extension whose cache the page reads.
 	Enforcer component.ID `mapstructure:"enforcer"`
 	// RefreshInterval is how often an open page asks for the graph again.
 	RefreshInterval time.Duration `mapstructure:"refresh_interval"`
-	// Auth configures who may see the page.
-	Auth AuthConfig `mapstructure:"auth"`
+	// Access configures who may see the page. It is not under auth, which is
+	// confighttp's key for a collector authenticator extension.
+	Access AccessConfig `mapstructure:"access"`
 
 	_ struct{}
 }
 
-// AuthConfig configures the page's authentication.
-type AuthConfig struct {
+// AccessConfig configures the page's token checks.
+type AccessConfig struct {
 	// Mode is auto, token or none.
 	Mode AuthMode `mapstructure:"mode"`
 	// APIConfig is how the extension reaches the API server that reviews the
@@ -50,27 +64,55 @@ type AuthConfig struct {
 	// CacheTTL is how long a reviewed token's answer is kept, so that each
 	// poll of an open page is not a TokenReview.
 	CacheTTL time.Duration `mapstructure:"cache_ttl"`
+	// Audience is the audience that a token must have been made for (kubectl
+	// create token SA --audience AUDIENCE): the TokenReview asks for it, so
+	// that a token for the API server itself, which would let whoever holds
+	// the cookie act as its user there, is refused.
+	Audience string `mapstructure:"audience"`
 }
 
 func createDefaultConfig() component.Config {
+	srv := confighttp.NewDefaultServerConfig()
+	srv.NetAddr.Endpoint = DefaultEndpoint
+	// A slow client may not hold a connection open for long before it says
+	// what it wants.
+	srv.ReadHeaderTimeout = 10 * time.Second
 	return &Config{
-		Endpoint:        "127.0.0.1:8090",
+		ServerConfig:    srv,
 		Enforcer:        enforcerextension.DefaultReference(),
 		RefreshInterval: 5 * time.Second,
-		Auth: AuthConfig{
+		Access: AccessConfig{
 			Mode:      AuthModeAuto,
 			APIConfig: k8sconfig.Default(),
 			CacheTTL:  30 * time.Second,
+			Audience:  DefaultAudience,
 		},
 	}
+}
+
+// Unmarshal tells a configuration of the page's former auth:: keys where they
+// went, rather than confighttp's bare "invalid keys".
+func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	for _, k := range []string{"mode", "auth_type", "cache_ttl", "audience"} {
+		if conf.IsSet("auth::" + k) {
+			return fmt.Errorf("auth::%s: the review page's token settings are under access:: (access::%s); auth:: is the HTTP server's authenticator extension", k, k)
+		}
+	}
+	return conf.Unmarshal(c)
 }
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	var errs []error
-	loopback, err := isLoopback(c.Endpoint)
+	endpoint := c.NetAddr.Endpoint
+	loopback, err := isLoopback(endpoint)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("invalid endpoint %q: must be host:port (%v)", c.Endpoint, err))
+		errs = append(errs, fmt.Errorf("invalid endpoint %q: must be host:port (%v)", endpoint, err))
+	}
+	switch c.NetAddr.Transport {
+	case confignet.TransportTypeTCP, confignet.TransportTypeTCP4, confignet.TransportTypeTCP6:
+	default:
+		errs = append(errs, fmt.Errorf("invalid transport %q: the page listens on tcp, tcp4 or tcp6", c.NetAddr.Transport))
 	}
 	if err := enforcerextension.ValidateReference(c.Enforcer); err != nil {
 		errs = append(errs, err)
@@ -78,33 +120,36 @@ func (c *Config) Validate() error {
 	if c.RefreshInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("invalid refresh_interval %s: must be at least 100ms", c.RefreshInterval))
 	}
-	switch c.Auth.Mode {
+	switch c.Access.Mode {
 	case AuthModeAuto, AuthModeToken:
 	case AuthModeNone:
 		if err == nil && !loopback {
-			errs = append(errs, fmt.Errorf("invalid auth::mode %q with endpoint %q: a page on an address other than loopback must require a token (auto or token)", c.Auth.Mode, c.Endpoint))
+			errs = append(errs, fmt.Errorf("invalid access::mode %q with endpoint %q: a page on an address other than loopback must require a token (auto or token)", c.Access.Mode, endpoint))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("invalid auth::mode %q: must be one of %s, %s, %s", c.Auth.Mode, AuthModeAuto, AuthModeToken, AuthModeNone))
+		errs = append(errs, fmt.Errorf("invalid access::mode %q: must be one of %s, %s, %s", c.Access.Mode, AuthModeAuto, AuthModeToken, AuthModeNone))
 	}
-	if err := c.Auth.APIConfig.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("auth: %w", err))
+	if err := c.Access.APIConfig.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("access: %w", err))
 	}
-	if c.Auth.CacheTTL < 0 {
-		errs = append(errs, fmt.Errorf("invalid auth::cache_ttl %s: must not be negative", c.Auth.CacheTTL))
+	if c.Access.CacheTTL < 0 {
+		errs = append(errs, fmt.Errorf("invalid access::cache_ttl %s: must not be negative", c.Access.CacheTTL))
+	}
+	if c.Access.Audience == "" {
+		errs = append(errs, errors.New("invalid access::audience: must not be empty (the chart's default is "+DefaultAudience+")"))
 	}
 	return errors.Join(errs...)
 }
 
 // requiresToken reports whether requests must carry a reviewed token.
 func (c *Config) requiresToken() bool {
-	switch c.Auth.Mode {
+	switch c.Access.Mode {
 	case AuthModeToken:
 		return true
 	case AuthModeNone:
 		return false
 	}
-	loopback, err := isLoopback(c.Endpoint)
+	loopback, err := isLoopback(c.NetAddr.Endpoint)
 	return err != nil || !loopback
 }
 

@@ -34,6 +34,18 @@ const (
 	StateViolated EdgeState = "violated"
 )
 
+// states are the edge states in the order of their claim on attention.
+var states = []EdgeState{StateLearned, StateMonitored, StateProtected, StateUnused, StateWouldBlock, StateViolated}
+
+// stateRank is each state's place in states.
+var stateRank = func() map[EdgeState]int {
+	m := map[EdgeState]int{}
+	for i, s := range states {
+		m[s] = i
+	}
+	return m
+}()
+
 // ClassRule is the class of the node that stands for an unused rule.
 const ClassRule = "Rule"
 
@@ -60,18 +72,35 @@ type Node struct {
 	Objects []ObjectRef `json:"objects,omitempty"`
 }
 
-// Edge is an observed edge (or an unused rule, or a violation that no listed
-// edge carries), drawn in the direction of the traffic.
-type Edge struct {
-	ID       string    `json:"id"`
-	Source   string    `json:"source"`
-	Target   string    `json:"target"`
+// End is what one end of a connection says of it: the source's egress
+// proposal or policy, or the destination's ingress one.
+type End struct {
 	State    EdgeState `json:"state"`
-	Protocol string    `json:"protocol,omitempty"`
-	Port     int32     `json:"port,omitempty"`
+	Object   ObjectRef `json:"object"`
 	Flows    int64     `json:"flows,omitempty"`
 	LastSeen time.Time `json:"lastSeen,omitzero"`
-	Object   ObjectRef `json:"object"`
+}
+
+// Edge is one connection (source, destination, protocol and port), drawn in
+// the direction of the traffic, with what each end's objects say of it; or an
+// unused rule; or a violation that no listed edge carries.
+type Edge struct {
+	ID       string `json:"id"`
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	Protocol string `json:"protocol,omitempty"`
+	Port     int32  `json:"port,omitempty"`
+	// Egress is the source's egress side; nil when no egress object of the
+	// source lists the connection (it learns no egress, or is no workload).
+	Egress *End `json:"egress,omitempty"`
+	// Ingress is the destination's ingress side, nil likewise.
+	Ingress *End `json:"ingress,omitempty"`
+	// State is the stronger claim of the two ends: how the edge is drawn as a
+	// whole, and what the counts count.
+	State EdgeState `json:"state"`
+	// Object is the object of the end whose state the edge shows, which a
+	// click opens.
+	Object ObjectRef `json:"object"`
 }
 
 // Label is the edge's short text: protocol and port.
@@ -85,6 +114,27 @@ func (e Edge) Label() string {
 	return fmt.Sprintf("%s/%d", e.Protocol, e.Port)
 }
 
+// Ends says each end's state: "egress learned, ingress protected".
+func (e Edge) Ends() string {
+	var parts []string
+	if e.Egress != nil {
+		parts = append(parts, "egress "+string(e.Egress.State))
+	}
+	if e.Ingress != nil {
+		parts = append(parts, "ingress "+string(e.Ingress.State))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Text is the edge's label in DOT and Mermaid: protocol and port, and each
+// end's state.
+func (e Edge) Text() string {
+	if e.State == StateUnused {
+		return "unused"
+	}
+	return e.Label() + " " + e.Ends()
+}
+
 // Graph is the graph of one namespace's objects, or of the cluster's.
 type Graph struct {
 	// Namespace is the namespace whose objects the graph shows; empty for all.
@@ -96,25 +146,35 @@ type Graph struct {
 }
 
 // graphBuilder collects nodes by id, so that a workload met as a target and as
-// a peer is one node.
+// a peer is one node, and edges by connection, so that a connection that the
+// source's egress object and the destination's ingress object both list is
+// one edge.
 type graphBuilder struct {
 	g     Graph
 	nodes map[string]int
+	edges map[edgeKey]int
+}
+
+// edgeKey is a connection: who to whom, on which protocol and port.
+type edgeKey struct {
+	source, target, protocol string
+	port                     int32
 }
 
 // buildGraph draws the observed edges of proposals and policies.
 func buildGraph(namespace string, proposals []v1alpha1.WorkloadNetworkPolicyProposal, policies []v1alpha1.WorkloadNetworkPolicy) Graph {
-	b := &graphBuilder{g: Graph{Namespace: namespace, Nodes: []Node{}, Edges: []Edge{}, Counts: map[EdgeState]int{}}, nodes: map[string]int{}}
+	b := &graphBuilder{g: Graph{Namespace: namespace, Nodes: []Node{}, Edges: []Edge{}, Counts: map[EdgeState]int{}},
+		nodes: map[string]int{}, edges: map[edgeKey]int{}}
 	for i := range proposals {
 		p := &proposals[i]
 		ref := ObjectRef{Kind: "proposal", Namespace: p.Namespace, Name: p.Name}
 		target := b.target(p.Namespace, p.Spec.TargetRef, ref)
-		for j, e := range p.Status.Observed {
+		for _, e := range p.Status.Observed {
 			state := StateLearned
 			if e.Verdict == v1alpha1.VerdictWouldBlock {
 				state = StateWouldBlock
 			}
-			b.edge(ref, j, target, b.peer(e.Peer), p.Spec.Direction, state, e)
+			b.edge(ref, target, b.peer(e.Peer), p.Spec.Direction, state, e)
 		}
 	}
 	for i := range policies {
@@ -126,7 +186,7 @@ func buildGraph(namespace string, proposals []v1alpha1.WorkloadNetworkPolicyProp
 			allowed = StateProtected
 		}
 		matched := make([]bool, len(p.Status.Violations))
-		for j, e := range p.Status.Observed {
+		for _, e := range p.Status.Observed {
 			state := allowed
 			if e.Verdict == v1alpha1.VerdictWouldBlock {
 				state = StateWouldBlock
@@ -136,7 +196,7 @@ func buildGraph(namespace string, proposals []v1alpha1.WorkloadNetworkPolicyProp
 					state, matched[k] = StateViolated, true
 				}
 			}
-			b.edge(ref, j, target, b.peer(e.Peer), p.Spec.Direction, state, e)
+			b.edge(ref, target, b.peer(e.Peer), p.Spec.Direction, state, e)
 		}
 		// A violation whose edge is not listed (observed is bounded, or the
 		// status sync has not caught up) is drawn all the same.
@@ -150,13 +210,18 @@ func buildGraph(namespace string, proposals []v1alpha1.WorkloadNetworkPolicyProp
 			}
 			peer := b.peer(violationPeer(end))
 			e := v1alpha1.ObservedEdge{Protocol: v.Protocol, Port: v.DstPort, LastSeen: v.Timestamp}
-			b.edge(ref, len(p.Status.Observed)+k, target, peer, p.Spec.Direction, StateViolated, e)
+			b.edge(ref, target, peer, p.Spec.Direction, StateViolated, e)
 		}
 		for _, rule := range unusedRules(p) {
 			id := "r:" + p.Namespace + "/" + p.Name + "/" + rule
 			b.node(Node{ID: id, Label: rule + " of " + p.Name, Class: ClassRule, Namespace: p.Namespace})
-			b.add(Edge{ID: "e:" + id, Source: id, Target: target, State: StateUnused, Object: ref})
+			// From the rule to the target, whichever the direction: the rule
+			// is the policy's, not a peer's.
+			b.connect(edgeKey{source: id, target: target}, p.Spec.Direction, End{State: StateUnused, Object: ref})
 		}
+	}
+	for _, e := range b.g.Edges {
+		b.g.Counts[e.State]++
 	}
 	slices.SortFunc(b.g.Nodes, func(a, c Node) int {
 		return cmp.Or(cmp.Compare(a.Namespace, c.Namespace), cmp.Compare(a.ID, c.ID))
@@ -202,21 +267,40 @@ func (b *graphBuilder) peer(p v1alpha1.ObservedPeer) string {
 	return id
 }
 
-// edge adds the j-th observed edge of an object, in the traffic's direction.
-func (b *graphBuilder) edge(ref ObjectRef, j int, target, peer string, d v1alpha1.Direction, state EdgeState, e v1alpha1.ObservedEdge) {
-	src, dst := peer, target
+// edge adds an observed edge of an object, in the traffic's direction.
+func (b *graphBuilder) edge(ref ObjectRef, target, peer string, d v1alpha1.Direction, state EdgeState, e v1alpha1.ObservedEdge) {
+	k := edgeKey{source: peer, target: target, protocol: string(e.Protocol), port: e.Port}
 	if d == v1alpha1.DirectionEgress {
-		src, dst = target, peer
+		k.source, k.target = target, peer
 	}
-	b.add(Edge{
-		ID: fmt.Sprintf("e:%s/%s/%s/%d", ref.Kind, ref.Namespace, ref.Name, j), Source: src, Target: dst, State: state,
-		Protocol: string(e.Protocol), Port: e.Port, Flows: e.Flows, LastSeen: e.LastSeen.Time, Object: ref,
-	})
+	b.connect(k, d, End{State: state, Object: ref, Flows: e.Flows, LastSeen: e.LastSeen.Time})
 }
 
-func (b *graphBuilder) add(e Edge) {
-	b.g.Edges = append(b.g.Edges, e)
-	b.g.Counts[e.State]++
+// connect puts end on its side (d) of the connection's edge. Two objects on
+// one side (a proposal beside the policy made from it, for a while) leave
+// the stronger claim.
+func (b *graphBuilder) connect(k edgeKey, d v1alpha1.Direction, end End) {
+	i, ok := b.edges[k]
+	if !ok {
+		i = len(b.g.Edges)
+		b.edges[k] = i
+		b.g.Edges = append(b.g.Edges, Edge{ID: fmt.Sprintf("e:%s->%s/%s/%d", k.source, k.target, k.protocol, k.port),
+			Source: k.source, Target: k.target, Protocol: k.protocol, Port: k.port})
+	}
+	e := &b.g.Edges[i]
+	side := &e.Ingress
+	if d == v1alpha1.DirectionEgress {
+		side = &e.Egress
+	}
+	if *side == nil || stateRank[end.State] > stateRank[(*side).State] {
+		*side = &end
+	}
+	// The edge shows the stronger end; the destination's side on a tie.
+	shown := e.Ingress
+	if shown == nil || (e.Egress != nil && stateRank[e.Egress.State] > stateRank[shown.State]) {
+		shown = e.Egress
+	}
+	e.State, e.Object = shown.State, shown.Object
 }
 
 func workloadID(namespace, kind, name string) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,18 +133,26 @@ func startEnforcer(t testing.TB, lease string) (reader, component.Host) {
 }
 
 // startReview starts the review page on a free loopback port, with mode, its
-// token reviews going to the test control plane.
+// token reviews going to the test control plane, and returns its URL.
 func startReview(t testing.TB, h component.Host, mode AuthMode) string {
 	t.Helper()
+	return startReviewWith(t, h, func(c *Config) { c.Access.Mode = mode })
+}
+
+// startReviewWith is startReview with the configuration that configure makes
+// of the defaults on a free loopback port.
+func startReviewWith(t testing.TB, h component.Host, configure func(*Config)) string {
+	t.Helper()
 	cfg := createDefaultConfig().(*Config)
-	cfg.Endpoint, cfg.Auth.Mode, cfg.RefreshInterval = "127.0.0.1:0", mode, 500*time.Millisecond
+	cfg.NetAddr.Endpoint, cfg.RefreshInterval = "127.0.0.1:0", 500*time.Millisecond
+	configure(cfg)
 	s := newServer(extension.Settings{ID: component.NewID(Type), TelemetrySettings: componenttest.NewNopTelemetrySettings()}, cfg,
 		func(k8sconfig.APIConfig) (*rest.Config, error) { return env.Config, nil })
 	if err := s.Start(context.Background(), h); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	return "http://" + s.addr.String()
+	return strings.TrimSuffix(s.url(), "/")
 }
 
 // fixtureCounts is how many proposals and policies newFixtures makes.

@@ -38,10 +38,17 @@ type pages struct {
 	tmpl    map[string]*template.Template
 }
 
-// newPages parses the views; tokenRequired says whether they offer to log out.
-func newPages(cache reader, refresh time.Duration, tokenRequired bool) (*pages, error) {
+// newPages parses the views; tokenRequired says whether they offer to log out,
+// audience which tokens the login form asks for, static where the scripts
+// and stylesheets are.
+func newPages(cache reader, refresh time.Duration, tokenRequired bool, audience string, static *staticFiles) (*pages, error) {
 	p := &pages{cache: cache, refresh: refresh, tmpl: map[string]*template.Template{}}
-	fm := template.FuncMap{"tokenRequired": func() bool { return tokenRequired }}
+	fm := template.FuncMap{
+		"tokenRequired": func() bool { return tokenRequired },
+		"audience":      func() string { return audience },
+		"static":        static.url,
+		"palette":       newPaletteJSON,
+	}
 	for k, f := range funcs {
 		fm[k] = f
 	}

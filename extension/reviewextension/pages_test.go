@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,13 +32,13 @@ func startOnFake(t *testing.T) string {
 		fake.SetPolicy(&f.policies[i])
 	}
 	cfg := createDefaultConfig().(*Config)
-	cfg.Endpoint = "127.0.0.1:0"
+	cfg.NetAddr.Endpoint = "127.0.0.1:0"
 	s := newServer(extension.Settings{ID: component.NewID(Type), TelemetrySettings: componenttest.NewNopTelemetrySettings()}, cfg, nil)
 	if err := s.Start(context.Background(), fake.Host(enforcerextension.DefaultReference())); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	return "http://" + s.addr.String()
+	return strings.TrimSuffix(s.url(), "/")
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -73,8 +75,6 @@ func TestPagesOnLoopback(t *testing.T) {
 			"kubectl annotate wnp -n shop statefulset-db-ingress networkenforcer.kubewarden.io/acknowledge-2=&#39;&lt;reason&gt;&#39;",
 			`<table id="violations">`, `<table id="acknowledged">`, "a one-off backfill", `<tr class="unused"><td>ingress[1]</td>`,
 		},
-		"/third_party/cytoscape/cytoscape.min.js": {"cytoscape"},
-		"/static/review.js":                       {"reviewGraph"},
 	} {
 		code, body := get(t, base+path)
 		if code != http.StatusOK {
@@ -86,6 +86,20 @@ func TestPagesOnLoopback(t *testing.T) {
 				t.Errorf("GET %s does not have %s", path, want)
 			}
 		}
+	}
+	// The page's script draws with the server's palette, the one that DOT and
+	// Mermaid use.
+	_, page := get(t, base+"/")
+	m := regexp.MustCompile(`<script type="application/json" id="palette">(.*?)</script>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the page carries no palette")
+	}
+	var pj paletteJSON
+	if err := json.Unmarshal([]byte(m[1]), &pj); err != nil {
+		t.Fatalf("the page's palette %s: %v", m[1], err)
+	}
+	if !reflect.DeepEqual(pj, newPaletteJSON()) {
+		t.Errorf("the page's palette %+v, want %+v", pj, newPaletteJSON())
 	}
 	// Nothing to log out of on loopback.
 	if _, body := get(t, base+"/"); strings.Contains(body, "Log out") {

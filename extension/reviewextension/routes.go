@@ -2,15 +2,12 @@ package reviewextension
 
 import (
 	"errors"
-	"io/fs"
 	"net/http"
 	"strings"
-
-	thirdparty "github.com/kubewarden/network-enforcer/third_party"
 )
 
-// handler is every route of the page. Only the login form is served without a
-// token, and only when a token is required at all.
+// handler is every route of the page. Only the login form (when a token is
+// required at all) and the scripts and stylesheets are served without a token.
 func (s *server) handler() http.Handler {
 	app := http.NewServeMux()
 	app.HandleFunc("GET /{$}", s.pages.index)
@@ -19,11 +16,9 @@ func (s *server) handler() http.Handler {
 	app.HandleFunc("GET /graph.mmd", s.pages.graphMermaid)
 	app.HandleFunc("GET /proposals/{namespace}/{name}", s.pages.proposal)
 	app.HandleFunc("GET /policies/{namespace}/{name}", s.pages.policy)
-	static, _ := fs.Sub(webFiles, "web/static")
-	app.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	app.Handle("GET /third_party/", http.StripPrefix("/third_party/", http.FileServerFS(thirdparty.Files)))
 
 	root := http.NewServeMux()
+	root.HandleFunc("GET "+staticPrefix+"{hash}/{name}", s.static.serve)
 	root.HandleFunc("GET /login", s.loginForm)
 	root.HandleFunc("POST /login", s.login)
 	root.HandleFunc("POST /logout", s.logout)
@@ -32,7 +27,8 @@ func (s *server) handler() http.Handler {
 }
 
 // secureHeaders keeps the page to its own scripts and out of frames, and out
-// of caches: it shows what a token allowed.
+// of caches: it shows what a token allowed. The content-hashed static files
+// set their own, long, caching.
 func secureHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

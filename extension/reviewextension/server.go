@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
@@ -28,6 +27,7 @@ type server struct {
 
 	enforcer reader
 	auth     *authenticator // nil when no token is required
+	static   *staticFiles
 	pages    *pages
 
 	srv  *http.Server
@@ -39,17 +39,18 @@ func newServer(set extension.Settings, cfg *Config, rc func(k8sconfig.APIConfig)
 	return &server{cfg: cfg, set: set, restConfig: rc}
 }
 
-// Start finds the enforcer extension and listens.
-func (s *server) Start(_ context.Context, host component.Host) error {
+// Start finds the enforcer extension and listens, with TLS when the
+// configuration has a tls section.
+func (s *server) Start(ctx context.Context, host component.Host) error {
 	e, err := enforcerextension.Find[reader](host, s.cfg.Enforcer)
 	if err != nil {
 		return err
 	}
 	s.enforcer = e
 	if s.cfg.requiresToken() {
-		rc, err := s.restConfig(s.cfg.Auth.APIConfig)
+		rc, err := s.restConfig(s.cfg.Access.APIConfig)
 		if err != nil {
-			return fmt.Errorf("kubernetes client for token reviews (auth::auth_type %s): %w", s.cfg.Auth.AuthType, err)
+			return fmt.Errorf("kubernetes client for token reviews (access::auth_type %s): %w", s.cfg.Access.AuthType, err)
 		}
 		rc = rest.CopyConfig(rc)
 		rc.UserAgent = "network-enforcer-review"
@@ -57,17 +58,24 @@ func (s *server) Start(_ context.Context, host component.Host) error {
 		if err != nil {
 			return err
 		}
-		s.auth = newAuthenticator(cs, s.cfg.Auth.CacheTTL)
+		s.auth = newAuthenticator(cs, s.cfg.Access.CacheTTL, s.cfg.Access.Audience)
 	}
-	if s.pages, err = newPages(e, s.cfg.RefreshInterval, s.auth != nil); err != nil {
+	if s.static, err = newStaticFiles(); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", s.cfg.Endpoint)
-	if err != nil {
-		return fmt.Errorf("review page on %s: %w", s.cfg.Endpoint, err)
+	if s.pages, err = newPages(e, s.cfg.RefreshInterval, s.auth != nil, s.cfg.Access.Audience, s.static); err != nil {
+		return err
 	}
-	s.addr = ln.Addr()
-	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	ln, err := s.cfg.ToListener(ctx)
+	if err != nil {
+		return fmt.Errorf("review page on %s: %w", s.cfg.NetAddr.Endpoint, err)
+	}
+	srv, err := s.cfg.ToServer(ctx, host.GetExtensions(), s.set.TelemetrySettings, s.handler())
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("review page on %s: %w", s.cfg.NetAddr.Endpoint, err)
+	}
+	s.srv, s.addr = srv, ln.Addr()
 	s.done = make(chan struct{})
 	go func() {
 		defer close(s.done)
@@ -75,9 +83,18 @@ func (s *server) Start(_ context.Context, host component.Host) error {
 			s.set.Logger.Error("The review page stopped", zap.Error(err))
 		}
 	}()
-	s.set.Logger.Info("Serving the review page", zap.String("url", "http://"+s.addr.String()+"/"),
-		zap.Bool("token_required", s.auth != nil))
+	s.set.Logger.Info("Serving the review page", zap.String("url", s.url()),
+		zap.Bool("token_required", s.auth != nil), zap.Bool("tls", s.cfg.TLS.HasValue()))
 	return nil
+}
+
+// url is the page's address, as a reader opens it.
+func (s *server) url() string {
+	scheme := "http"
+	if s.cfg.TLS.HasValue() {
+		scheme = "https"
+	}
+	return scheme + "://" + s.addr.String() + "/"
 }
 
 // Shutdown stops the server, letting requests in flight finish.

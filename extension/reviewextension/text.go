@@ -7,19 +7,8 @@ import (
 	"strings"
 )
 
-// edgeStyle is how each state is drawn in DOT and Mermaid: the same colours as
-// the page's legend, so that a graph pasted into a pull request reads the same.
-var edgeStyle = map[EdgeState]struct{ color, dot string }{
-	StateLearned:    {"#6b7280", "dashed"},
-	StateMonitored:  {"#2563eb", "solid"},
-	StateProtected:  {"#16a34a", "bold"},
-	StateUnused:     {"#a16207", "dotted"},
-	StateWouldBlock: {"#ea580c", "dashed"},
-	StateViolated:   {"#dc2626", "bold"},
-}
-
-// writeDOT writes g as a Graphviz digraph: a cluster per namespace, and the
-// outside peers on their own. Nodes and edges come in the graph's order, so
+// writeDOT writes g as a Graphviz digraph: a cluster per namespace, the
+// outside peers on their own, and a line per connection. Nodes and edges come in the graph's order, so
 // that the text of one graph is stable and diffs well.
 func writeDOT(w io.Writer, g Graph) error {
 	var b strings.Builder
@@ -43,9 +32,9 @@ func writeDOT(w io.Writer, g Graph) error {
 		}
 	}
 	for _, e := range g.Edges {
-		s := edgeStyle[e.State]
+		s := palette[e.State]
 		fmt.Fprintf(&b, "  %s -> %s [label=%s, color=%s, fontcolor=%s, style=%s];\n", strconv.Quote(e.Source), strconv.Quote(e.Target),
-			strconv.Quote(e.Label()+" "+string(e.State)), strconv.Quote(s.color), strconv.Quote(s.color), s.dot)
+			strconv.Quote(e.Text()), strconv.Quote(dotColor(e)), strconv.Quote(s.Text), s.dotStyle())
 	}
 	b.WriteString("}\n")
 	_, err := io.WriteString(w, b.String())
@@ -81,20 +70,25 @@ func writeMermaid(w io.Writer, g Graph) error {
 		}
 	}
 	for _, e := range g.Edges {
-		arrow := "-->"
-		switch e.State {
-		case StateLearned, StateWouldBlock, StateUnused:
-			arrow = "-.->"
-		case StateProtected, StateViolated:
-			arrow = "==>"
-		}
-		fmt.Fprintf(&b, "  %s %s|\"%s\"| %s\n", ids[e.Source], arrow, mermaidText(e.Label()+" "+string(e.State)), ids[e.Target])
+		fmt.Fprintf(&b, "  %s %s|\"%s\"| %s\n", ids[e.Source], palette[e.State].mermaidArrow(), mermaidText(e.Text()), ids[e.Target])
 	}
+	// Mermaid draws a link in one colour: the stronger end's, which the
+	// label names with the other's.
 	for i, e := range g.Edges {
-		fmt.Fprintf(&b, "  linkStyle %d stroke:%s,color:%s\n", i, edgeStyle[e.State].color, edgeStyle[e.State].color)
+		fmt.Fprintf(&b, "  linkStyle %d stroke:%s,color:%s\n", i, palette[e.State].Color, palette[e.State].Text)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// dotColor is an edge's colour in Graphviz: the source's half in its egress
+// side's colour and the destination's half in its ingress side's, when the
+// two differ.
+func dotColor(e Edge) string {
+	if e.Egress == nil || e.Ingress == nil || e.Egress.State == e.Ingress.State {
+		return palette[e.State].Color
+	}
+	return palette[e.Egress.State].Color + ";0.5:" + palette[e.Ingress.State].Color
 }
 
 // groups sorts the nodes by namespace, the outside peers ("") last.

@@ -214,6 +214,12 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 	if got := keysOf(cfg, "extensions"); !equal(got, []string{"enforcer", "health_check", "review"}) {
 		t.Errorf("extensions %v", got)
 	}
+	// The review page on loopback: plain HTTP (kubectl port-forward is the
+	// API server's TLS), tokens for the chart's audience.
+	if review := at(cfg, "extensions", "review"); str(t, review, "endpoint") != "127.0.0.1:8090" || at(review, "tls") != nil ||
+		str(t, review, "access", "audience") != "network-enforcer-review" {
+		t.Errorf("review extension %v", review)
+	}
 	if str(t, cfg, "extensions", "enforcer", "auth_type") != "serviceAccount" ||
 		str(t, cfg, "extensions", "enforcer", "leader_election", "lease_name") != fullname ||
 		str(t, cfg, "extensions", "enforcer", "leader_election", "lease_namespace") != namespace {

@@ -60,6 +60,12 @@ func TestRefusedValues(t *testing.T) {
 			[]string{"/networkPolicy/metricsFrom/0", "additional properties 'namespaceSelectr' not allowed"}},
 		{"a bad egress port", vals("networkPolicy.egress.flowSourcePorts", []any{70000}),
 			[]string{"/networkPolicy/egress/flowSourcePorts/0", "maximum"}},
+		{"a bad review TLS mode", vals("controller.review.tls.mode", "insecure"),
+			[]string{"/controller/review/tls/mode", "value must be one of 'auto', 'issuer', 'existingSecret', 'none'"}},
+		{"review existingSecret without a name", vals("controller.review.tls.mode", "existingSecret"),
+			[]string{"/controller/review/tls/existingSecret/name", "minLength"}},
+		{"an empty review audience", vals("controller.review.audience", ""),
+			[]string{"/controller/review/audience", "minLength"}},
 		// What the schema cannot say, the templates refuse.
 		{"cilium issuer without an issuer", vals("controller.provider.name", "cilium", "controller.provider.cilium.tls.mode", "issuer"),
 			[]string{"controller.provider.cilium.tls.issuer.name is required in issuer mode"}},

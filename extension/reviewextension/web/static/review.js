@@ -13,14 +13,32 @@
   var layeredLimit = 1500;
   if (window.cytoscapeDagre) { cytoscape.use(window.cytoscapeDagre); }
 
-  var colors = {
-    "learned": "#6b7280", "monitored": "#2563eb", "protected": "#16a34a",
-    "unused": "#a16207", "would-block": "#ea580c", "violated": "#dc2626"
-  };
-  var lines = {
-    "learned": "dashed", "would-block": "dashed", "unused": "dotted",
-    "monitored": "solid", "protected": "solid", "violated": "solid"
-  };
+  // The palette is the server's (the same as DOT's, Mermaid's and the
+  // stylesheet's): each state's colour, line and weight, weakest first.
+  var palette = JSON.parse(document.getElementById("palette").textContent);
+  var states = palette.states, styles = palette.styles;
+
+  var edgeStyles = [];
+  // The edge as a whole: the line and weight of the stronger end's state.
+  states.forEach(function (s) {
+    var st = styles[s];
+    edgeStyles.push({ selector: "edge[state = '" + s + "']", style: {
+      "line-color": st.color, "target-arrow-color": st.color, "color": st.text, "line-style": st.line,
+      "width": st.bold ? 3 : 2 } });
+  });
+  // Each end its own colour, where the two ends differ: the source's half
+  // shows its egress side, the destination's half (and the arrow) its
+  // ingress side.
+  states.forEach(function (e) {
+    states.forEach(function (i) {
+      if (e === i) { return; }
+      edgeStyles.push({ selector: "edge[egress = '" + e + "'][ingress = '" + i + "']", style: {
+        "line-fill": "linear-gradient",
+        "line-gradient-stop-colors": [styles[e].color, styles[e].color, styles[i].color, styles[i].color],
+        "line-gradient-stop-positions": [0, 45, 55, 100],
+        "target-arrow-color": styles[i].color } });
+    });
+  });
 
   var cy = cytoscape({
     container: box,
@@ -40,13 +58,17 @@
         "curve-style": "bezier", "target-arrow-shape": "triangle", "width": 2, "arrow-scale": 0.8,
         "label": "data(label)", "font-size": 8, "text-rotation": "autorotate", "text-background-color": "#fff",
         "text-background-opacity": 0.8 } }
-    ].concat(Object.keys(colors).map(function (s) {
-      return { selector: "edge[state = '" + s + "']", style: {
-        "line-color": colors[s], "target-arrow-color": colors[s], "color": colors[s], "line-style": lines[s],
-        "width": (s === "protected" || s === "violated") ? 3 : 2 } };
-    }))
+    ].concat(edgeStyles)
   });
   window.reviewGraph = cy;
+
+  // edgeData is what the graph keeps of an edge: its label (protocol and
+  // port), and the state of each end ("" for an end that no object lists).
+  function edgeData(e) {
+    var label = e.state === "unused" ? "unused" : (e.protocol ? e.protocol + "/" + e.port : e.state);
+    return { id: e.id, source: e.source, target: e.target, state: e.state, label: label, object: e.object,
+      egress: e.egress ? e.egress.state : "", ingress: e.ingress ? e.ingress.state : "" };
+  }
 
   function elements(g) {
     var els = [], groups = {};
@@ -59,11 +81,7 @@
       els.push({ group: "nodes", data: { id: n.id, label: n.label, class: n.class, parent: parent,
         objects: n.objects && n.objects.length ? n.objects : undefined } });
     });
-    g.edges.forEach(function (e) {
-      var label = e.state === "unused" ? "unused" : (e.protocol ? e.protocol + "/" + e.port : e.state);
-      els.push({ group: "edges", data: { id: e.id, source: e.source, target: e.target, state: e.state,
-        label: label, object: e.object, flows: e.flows } });
-    });
+    g.edges.forEach(function (e) { els.push({ group: "edges", data: edgeData(e) }); });
     return els;
   }
 
@@ -76,7 +94,10 @@
     if (ids === shown) {
       // The same nodes and edges: only states and counts change, in place,
       // so the layout a reviewer is looking at stays.
-      g.edges.forEach(function (e) { cy.getElementById(e.id).data("state", e.state); });
+      g.edges.forEach(function (e) {
+        var d = edgeData(e), el = cy.getElementById(e.id);
+        el.data({ state: d.state, egress: d.egress, ingress: d.ingress, object: d.object });
+      });
     } else {
       shown = ids;
       cy.batch(function () { cy.elements().remove(); cy.add(elements(g)); });
