@@ -8,29 +8,30 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/reviewextension/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/configtest"
 )
 
 func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
-		{ID: component.NewID(Type), Want: createDefaultConfig()},
-		{ID: component.NewIDWithName(Type, "custom"), Want: &Config{
+		{ID: component.NewID(metadata.Type), Want: createDefaultConfig()},
+		{ID: component.NewIDWithName(metadata.Type, "custom"), Want: &Config{
 			Endpoint: "0.0.0.0:9000", Enforcer: component.MustNewIDWithName("enforcer", "primary"), RefreshInterval: 2 * time.Second,
 			Auth: AuthConfig{Mode: AuthModeToken, AuthType: enforcerextension.AuthTypeKubeConfig, CacheTTL: time.Minute},
 		}},
-		{ID: component.NewIDWithName(Type, "open_on_all_addresses"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "open_on_all_addresses"), WantErr: []string{
 			`invalid auth::mode "none" with endpoint "0.0.0.0:8090": a page on an address other than loopback must require a token`,
 		}},
-		{ID: component.NewIDWithName(Type, "no_host"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "no_host"), WantErr: []string{
 			`invalid auth::mode "none" with endpoint ":8090"`,
 		}},
-		{ID: component.NewIDWithName(Type, "bad_endpoint"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad_endpoint"), WantErr: []string{
 			`invalid endpoint "8090": must be host:port`,
 		}},
-		{ID: component.NewIDWithName(Type, "bad_host"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad_host"), WantErr: []string{
 			`invalid endpoint "review.example:8090": must be host:port (host "review.example" is not an IP address or localhost)`,
 		}},
-		{ID: component.NewIDWithName(Type, "bad_values"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad_values"), WantErr: []string{
 			`invalid enforcer "health_check": must name an extension of type "enforcer"`,
 			"invalid refresh_interval 10ms: must be at least 100ms",
 			`invalid auth::mode "open": must be one of auto, token, none`,

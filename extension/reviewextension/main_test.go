@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/reviewextension/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
@@ -136,7 +137,7 @@ func startReview(t testing.TB, h component.Host, mode AuthMode) string {
 	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	cfg.Endpoint, cfg.Auth.Mode, cfg.RefreshInterval = "127.0.0.1:0", mode, 500*time.Millisecond
-	s := newServer(extension.Settings{ID: component.NewID(Type), TelemetrySettings: componenttest.NewNopTelemetrySettings()}, cfg,
+	s := newServer(extension.Settings{ID: component.NewID(metadata.Type), TelemetrySettings: componenttest.NewNopTelemetrySettings()}, cfg,
 		func(enforcerextension.AuthType) (*rest.Config, error) { return env.Config, nil })
 	if err := s.Start(context.Background(), h); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ import (
 )
 
 // EnforcerID is the ID of the enforcer extension that Learning starts.
-var EnforcerID = component.NewID(enforcerextension.Type)
+var EnforcerID = enforcerextension.DefaultReference()
 
 // Learning is a running learning path. Flow records go to Processor.
 type Learning struct {
