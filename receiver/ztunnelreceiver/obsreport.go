@@ -44,9 +44,9 @@ func newObsReports(set receiver.Settings) (obsReports, error) {
 	return o, nil
 }
 
-// format is what the receiver takes in, in the collector's receiver telemetry:
+// obsFormat is what the receiver takes in, in the collector's receiver telemetry:
 // ztunnel's log lines, whichever input carries them.
-var format = metadata.Type.String()
+var obsFormat = metadata.Type.String()
 
 // consume hands logs to next as one receive operation for each input that
 // counts records in it, each ended with next's answer: accepted, or refused or
@@ -65,7 +65,7 @@ func (o *obsReports) consume(ctx context.Context, next consumer.Logs, logs plog.
 	err := next.ConsumeLogs(nextCtx, logs)
 	for in, n := range counts {
 		if n > 0 {
-			o[in].EndLogsOp(ops[in], format, n, err)
+			o[in].EndLogsOp(ops[in], obsFormat, n, err)
 		}
 	}
 	return err
@@ -74,5 +74,5 @@ func (o *obsReports) consume(ctx context.Context, next consumer.Logs, logs plog.
 // refuse counts n records of input in that the receiver answered with err
 // without taking them.
 func (o *obsReports) refuse(ctx context.Context, in input, n int, err error) {
-	o[in].EndLogsOp(o[in].StartLogsOp(ctx), format, n, err)
+	o[in].EndLogsOp(o[in].StartLogsOp(ctx), obsFormat, n, err)
 }
