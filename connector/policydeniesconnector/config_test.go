@@ -6,14 +6,15 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/kubewarden/network-enforcer/connector/policydeniesconnector/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/configtest"
 )
 
 func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
-		{ID: component.NewID(Type), Want: &Config{MaxSeries: 10000}},
-		{ID: component.NewIDWithName(Type, "named"), Want: &Config{MaxSeries: 500}},
-		{ID: component.NewIDWithName(Type, "bad_max_series"), WantErr: []string{
+		{ID: component.NewID(metadata.Type), Want: &Config{MaxSeries: 10000}},
+		{ID: component.NewIDWithName(metadata.Type, "named"), Want: &Config{MaxSeries: 500}},
+		{ID: component.NewIDWithName(metadata.Type, "bad_max_series"), WantErr: []string{
 			"invalid max_series 0: must be positive",
 		}},
 	})

@@ -24,6 +24,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/kubewarden/network-enforcer/connector/policydeniesconnector/internal/metadata"
 )
 
 // harness is a connector made by the factory, feeding a metrics sink.
@@ -41,7 +43,7 @@ func newHarness(t *testing.T, cfg *Config, next consumer.Metrics) *harness {
 	if next == nil {
 		next = h.sink
 	}
-	set := connectortest.NewNopSettings(Type)
+	set := connectortest.NewNopSettings(metadata.Type)
 	h.id = set.ID
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
 	core, logs := observer.New(zap.InfoLevel)
@@ -460,7 +462,7 @@ func TestFactory(t *testing.T) {
 	if f.LogsToMetricsStability() != component.StabilityLevelDevelopment {
 		t.Errorf("logs to metrics stability %s", f.LogsToMetricsStability())
 	}
-	if _, err := f.CreateLogsToLogs(context.Background(), connectortest.NewNopSettings(Type), f.CreateDefaultConfig(), consumertest.NewNop()); err == nil {
+	if _, err := f.CreateLogsToLogs(context.Background(), connectortest.NewNopSettings(metadata.Type), f.CreateDefaultConfig(), consumertest.NewNop()); err == nil {
 		t.Error("logs to logs created")
 	}
 	if err := componenttest.CheckConfigStruct(f.CreateDefaultConfig()); err != nil {
@@ -469,7 +471,7 @@ func TestFactory(t *testing.T) {
 }
 
 func BenchmarkConsumeLogs(b *testing.B) {
-	set := connectortest.NewNopSettings(Type)
+	set := connectortest.NewNopSettings(metadata.Type)
 	conn, err := NewFactory().CreateLogsToMetrics(context.Background(), set, &Config{MaxSeries: defaultMaxSeries}, consumertest.NewNop())
 	if err != nil {
 		b.Fatal(err)

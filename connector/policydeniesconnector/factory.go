@@ -10,18 +10,13 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
+
+	"github.com/kubewarden/network-enforcer/connector/policydeniesconnector/internal/metadata"
 )
-
-// Type is the component type of the policy denies connector.
-var Type = component.MustNewType("policy_denies")
-
-// Stability is the stability level of the policy denies connector from logs to
-// metrics.
-const Stability = component.StabilityLevelDevelopment
 
 // NewFactory returns the factory of the policy denies connector.
 func NewFactory() connector.Factory {
-	return connector.NewFactory(Type, createDefaultConfig, connector.WithLogsToMetrics(createLogsToMetrics, Stability))
+	return connector.NewFactory(metadata.Type, createDefaultConfig, connector.WithLogsToMetrics(createLogsToMetrics, metadata.LogsToMetricsStability))
 }
 
 func createLogsToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Logs, error) {

@@ -6,10 +6,13 @@ import (
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kubewarden/network-enforcer/connector/policydeniesconnector/internal/metadata"
 )
 
 // MetricDropped counts the observations that max_series kept out of
-// network_enforcer_policy_denies.
+// network_enforcer_policy_denies. The name is for the code that reads it;
+// internal/metadata creates the meter.
 const MetricDropped = "network_enforcer_policy_denies_dropped"
 
 type telemetry struct {
@@ -18,13 +21,11 @@ type telemetry struct {
 }
 
 func newTelemetry(set connector.Settings) (*telemetry, error) {
-	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/connector/policydeniesconnector")
-	d, err := m.Int64Counter(MetricDropped, metric.WithUnit("{violation}"),
-		metric.WithDescription("Violation observations not counted because they would start a series beyond max_series."))
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
-	return &telemetry{dropped: d, base: attribute.String("connector", set.ID.String())}, nil
+	return &telemetry{dropped: tb.NetworkEnforcerPolicyDeniesDropped, base: attribute.String("connector", set.ID.String())}, nil
 }
 
 func (t *telemetry) drop(ctx context.Context, n int64) {

@@ -7,14 +7,15 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/configtest"
 	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
 func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
-		{ID: component.NewID(Type), Want: createDefaultConfig()},
-		{ID: component.NewIDWithName(Type, "custom"), Want: &Config{
+		{ID: component.NewID(metadata.Type), Want: createDefaultConfig()},
+		{ID: component.NewIDWithName(metadata.Type, "custom"), Want: &Config{
 			Enforcer:   component.MustNewIDWithName("enforcer", "primary"),
 			WriteQPS:   20,
 			WriteBurst: 40,
@@ -24,7 +25,7 @@ func TestLoadConfig(t *testing.T) {
 
 			Config: observed.Config{ObservedInterval: 30 * time.Second, MaxObserved: 100, MaxTrackedEdges: 5000},
 		}},
-		{ID: component.NewIDWithName(Type, "bad"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad"), WantErr: []string{
 			`invalid enforcer "debug": must name an extension of type "enforcer"`,
 			"invalid write_qps 0: must be positive",
 			"invalid write_burst 0: must be at least 1",

@@ -8,17 +8,13 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/exporter"
+
+	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter/internal/metadata"
 )
-
-// Type is the component type of the Kubernetes writer exporter.
-var Type = component.MustNewType("k8swriter")
-
-// Stability is the stability level of the Kubernetes writer exporter for logs.
-const Stability = component.StabilityLevelDevelopment
 
 // NewFactory returns the factory of the Kubernetes writer exporter.
 func NewFactory() exporter.Factory {
-	return exporter.NewFactory(Type, createDefaultConfig, exporter.WithLogs(createLogs, Stability))
+	return exporter.NewFactory(metadata.Type, createDefaultConfig, exporter.WithLogs(createLogs, metadata.LogsStability))
 }
 
 func createLogs(_ context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter/internal/metadata"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/observed"
 )
@@ -24,25 +25,26 @@ type telemetry struct {
 }
 
 func newTelemetry(set exporter.Settings, unwritten func() int, store *observed.Store) (*telemetry, error) {
-	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/exporter/k8swriterexporter")
-	w, err := m.Int64Counter(MetricWrites, metric.WithUnit("{write}"),
-		metric.WithDescription("Writes to the Kubernetes API, by operation (create, update, status) and result (ok, refused, error)."))
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
 	base := attribute.String("exporter", set.ID.String())
-	if _, err := m.Int64ObservableGauge(MetricUnwritten, metric.WithUnit("{proposal}"),
-		metric.WithDescription("Proposals that learned something whose write has not finished yet."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(unwritten()), metric.WithAttributes(base))
-			return nil
-		})); err != nil {
+	if err := tb.RegisterNetworkEnforcerWriterUnwrittenProposalsCallback(func(_ context.Context, o metric.Int64Observer) error {
+		o.Observe(int64(unwritten()), metric.WithAttributes(base))
+		return nil
+	}); err != nil {
 		return nil, err
 	}
-	if err := store.RegisterMetrics(m, base); err != nil {
+	if err := store.RegisterMetrics(observed.Instruments{
+		Tracked:       tb.RegisterNetworkEnforcerObservedEdgesTrackedCallback,
+		NotTracked:    tb.RegisterNetworkEnforcerObservedEdgesNotTrackedCallback,
+		Untracked:     tb.RegisterNetworkEnforcerObservedEdgesUntrackedCallback,
+		BadEstimators: tb.RegisterNetworkEnforcerObservedEstimatorsUnreadableCallback,
+	}, base); err != nil {
 		return nil, err
 	}
-	return &telemetry{writes: w, base: attribute.String("exporter", set.ID.String())}, nil
+	return &telemetry{writes: tb.NetworkEnforcerWriterApiWrites, base: base}, nil
 }
 
 func (t *telemetry) wrote(ctx context.Context, op string, err error) {

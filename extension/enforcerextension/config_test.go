@@ -8,27 +8,28 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/configtest"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 )
 
 func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
-		{ID: component.NewID(Type), Want: createDefaultConfig()},
-		{ID: component.NewIDWithName(Type, "custom"), Want: &Config{
+		{ID: component.NewID(metadata.Type), Want: createDefaultConfig()},
+		{ID: component.NewIDWithName(metadata.Type, "custom"), Want: &Config{
 			APIConfig: k8sconfig.APIConfig{AuthType: k8sconfig.AuthTypeKubeConfig},
 			LeaderElection: LeaderElectionConfig{
 				LeaseName: "enforcer-a", LeaseNamespace: "network-enforcer",
 				LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second,
 			},
 		}},
-		{ID: component.NewIDWithName(Type, "bad_auth"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad_auth"), WantErr: []string{
 			`invalid auth_type "token": must be one of serviceAccount, kubeConfig`,
 		}},
-		{ID: component.NewIDWithName(Type, "bad_lease_name"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad_lease_name"), WantErr: []string{
 			`invalid leader_election::lease_name "Not_A_Name"`,
 		}},
-		{ID: component.NewIDWithName(Type, "bad_durations"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad_durations"), WantErr: []string{
 			"invalid leader_election::renew_deadline 10s: must be greater than retry_period (10s)",
 			"invalid leader_election::lease_duration 10s: must be greater than renew_deadline (10s)",
 		}},

@@ -13,17 +13,13 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
+
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension/internal/metadata"
 )
-
-// Type is the component type of the enforcer extension.
-var Type = component.MustNewType("enforcer")
-
-// Stability is the stability level of the enforcer extension.
-const Stability = component.StabilityLevelDevelopment
 
 // NewFactory returns the factory of the enforcer extension.
 func NewFactory() extension.Factory {
-	return extension.NewFactory(Type, createDefaultConfig, createExtension, Stability)
+	return extension.NewFactory(metadata.Type, createDefaultConfig, createExtension, metadata.ExtensionStability)
 }
 
 func createExtension(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {

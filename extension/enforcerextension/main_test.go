@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/clustertest"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
@@ -62,7 +63,7 @@ func startEnforcerOn(t *testing.T, cp *controlplanetest.Env, lease string) *enfo
 		LeaseName: lease, LeaseNamespace: "default",
 		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
 	}
-	set := extension.Settings{ID: component.NewID(Type), TelemetrySettings: componenttest.NewNopTelemetrySettings(),
+	set := extension.Settings{ID: component.NewID(metadata.Type), TelemetrySettings: componenttest.NewNopTelemetrySettings(),
 		BuildInfo: component.NewDefaultBuildInfo()}
 	e := newEnforcer(set, cfg, func(k8sconfig.APIConfig) (*rest.Config, error) { return cp.Config, nil })
 	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {

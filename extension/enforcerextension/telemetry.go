@@ -6,6 +6,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension/internal/metadata"
 )
 
 // MetricReconciles counts the controllers' reconciles by controller and result:
@@ -29,23 +31,12 @@ type telemetry struct {
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
-	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/extension/enforcerextension")
-	r, err := m.Int64Counter(MetricReconciles, metric.WithUnit("{reconcile}"),
-		metric.WithDescription("Reconciles of the enforcer's controllers (promotion, render, policy-status, proposal-writer), by result (ok, error)."))
+	tb, err := metadata.NewTelemetryBuilder(set)
 	if err != nil {
 		return nil, err
 	}
-	terms, err := m.Int64Counter(MetricTerms, metric.WithUnit("{term}"),
-		metric.WithDescription("Terms of leadership that this replica began."))
-	if err != nil {
-		return nil, err
-	}
-	observed, err := m.Int64Counter(MetricLeaderObserved, metric.WithUnit("{change}"),
-		metric.WithDescription("Changes of the lease holder that this replica observed, its own included."))
-	if err != nil {
-		return nil, err
-	}
-	return &telemetry{reconciles: r, terms: terms, observed: observed}, nil
+	return &telemetry{reconciles: tb.NetworkEnforcerControllerReconciles, terms: tb.NetworkEnforcerLeaderTerms,
+		observed: tb.NetworkEnforcerLeaderChangesObserved}, nil
 }
 
 func (t *telemetry) reconciled(ctx context.Context, controller string, err error) {

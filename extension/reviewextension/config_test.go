@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/kubewarden/network-enforcer/extension/reviewextension/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/configtest"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 )
@@ -24,24 +25,24 @@ func TestLoadConfig(t *testing.T) {
 	custom.Access = AccessConfig{Mode: AuthModeToken, APIConfig: k8sconfig.APIConfig{AuthType: k8sconfig.AuthTypeKubeConfig}, CacheTTL: time.Minute,
 		Audience: "review.example"}
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
-		{ID: component.NewID(Type), Want: createDefaultConfig()},
-		{ID: component.NewIDWithName(Type, "custom"), Want: custom},
-		{ID: component.NewIDWithName(Type, "open_on_all_addresses"), WantErr: []string{
+		{ID: component.NewID(metadata.Type), Want: createDefaultConfig()},
+		{ID: component.NewIDWithName(metadata.Type, "custom"), Want: custom},
+		{ID: component.NewIDWithName(metadata.Type, "open_on_all_addresses"), WantErr: []string{
 			`invalid access::mode "none" with endpoint "0.0.0.0:8090": a page on an address other than loopback must require a token`,
 		}},
-		{ID: component.NewIDWithName(Type, "no_host"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "no_host"), WantErr: []string{
 			`invalid access::mode "none" with endpoint ":8090"`,
 		}},
-		{ID: component.NewIDWithName(Type, "bad_endpoint"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad_endpoint"), WantErr: []string{
 			`invalid endpoint "8090": must be host:port`,
 		}},
-		{ID: component.NewIDWithName(Type, "bad_host"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad_host"), WantErr: []string{
 			`invalid endpoint "review.example:8090": must be host:port (host "review.example" is not an IP address or localhost)`,
 		}},
-		{ID: component.NewIDWithName(Type, "unix_socket"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "unix_socket"), WantErr: []string{
 			`invalid transport "unix": the page listens on tcp, tcp4 or tcp6`,
 		}},
-		{ID: component.NewIDWithName(Type, "bad_values"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad_values"), WantErr: []string{
 			`invalid enforcer "health_check": must name an extension of type "enforcer"`,
 			"invalid refresh_interval 10ms: must be at least 100ms",
 			`invalid access::mode "open": must be one of auto, token, none`,
@@ -60,7 +61,7 @@ func TestFormerAuthKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := cm.Sub(component.NewIDWithName(Type, "former_auth_keys").String())
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, "former_auth_keys").String())
 	if err != nil {
 		t.Fatal(err)
 	}

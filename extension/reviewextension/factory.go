@@ -14,17 +14,13 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
+
+	"github.com/kubewarden/network-enforcer/extension/reviewextension/internal/metadata"
 )
-
-// Type is the component type of the review extension.
-var Type = component.MustNewType("review")
-
-// Stability is the stability level of the review extension.
-const Stability = component.StabilityLevelDevelopment
 
 // NewFactory returns the factory of the review extension.
 func NewFactory() extension.Factory {
-	return extension.NewFactory(Type, createDefaultConfig, createExtension, Stability)
+	return extension.NewFactory(metadata.Type, createDefaultConfig, createExtension, metadata.ExtensionStability)
 }
 
 func createExtension(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {

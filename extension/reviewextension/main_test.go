@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/reviewextension/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 )
@@ -146,7 +147,7 @@ func startReviewWith(t testing.TB, h component.Host, configure func(*Config)) st
 	cfg := createDefaultConfig().(*Config)
 	cfg.NetAddr.Endpoint, cfg.RefreshInterval = "127.0.0.1:0", 500*time.Millisecond
 	configure(cfg)
-	s := newServer(extension.Settings{ID: component.NewID(Type), TelemetrySettings: componenttest.NewNopTelemetrySettings()}, cfg,
+	s := newServer(extension.Settings{ID: component.NewID(metadata.Type), TelemetrySettings: componenttest.NewNopTelemetrySettings()}, cfg,
 		func(k8sconfig.APIConfig) (*rest.Config, error) { return env.Config, nil })
 	if err := s.Start(context.Background(), h); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
+	"github.com/kubewarden/network-enforcer/extension/reviewextension/internal/metadata"
 )
 
 // startOnFake serves the page on loopback, without a token, from a fake
@@ -33,7 +34,7 @@ func startOnFake(t *testing.T) string {
 	}
 	cfg := createDefaultConfig().(*Config)
 	cfg.NetAddr.Endpoint = "127.0.0.1:0"
-	s := newServer(extension.Settings{ID: component.NewID(Type), TelemetrySettings: componenttest.NewNopTelemetrySettings()}, cfg, nil)
+	s := newServer(extension.Settings{ID: component.NewID(metadata.Type), TelemetrySettings: componenttest.NewNopTelemetrySettings()}, cfg, nil)
 	if err := s.Start(context.Background(), fake.Host(enforcerextension.DefaultReference())); err != nil {
 		t.Fatal(err)
 	}

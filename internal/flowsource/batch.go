@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
@@ -65,6 +66,7 @@ type batcher struct {
 	cfg    BatchConfig
 	next   consumer.Logs
 	tel    *Telemetry
+	op     operation
 	logger *zap.Logger
 
 	mu      sync.Mutex
@@ -83,6 +85,14 @@ type batcher struct {
 	stopped chan struct{}
 }
 
+// operation is how a receiver reports each batch to the collector's standard
+// receiver telemetry: the ObsReport of its transport and the format of what
+// it receives.
+type operation struct {
+	obs    *receiverhelper.ObsReport
+	format string
+}
+
 // delivery is a batch on its way to the pipeline; done, when not nil, is closed
 // once the pipeline has it.
 type delivery struct {
@@ -90,8 +100,8 @@ type delivery struct {
 	done    chan struct{}
 }
 
-func newBatcher(cfg BatchConfig, next consumer.Logs, tel *Telemetry, logger *zap.Logger) *batcher {
-	b := &batcher{cfg: cfg, next: next, tel: tel, logger: logger,
+func newBatcher(cfg BatchConfig, next consumer.Logs, tel *Telemetry, op operation, logger *zap.Logger) *batcher {
+	b := &batcher{cfg: cfg, next: next, tel: tel, op: op, logger: logger,
 		queue: make(chan delivery, 1), free: make(chan []flow.Record, 3), stopped: make(chan struct{})}
 	b.timer = time.AfterFunc(time.Hour, b.linger)
 	b.timer.Stop()
@@ -180,8 +190,10 @@ func (b *batcher) deliver() {
 			}
 			// The batch outlives the stream that filled it: a stopped stream's
 			// last records still go out, so they are not sent with its context.
-			ctx := context.Background()
-			if err := b.next.ConsumeLogs(ctx, logs); err != nil {
+			ctx := b.op.obs.StartLogsOp(context.Background())
+			err := b.next.ConsumeLogs(ctx, logs)
+			b.op.obs.EndLogsOp(ctx, b.op.format, n, err)
+			if err != nil {
 				b.logger.Error("the pipeline refused a batch of flow records", zap.Int("records", n), zap.Error(err))
 				b.tel.DroppedN(ctx, DropRefusedByPipeline, n)
 			} else {

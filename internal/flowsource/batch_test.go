@@ -50,7 +50,8 @@ func batchSetupTo(t *testing.T, set receiver.Settings, h *flowsourcetest.Harness
 	emitted := make(chan struct{}, len(streams))
 	var r *flowsource.GRPCReceiver
 	opened := 0
-	r, err := flowsource.NewGRPCReceiver(set, &client, backoff, cfg, next, func(*grpc.ClientConn) {},
+	tel := flowsourcetest.NewTelemetry(t, set.TelemetrySettings, set.ID)
+	r, err := flowsource.NewGRPCReceiver(set, tel, &client, backoff, cfg, next, func(*grpc.ClientConn) {},
 		func(ctx context.Context) (bool, error) {
 			if opened == len(streams) {
 				<-ctx.Done()
@@ -165,6 +166,10 @@ func TestBatchGoesOutWhenTheStreamEnds(t *testing.T) {
 	if got := flowsourcetest.Read(h.Tel).Accepted; got != 8 {
 		t.Fatalf("accepted %d, want 8", got)
 	}
+	// Each batch is a receive operation of the collector's standard telemetry.
+	if got := flowsourcetest.ReadStandard(h.Tel, r.Settings.ID, "grpc"); got != (flowsourcetest.Standard{Accepted: 8}) {
+		t.Fatalf("standard counts %+v, want 8 accepted", got)
+	}
 }
 
 func TestNothingIsLostAtShutdown(t *testing.T) {
@@ -179,7 +184,8 @@ func TestNothingIsLostAtShutdown(t *testing.T) {
 }
 
 // TestRefusedBatchIsCountedAsDropped: a batch that the pipeline refuses is
-// counted, record by record, as refused_by_pipeline, not as accepted.
+// counted, record by record, as refused_by_pipeline, not as accepted, and as
+// refused in the collector's standard counts.
 func TestRefusedBatchIsCountedAsDropped(t *testing.T) {
 	set, h := flowsourcetest.NewHarness(t, component.MustNewType("test"))
 	r, _, emitted := batchSetupTo(t, set, h, consumertest.NewErr(errors.New("memory limit reached")),
@@ -191,6 +197,9 @@ func TestRefusedBatchIsCountedAsDropped(t *testing.T) {
 	c := flowsourcetest.Read(h.Tel)
 	if c.Dropped[string(flowsource.DropRefusedByPipeline)] != 4 || c.Accepted != 0 {
 		t.Fatalf("counts %+v, want 4 dropped as refused_by_pipeline and none accepted", c)
+	}
+	if got := flowsourcetest.ReadStandard(h.Tel, r.Settings.ID, "grpc"); got != (flowsourcetest.Standard{Refused: 4}) {
+		t.Fatalf("standard counts %+v, want 4 refused", got)
 	}
 }
 

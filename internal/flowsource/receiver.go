@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/config/configgrpc"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"google.golang.org/grpc"
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
@@ -21,6 +22,10 @@ import (
 type Leadership interface {
 	OnLeading(run func(ctx context.Context))
 }
+
+// TransportGRPC is the transport of the gRPC flow receivers, as the collector's
+// receiver telemetry names it.
+const TransportGRPC = "grpc"
 
 // GRPCReceiver is what the gRPC flow receivers share: the connection to the data
 // plane's service, the stream loop, the hand-off of records to the pipeline in
@@ -39,18 +44,24 @@ type GRPCReceiver struct {
 	closed bool
 }
 
-// NewGRPCReceiver prepares a receiver. dialed receives the connection at Start, to
-// build the service client from; open runs one stream on it. Records go to next
-// in batches as batch says; the open batch goes out whenever a stream ends.
-func NewGRPCReceiver(set receiver.Settings, client *configgrpc.ClientConfig, backoff reconnect.Config,
+// NewGRPCReceiver prepares a receiver that counts on tel. dialed receives the
+// connection at Start, to build the service client from; open runs one stream
+// on it. Records go to next in batches as batch says; the open batch goes out
+// whenever a stream ends. Each batch is a receive operation of the collector's
+// standard receiver telemetry (otelcol_receiver_accepted_log_records and the
+// refused and failed counts), on the gRPC transport, in the format named by
+// the receiver's type.
+func NewGRPCReceiver(set receiver.Settings, tel *Telemetry, client *configgrpc.ClientConfig, backoff reconnect.Config,
 	batch BatchConfig, next consumer.Logs, dialed func(*grpc.ClientConn), open OpenFunc,
 ) (*GRPCReceiver, error) {
-	tel, err := NewTelemetry(set.TelemetrySettings, set.ID)
+	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
+		ReceiverID: set.ID, Transport: TransportGRPC, ReceiverCreateSettings: set,
+	})
 	if err != nil {
 		return nil, err
 	}
 	r := &GRPCReceiver{Settings: set, Telemetry: tel, client: client, dialed: dialed}
-	r.batch = newBatcher(batch, next, tel, set.Logger)
+	r.batch = newBatcher(batch, next, tel, operation{obs: obs, format: set.ID.Type().String()}, set.Logger)
 	r.streamer = NewStreamer(set.Logger, backoff, func(ctx context.Context) (bool, error) {
 		defer r.batch.flush()
 		return open(ctx)

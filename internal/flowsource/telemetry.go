@@ -7,9 +7,12 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 )
 
-// Metric names of the flow receivers.
+// Metric names of the flow receivers' shared counters. Each receiver's
+// internal/metadata creates them in its own scope; these names are for the
+// code that reads them (load tests, dashboards).
 const (
 	MetricFlowsAccepted = "network_enforcer_receiver_flows_accepted"
 	MetricFlowsDropped  = "network_enforcer_receiver_flows_dropped"
@@ -32,6 +35,13 @@ const (
 	DropRefusedByPipeline DropReason = "refused_by_pipeline"
 )
 
+// Counters are a receiver's instruments for the shared counts, created by its
+// telemetry builder. A receiver whose data plane reports no lost flows or
+// unreadable nodes leaves Lost and NodeErrors nil.
+type Counters struct {
+	Accepted, Dropped, Lost, NodeErrors metric.Int64Counter
+}
+
 // Telemetry counts what a receiver accepts and drops, as collector metrics.
 type Telemetry struct {
 	accepted metric.Int64Counter
@@ -46,30 +56,19 @@ type Telemetry struct {
 	withReason sync.Map // DropReason -> metric.AddOption
 }
 
-// NewTelemetry creates the counters of one receiver instance.
-func NewTelemetry(set component.TelemetrySettings, id component.ID) (*Telemetry, error) {
-	meter := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/receiver")
-	t := &Telemetry{base: attribute.String("receiver", id.String())}
+// NewTelemetry counts on c for the receiver id.
+func NewTelemetry(id component.ID, c Counters) *Telemetry {
+	t := &Telemetry{accepted: c.Accepted, dropped: c.Dropped, lost: orNoop(c.Lost), nodes: orNoop(c.NodeErrors),
+		base: attribute.String("receiver", id.String())}
 	t.withBase = metric.WithAttributeSet(attribute.NewSet(t.base))
-	var err error
-	if t.accepted, err = meter.Int64Counter(MetricFlowsAccepted,
-		metric.WithDescription("Flows turned into flow records."), metric.WithUnit("{flow}")); err != nil {
-		return nil, err
+	return t
+}
+
+func orNoop(c metric.Int64Counter) metric.Int64Counter {
+	if c == nil {
+		return noop.Int64Counter{}
 	}
-	if t.dropped, err = meter.Int64Counter(MetricFlowsDropped,
-		metric.WithDescription("Input messages not turned into flow records, by reason."), metric.WithUnit("{flow}")); err != nil {
-		return nil, err
-	}
-	if t.lost, err = meter.Int64Counter(MetricLostEvents,
-		metric.WithDescription("Flows that the data plane reports it lost before sending them."), metric.WithUnit("{flow}")); err != nil {
-		return nil, err
-	}
-	if t.nodes, err = meter.Int64Counter(MetricNodeErrors,
-		metric.WithDescription("Times that the data plane reported a node it could not read: that node's flows of the time are lost."),
-		metric.WithUnit("{node}")); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return c
 }
 
 // Accepted counts n emitted records.

@@ -14,10 +14,16 @@ import (
 func BenchmarkDropped(b *testing.B) {
 	set := componenttest.NewNopTelemetrySettings()
 	set.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	tel, err := NewTelemetry(set, component.MustNewID("hubble"))
+	m := set.MeterProvider.Meter("bench")
+	accepted, err := m.Int64Counter(MetricFlowsAccepted)
 	if err != nil {
 		b.Fatal(err)
 	}
+	dropped, err := m.Int64Counter(MetricFlowsDropped)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tel := NewTelemetry(component.MustNewID("hubble"), Counters{Accepted: accepted, Dropped: dropped})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	corev1 "k8s.io/api/core/v1"
@@ -294,7 +295,7 @@ func TestMetricsReportTheEdgesNotTracked(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	s := NewStore(1024, nil)
-	if err := s.RegisterMetrics(provider.Meter("test"), attribute.String("exporter", "k8swriter")); err != nil {
+	if err := s.RegisterMetrics(testInstruments(provider.Meter("test")), attribute.String("exporter", "k8swriter")); err != nil {
 		t.Fatal(err)
 	}
 	flood(t, s, allowWorkloads, &v1alpha1.ObservedTraffic{})
@@ -313,8 +314,26 @@ func TestMetricsReportTheEdgesNotTracked(t *testing.T) {
 			}
 		}
 	}
-	if got[MetricTracked] != 1024 || got[MetricUntrackedFlows] != floodPeers+2-1024 || got[MetricNotTracked] != int64(s.NotTracked()) ||
-		!within(int(got[MetricNotTracked]), floodPeers+2-1024) || got[MetricBadEstimators] != 0 {
+	if got["tracked"] != 1024 || got["untracked"] != floodPeers+2-1024 || got["not_tracked"] != int64(s.NotTracked()) ||
+		!within(int(got["not_tracked"]), floodPeers+2-1024) || got["bad_estimators"] != 0 {
 		t.Fatalf("metrics %v", got)
 	}
+}
+
+// testInstruments creates a store's instruments on m, named by their figure,
+// as a writer's telemetry builder does.
+func testInstruments(m metric.Meter) Instruments {
+	gauge := func(name string) func(metric.Int64Callback) error {
+		return func(cb metric.Int64Callback) error {
+			_, err := m.Int64ObservableGauge(name, metric.WithInt64Callback(cb))
+			return err
+		}
+	}
+	counter := func(name string) func(metric.Int64Callback) error {
+		return func(cb metric.Int64Callback) error {
+			_, err := m.Int64ObservableCounter(name, metric.WithInt64Callback(cb))
+			return err
+		}
+	}
+	return Instruments{Tracked: gauge("tracked"), NotTracked: gauge("not_tracked"), Untracked: counter("untracked"), BadEstimators: counter("bad_estimators")}
 }

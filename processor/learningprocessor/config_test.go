@@ -8,21 +8,22 @@ import (
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/configtest"
+	"github.com/kubewarden/network-enforcer/processor/learningprocessor/internal/metadata"
 )
 
 func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
-		{ID: component.NewID(Type), Want: createDefaultConfig()},
-		{ID: component.NewIDWithName(Type, "named"), Want: &Config{Enforcer: component.MustNewIDWithName("enforcer", "primary"),
+		{ID: component.NewID(metadata.Type), Want: createDefaultConfig()},
+		{ID: component.NewIDWithName(metadata.Type, "named"), Want: &Config{Enforcer: component.MustNewIDWithName("enforcer", "primary"),
 			OutsidePeers: OutsidePeersDrop, IPv4Prefix: 32, IPv6Prefix: 128, Observe: true}},
-		{ID: component.NewIDWithName(Type, "unobserved"), Want: &Config{Enforcer: enforcerextension.DefaultReference(),
+		{ID: component.NewIDWithName(metadata.Type, "unobserved"), Want: &Config{Enforcer: enforcerextension.DefaultReference(),
 			OutsidePeers: OutsidePeersDrop, IPv4Prefix: 32, IPv6Prefix: 128}},
-		{ID: component.NewIDWithName(Type, "bad_enforcer"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad_enforcer"), WantErr: []string{
 			`invalid enforcer "health_check": must name an extension of type "enforcer"`,
 		}},
-		{ID: component.NewIDWithName(Type, "ip_blocks"), Want: &Config{Enforcer: enforcerextension.DefaultReference(),
+		{ID: component.NewIDWithName(metadata.Type, "ip_blocks"), Want: &Config{Enforcer: enforcerextension.DefaultReference(),
 			OutsidePeers: OutsidePeersIPBlocks, IPv4Prefix: 24, IPv6Prefix: 64, Observe: true}},
-		{ID: component.NewIDWithName(Type, "bad_outside"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad_outside"), WantErr: []string{
 			`invalid outside_peers "x": must be one of drop, ip_blocks`,
 			"invalid ipv4_prefix 33: must be between 8 and 32",
 			"invalid ipv6_prefix 16: must be between 32 and 128",

@@ -8,17 +8,13 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
+
+	"github.com/kubewarden/network-enforcer/processor/learningprocessor/internal/metadata"
 )
-
-// Type is the component type of the learning processor.
-var Type = component.MustNewType("learning")
-
-// Stability is the stability level of the learning processor for logs.
-const Stability = component.StabilityLevelDevelopment
 
 // NewFactory returns the factory of the learning processor.
 func NewFactory() processor.Factory {
-	return processor.NewFactory(Type, createDefaultConfig, processor.WithLogs(createLogs, Stability))
+	return processor.NewFactory(metadata.Type, createDefaultConfig, processor.WithLogs(createLogs, metadata.LogsStability))
 }
 
 func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {

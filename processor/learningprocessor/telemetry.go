@@ -6,6 +6,8 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kubewarden/network-enforcer/processor/learningprocessor/internal/metadata"
 )
 
 // Metric names of the learning processor.
@@ -29,22 +31,12 @@ type telemetry struct {
 }
 
 func newTelemetry(set processor.Settings) (*telemetry, error) {
-	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/processor/learningprocessor")
-	t := &telemetry{base: attribute.String("processor", set.ID.String())}
-	var err error
-	if t.edges, err = m.Int64Counter(MetricEdges, metric.WithUnit("{flow}"),
-		metric.WithDescription("Flow sides learned as an edge; each distinct edge goes to the writer once a batch.")); err != nil {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
 		return nil, err
 	}
-	if t.candidates, err = m.Int64Counter(MetricCandidates, metric.WithUnit("{flow}"),
-		metric.WithDescription("Flow sides that a WorkloadNetworkPolicy governs, handed on as violation candidates.")); err != nil {
-		return nil, err
-	}
-	if t.dropped, err = m.Int64Counter(MetricDropped, metric.WithUnit("{flow}"),
-		metric.WithDescription("Flow sides that teach nothing, by reason.")); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return &telemetry{edges: tb.NetworkEnforcerLearningEdges, candidates: tb.NetworkEnforcerLearningViolationCandidates,
+		dropped: tb.NetworkEnforcerLearningDropped, base: attribute.String("processor", set.ID.String())}, nil
 }
 
 // counts are one batch's counts, recorded at once.

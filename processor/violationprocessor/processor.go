@@ -60,7 +60,7 @@ func newViolationProcessor(set processor.Settings, cfg *Config, next consumer.Lo
 	}
 	p := &violationProcessor{cfg: cfg, logger: set.Logger, next: next, buffer: newBuffer(cfg.MaxBuffered), telemetry: tel}
 	p.observed = observed.NewStore(cfg.MaxTrackedEdges, p.judgeCached)
-	if err := p.observed.RegisterMetrics(tel.meter, tel.base); err != nil {
+	if err := p.observed.RegisterMetrics(tel.observedEdges, tel.base); err != nil {
 		return nil, err
 	}
 	return p, nil

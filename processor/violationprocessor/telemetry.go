@@ -7,6 +7,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubewarden/network-enforcer/internal/observed"
+	"github.com/kubewarden/network-enforcer/processor/violationprocessor/internal/metadata"
 )
 
 // Metric names of the violation processor.
@@ -22,31 +25,27 @@ const (
 type telemetry struct {
 	observed, dismissed, unattributed, dropped, writes, acks metric.Int64Counter
 	base                                                     attribute.KeyValue
-	// meter reports the policies' observed edges too.
-	meter metric.Meter
+	// observedEdges reports the policies' observed edges too.
+	observedEdges observed.Instruments
 }
 
 func newTelemetry(set processor.Settings) (*telemetry, error) {
-	m := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/processor/violationprocessor")
-	t := &telemetry{base: attribute.String("processor", set.ID.String()), meter: m}
-	for _, c := range []struct {
-		into       *metric.Int64Counter
-		name, unit string
-		desc       string
-	}{
-		{&t.observed, MetricObserved, "{violation}", "Violation observations, sent as policy_violation_observed events, by action."},
-		{&t.dismissed, MetricDismissed, "{flow}", "Violation candidates that are no violation of a policy, by reason."},
-		{&t.unattributed, MetricUnattributed, "{flow}", "Violations that several policies could own and the data plane does not attribute by name."},
-		{&t.dropped, MetricBufferDropped, "{violation}", "Observations not merged into a policy status, by reason: the buffer was full, or the policy is gone. Their events were sent."},
-		{&t.writes, MetricStatusWrites, "{write}", "Policy status writes of the status sync, by result."},
-		{&t.acks, MetricAcknowledgment, "{annotation}", "Acknowledge annotations, by result: applied, or unknown (naming no record)."},
-	} {
-		var err error
-		if *c.into, err = m.Int64Counter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.desc)); err != nil {
-			return nil, err
-		}
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
 	}
-	return t, nil
+	return &telemetry{
+		observed: tb.NetworkEnforcerViolationsObserved, dismissed: tb.NetworkEnforcerViolationCandidatesDismissed,
+		unattributed: tb.NetworkEnforcerViolationsUnattributed, dropped: tb.NetworkEnforcerViolationBufferDropped,
+		writes: tb.NetworkEnforcerViolationStatusWrites, acks: tb.NetworkEnforcerViolationAcknowledgements,
+		base: attribute.String("processor", set.ID.String()),
+		observedEdges: observed.Instruments{
+			Tracked:       tb.RegisterNetworkEnforcerObservedEdgesTrackedCallback,
+			NotTracked:    tb.RegisterNetworkEnforcerObservedEdgesNotTrackedCallback,
+			Untracked:     tb.RegisterNetworkEnforcerObservedEdgesUntrackedCallback,
+			BadEstimators: tb.RegisterNetworkEnforcerObservedEstimatorsUnreadableCallback,
+		},
+	}, nil
 }
 
 // counts are one batch's counts, recorded at once.

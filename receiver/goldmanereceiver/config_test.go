@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/configtest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
+	"github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/internal/metadata"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -29,17 +30,17 @@ func TestLoadConfig(t *testing.T) {
 	leader.Enforcer = &primary
 
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
-		{ID: component.NewIDWithName(Type, "mtls"), Want: mtls},
-		{ID: component.NewIDWithName(Type, "batch"), Want: batch},
-		{ID: component.NewIDWithName(Type, "bad_batch"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "mtls"), Want: mtls},
+		{ID: component.NewIDWithName(metadata.Type, "batch"), Want: batch},
+		{ID: component.NewIDWithName(metadata.Type, "bad_batch"), WantErr: []string{
 			"invalid batch::max_size -5: must be at least 1",
 			"invalid batch::timeout 2s: must be positive and at most 1s",
 		}},
-		{ID: component.NewIDWithName(Type, "no_tls"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "no_tls"), WantErr: []string{
 			"mutual TLS is required by Goldmane: tls::ca_file, tls::cert_file and tls::key_file must all be set (missing: tls::ca_file, tls::cert_file, tls::key_file)",
 		}},
-		{ID: component.NewIDWithName(Type, "no_key"), WantErr: []string{"(missing: tls::key_file)"}},
-		{ID: component.NewIDWithName(Type, "plaintext"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "no_key"), WantErr: []string{"(missing: tls::key_file)"}},
+		{ID: component.NewIDWithName(metadata.Type, "plaintext"), WantErr: []string{
 			"tls::insecure is not allowed: Goldmane requires mutual TLS and there is no plaintext option",
 			"tls::insecure_skip_verify is not allowed",
 		}},

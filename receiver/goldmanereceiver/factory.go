@@ -7,17 +7,13 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
+
+	"github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/internal/metadata"
 )
-
-// Type is the component type of the goldmane receiver.
-var Type = component.MustNewType("goldmane")
-
-// Stability is the stability level of the goldmane receiver for logs.
-const Stability = component.StabilityLevelDevelopment
 
 // NewFactory returns the factory of the goldmane receiver.
 func NewFactory() receiver.Factory {
-	return receiver.NewFactory(Type, createDefaultConfig, receiver.WithLogs(createLogs, Stability))
+	return receiver.NewFactory(metadata.Type, createDefaultConfig, receiver.WithLogs(createLogs, metadata.LogsStability))
 }
 
 func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {

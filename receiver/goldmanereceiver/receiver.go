@@ -13,6 +13,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
+	"github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/internal/metadata"
 )
 
 // aggregationInterval is the only aggregation interval that Goldmane's stream
@@ -35,7 +36,14 @@ type goldmaneReceiver struct {
 
 func newGoldmaneReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*goldmaneReceiver, error) {
 	r := &goldmaneReceiver{cfg: cfg}
-	base, err := flowsource.NewGRPCReceiver(set, &cfg.ClientConfig, cfg.Reconnect, cfg.Batch, next,
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	tel := flowsource.NewTelemetry(set.ID, flowsource.Counters{
+		Accepted: tb.NetworkEnforcerReceiverFlowsAccepted, Dropped: tb.NetworkEnforcerReceiverFlowsDropped,
+	})
+	base, err := flowsource.NewGRPCReceiver(set, tel, &cfg.ClientConfig, cfg.Reconnect, cfg.Batch, next,
 		func(conn *grpc.ClientConn) { r.client = pb.NewFlowsClient(conn) }, r.stream)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
+	"github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/internal/metadata"
 )
 
 // fixtureAge is a start_time_gte that reaches back to the recorded fixtures.
@@ -61,7 +62,7 @@ func mtlsSetup(t *testing.T, g *dataplanetest.Goldmane, opts ...grpc.ServerOptio
 
 func startReceiver(t *testing.T, cfg *Config) (*flowsourcetest.Harness, *goldmaneReceiver) {
 	t.Helper()
-	set, h := flowsourcetest.NewHarness(t, Type)
+	set, h := flowsourcetest.NewHarness(t, metadata.Type)
 	r, err := newGoldmaneReceiver(set, cfg, h.Sink)
 	if err != nil {
 		t.Fatal(err)
@@ -73,12 +74,15 @@ func startReceiver(t *testing.T, cfg *Config) (*flowsourcetest.Harness, *goldman
 func TestFixturesArriveAsRecords(t *testing.T) {
 	g := dataplanetest.NewGoldmane(loadFixtures(t))
 	_, cfg := mtlsSetup(t, g)
-	h, _ := startReceiver(t, cfg)
+	h, r := startReceiver(t, cfg)
 
 	got := h.WaitRecords(t, len(wantFixtureRecords))
 	if !slices.Equal(got, wantFixtureRecords) {
 		t.Fatalf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantFixtureRecords, "\n"))
 	}
+	// Each batch handed to the pipeline is a receive operation of the
+	// collector's standard receiver telemetry, beside the receiver's counters.
+	h.WaitStandard(t, r.Settings.ID, "grpc", flowsourcetest.Standard{Accepted: int64(len(wantFixtureRecords))})
 	h.WaitDrops(t, map[string]int64{"unsupported_protocol": 1})
 	req := g.LastRequest()
 	if req.GetAggregationInterval() != 15 || req.GetStartTimeGte() != fixtureAge {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/configtest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
+	"github.com/kubewarden/network-enforcer/receiver/hubblereceiver/internal/metadata"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -33,23 +34,23 @@ func TestLoadConfig(t *testing.T) {
 	leader.Enforcer = &primary
 
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
-		{ID: component.NewID(Type), Want: createDefaultConfig()},
-		{ID: component.NewIDWithName(Type, "leader"), Want: leader},
-		{ID: component.NewIDWithName(Type, "bad_enforcer"), WantErr: []string{`invalid enforcer "health_check": must name an extension of type "enforcer"`}},
-		{ID: component.NewIDWithName(Type, "tls"), Want: withTLS},
-		{ID: component.NewIDWithName(Type, "batch"), Want: batch},
-		{ID: component.NewIDWithName(Type, "bad_batch"), WantErr: []string{
+		{ID: component.NewID(metadata.Type), Want: createDefaultConfig()},
+		{ID: component.NewIDWithName(metadata.Type, "leader"), Want: leader},
+		{ID: component.NewIDWithName(metadata.Type, "bad_enforcer"), WantErr: []string{`invalid enforcer "health_check": must name an extension of type "enforcer"`}},
+		{ID: component.NewIDWithName(metadata.Type, "tls"), Want: withTLS},
+		{ID: component.NewIDWithName(metadata.Type, "batch"), Want: batch},
+		{ID: component.NewIDWithName(metadata.Type, "bad_batch"), WantErr: []string{
 			"invalid batch::max_size 0: must be at least 1",
 			"invalid batch::timeout 0s: must be positive and at most 1s",
 		}},
-		{ID: component.NewIDWithName(Type, "plaintext"), Want: plaintext},
-		{ID: component.NewIDWithName(Type, "insecure_with_ca"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "plaintext"), Want: plaintext},
+		{ID: component.NewIDWithName(metadata.Type, "insecure_with_ca"), WantErr: []string{
 			"tls::insecure is true but a CA, certificate or key is set",
 		}},
-		{ID: component.NewIDWithName(Type, "cert_without_key"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "cert_without_key"), WantErr: []string{
 			"tls::cert_file and tls::key_file must be set together",
 		}},
-		{ID: component.NewIDWithName(Type, "no_endpoint"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "no_endpoint"), WantErr: []string{
 			"endpoint must be set to the Hubble Relay address",
 			"invalid backfill::since -1m0s: must not be negative",
 			"reconnect: invalid initial_interval 0s: must be positive",

@@ -18,6 +18,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
+	"github.com/kubewarden/network-enforcer/receiver/hubblereceiver/internal/metadata"
 )
 
 // hubbleReceiver streams Observer.GetFlows from Hubble Relay while started.
@@ -47,7 +48,15 @@ type hubbleReceiver struct {
 
 func newHubbleReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*hubbleReceiver, error) {
 	r := &hubbleReceiver{cfg: cfg, conns: newConnections()}
-	base, err := flowsource.NewGRPCReceiver(set, &cfg.ClientConfig, cfg.Reconnect, cfg.Batch, next,
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	tel := flowsource.NewTelemetry(set.ID, flowsource.Counters{
+		Accepted: tb.NetworkEnforcerReceiverFlowsAccepted, Dropped: tb.NetworkEnforcerReceiverFlowsDropped,
+		Lost: tb.NetworkEnforcerReceiverLostEvents, NodeErrors: tb.NetworkEnforcerReceiverNodeErrors,
+	})
+	base, err := flowsource.NewGRPCReceiver(set, tel, &cfg.ClientConfig, cfg.Reconnect, cfg.Batch, next,
 		func(conn *grpc.ClientConn) { r.client = observer.NewObserverClient(conn) }, r.stream)
 	if err != nil {
 		return nil, err

@@ -20,12 +20,13 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
+	"github.com/kubewarden/network-enforcer/receiver/hubblereceiver/internal/metadata"
 )
 
 // startReceiver starts a receiver with cfg, reporting into a harness.
 func startReceiver(t *testing.T, cfg *Config) (*flowsourcetest.Harness, *hubbleReceiver) {
 	t.Helper()
-	set, h := flowsourcetest.NewHarness(t, Type)
+	set, h := flowsourcetest.NewHarness(t, metadata.Type)
 	r, err := newHubbleReceiver(set, cfg, h.Sink)
 	if err != nil {
 		t.Fatal(err)
@@ -85,12 +86,15 @@ func tlsSetup(t *testing.T, relay *dataplanetest.HubbleRelay, opts ...grpc.Serve
 func TestFixturesArriveAsRecords(t *testing.T) {
 	relay := dataplanetest.NewHubbleRelay(loadFixtures(t))
 	_, cfg := tlsSetup(t, relay)
-	h, _ := startReceiver(t, cfg)
+	h, r := startReceiver(t, cfg)
 
 	got := h.WaitRecords(t, len(wantFixtureRecords))
 	if !slices.Equal(got, wantFixtureRecords) {
 		t.Fatalf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantFixtureRecords, "\n"))
 	}
+	// Each batch handed to the pipeline is a receive operation of the
+	// collector's standard receiver telemetry, beside the receiver's counters.
+	h.WaitStandard(t, r.Settings.ID, "grpc", flowsourcetest.Standard{Accepted: int64(len(wantFixtureRecords))})
 	counts := flowsourcetest.Read(h.Tel)
 	if counts.Accepted != int64(len(wantFixtureRecords)) || counts.Lost != 17 {
 		t.Errorf("accepted %d lost %d, want %d and 17", counts.Accepted, counts.Lost, len(wantFixtureRecords))
@@ -305,7 +309,7 @@ func startHandedOver(t *testing.T, relay *dataplanetest.HubbleRelay, handed time
 	cfg.Enforcer = &id
 	e := enforcerextensiontest.New()
 	e.SetResumeFrom(handed)
-	set, h := flowsourcetest.NewHarness(t, Type)
+	set, h := flowsourcetest.NewHarness(t, metadata.Type)
 	r, err := newHubbleReceiver(set, cfg, h.Sink)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/kubewarden/network-enforcer/internal/configtest"
+	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver/internal/metadata"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -34,13 +35,13 @@ func TestLoadConfig(t *testing.T) {
 	agent.File = configoptional.Some(file)
 
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
-		{ID: component.NewID(Type), Want: grpcOnly},
-		{ID: component.NewIDWithName(Type, "custom"), Want: custom},
-		{ID: component.NewIDWithName(Type, "agent"), Want: agent},
-		{ID: component.NewIDWithName(Type, "none"), WantErr: []string{
+		{ID: component.NewID(metadata.Type), Want: grpcOnly},
+		{ID: component.NewIDWithName(metadata.Type, "custom"), Want: custom},
+		{ID: component.NewIDWithName(metadata.Type, "agent"), Want: agent},
+		{ID: component.NewIDWithName(metadata.Type, "none"), WantErr: []string{
 			"no input: configure at least one of protocols::grpc, protocols::http, file",
 		}},
-		{ID: component.NewIDWithName(Type, "bad"), WantErr: []string{
+		{ID: component.NewIDWithName(metadata.Type, "bad"), WantErr: []string{
 			"file::include must name at least one glob",
 			`invalid file::start_at "middle": must be one of beginning, end`,
 			`invalid trust_domain "Not A Domain"`,

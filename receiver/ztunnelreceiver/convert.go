@@ -72,6 +72,8 @@ type event struct {
 	at time.Time
 	// protect is a decision of an enforced policy, as opposed to a dry-run one.
 	protect bool
+	// in is the input that the line came from.
+	in input
 }
 
 // converter turns ztunnel lines into events.

@@ -10,17 +10,13 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
+
+	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver/internal/metadata"
 )
-
-// Type is the component type of the ztunnel receiver.
-var Type = component.MustNewType("ztunnel")
-
-// Stability is the stability level of the ztunnel receiver for logs.
-const Stability = component.StabilityLevelDevelopment
 
 // NewFactory returns the factory of the ztunnel receiver.
 func NewFactory() receiver.Factory {
-	return receiver.NewFactory(Type, createDefaultConfig, receiver.WithLogs(createLogs, Stability))
+	return receiver.NewFactory(metadata.Type, createDefaultConfig, receiver.WithLogs(createLogs, metadata.LogsStability))
 }
 
 // createLogs builds the receiver and its inputs: the collector's OTLP receiver
@@ -31,13 +27,11 @@ func createLogs(ctx context.Context, set receiver.Settings, cfg component.Config
 	if err != nil {
 		return nil, err
 	}
-	if c.Protocols.GRPC.HasValue() || c.Protocols.HTTP.HasValue() {
-		in, err := newOTLPInput(ctx, set, c, r)
-		if err != nil {
-			return nil, err
-		}
-		r.inputs = append(r.inputs, in)
+	otlp, err := newOTLPInputs(ctx, set, c, r)
+	if err != nil {
+		return nil, err
 	}
+	r.inputs = append(r.inputs, otlp...)
 	if c.File.HasValue() {
 		in, err := newFileInput(set, c.File.Get(), r)
 		if err != nil {

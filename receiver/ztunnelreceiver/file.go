@@ -67,7 +67,7 @@ func (r *ztunnelReceiver) consumeFileLines(ctx context.Context, tokens [][]byte,
 		var l line
 		switch result, reason := r.decodeText(path, tok, false, &l); result {
 		case textLine:
-			r.take(&l, now, &out)
+			r.take(&l, inputFile, now, &out)
 		case textMalformed:
 			out.drops = append(out.drops, reason)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
+	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver/internal/metadata"
 )
 
 // storageHost is a collector host with one file_storage extension.
@@ -59,8 +60,8 @@ func startAgent(t *testing.T, root, dir string) (*flowsourcetest.Harness, func()
 	fc.PollInterval = 20 * time.Millisecond
 	fc.Storage = &storageID
 	cfg.File = configoptional.Some(*fc)
-	set, h := flowsourcetest.NewHarness(t, Type)
-	set.ID = component.NewIDWithName(Type, "agent") // the checkpoints are kept per receiver ID
+	set, h := flowsourcetest.NewHarness(t, metadata.Type)
+	set.ID = component.NewIDWithName(metadata.Type, "agent") // the checkpoints are kept per receiver ID
 	r, err := NewFactory().CreateLogs(ctx, set, cfg, h.Sink)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
+	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver/internal/metadata"
 )
 
 // testWindow is the join window of the tests: short, so that unjoined decisions
@@ -53,7 +54,7 @@ var fixtureDrops = map[string]int64{
 // startBare starts a receiver without inputs, to be fed lines directly.
 func startBare(t *testing.T) (*ztunnelReceiver, *flowsourcetest.Harness) {
 	t.Helper()
-	set, h := flowsourcetest.NewHarness(t, Type)
+	set, h := flowsourcetest.NewHarness(t, metadata.Type)
 	cfg := createDefaultConfig().(*Config)
 	cfg.JoinWindow = testWindow
 	r, err := newZtunnelReceiver(set, cfg, h.Sink)
@@ -93,4 +94,6 @@ func TestFixtureAsCRIFileLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFixtureOutput(t, h)
+	// The file input has no transport in the standard receiver telemetry.
+	h.WaitStandard(t, r.set.ID, "", flowsourcetest.Standard{Accepted: int64(len(fixtureRecords))})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
+	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver/internal/metadata"
 )
 
 // fuzzReceiver is a receiver that is not started, so that no clock runs: the
@@ -21,7 +22,7 @@ func fuzzReceiver(tb testing.TB) (*ztunnelReceiver, *consumertest.LogsSink) {
 	tb.Helper()
 	sink := &consumertest.LogsSink{}
 	cfg := createDefaultConfig().(*Config)
-	r, err := newZtunnelReceiver(receivertest.NewNopSettings(Type), cfg, sink)
+	r, err := newZtunnelReceiver(receivertest.NewNopSettings(metadata.Type), cfg, sink)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func FuzzOTLPBody(f *testing.F) {
 			return
 		}
 		sink.Reset()
-		_ = r.consumeOTLP(context.Background(), req.Logs())
+		_ = r.consumeOTLP(context.Background(), inputOTLPGRPC, req.Logs())
 		var out joined
 		r.joiner.flush(&out)
 		_ = r.emit(context.Background(), &out)

@@ -16,7 +16,13 @@ func splitLines(s string) []string { return strings.Split(strings.TrimSuffix(s, 
 // unjoinedCount reads the unjoined-decisions counter.
 func unjoinedCount(t *testing.T, h *flowsourcetest.Harness) int64 {
 	t.Helper()
-	m, err := h.Tel.GetMetric(MetricUnjoinedDecisions)
+	return counterSum(t, h, "network_enforcer_receiver_unjoined_decisions")
+}
+
+// counterSum sums a counter's series; one never incremented reads 0.
+func counterSum(t *testing.T, h *flowsourcetest.Harness, name string) int64 {
+	t.Helper()
+	m, err := h.Tel.GetMetric(name)
 	if err != nil {
 		return 0
 	}

@@ -77,12 +77,20 @@ type heldDecision struct {
 // joined is what the joiner hands on after taking a line or a tick.
 type joined struct {
 	records []flow.Record
-	drops   []flowsource.DropReason
+	// from counts the records by the input of their line.
+	from  [numInputs]int
+	drops []flowsource.DropReason
 	// unjoined counts decisions that went out without their access line.
 	unjoined int
 	// evicted counts lines that left the joiner before their window because
 	// it held its maximum.
 	evicted int
+}
+
+// add hands on rec, made from a line of input in.
+func (o *joined) add(rec flow.Record, in input) {
+	o.records = append(o.records, rec)
+	o.from[in]++
 }
 
 func newJoiner(window time.Duration, maxHeld int) *joiner {
@@ -128,7 +136,7 @@ func (j *joiner) addAccess(ev *event, now time.Time, out *joined) {
 	}
 	switch {
 	case ev.rec.Outcome != flow.OutcomeDenied:
-		out.records = append(out.records, ev.rec)
+		out.add(ev.rec, ev.in)
 		if now.Sub(j.decisionsSeen) > decisionsHorizon {
 			return
 		}
@@ -180,14 +188,14 @@ func (j *joiner) hold(ev *event, now time.Time, out *joined) {
 	ds := j.decisions[ev.peer]
 	switch {
 	case len(ds) >= maxPerPeer:
-		out.records = append(out.records, ds[0].ev.rec)
+		out.add(ds[0].ev.rec, ds[0].ev.in)
 		out.unjoined++
 		out.evicted++
 		copy(ds, ds[1:])
 		ds = ds[:len(ds)-1]
 		j.waiting--
 	case j.waiting >= j.maxHeld:
-		out.records = append(out.records, ev.rec)
+		out.add(ev.rec, ev.in)
 		out.unjoined++
 		out.evicted++
 		return
@@ -212,7 +220,7 @@ func (j *joiner) pair(a *heldAccess, d *event, out *joined) {
 	if !d.rec.Policy.IsZero() {
 		rec.Policy = d.rec.Policy
 	}
-	out.records = append(out.records, rec)
+	out.add(rec, a.ev.in)
 }
 
 // expire hands on what has waited its window by now: decisions without an access
@@ -227,7 +235,7 @@ func (j *joiner) expire(now time.Time, out *joined) {
 				kept = append(kept, d)
 				continue
 			}
-			out.records = append(out.records, d.ev.rec)
+			out.add(d.ev.rec, d.ev.in)
 			out.unjoined++
 			j.waiting--
 		}
@@ -246,7 +254,7 @@ func (j *joiner) expire(now time.Time, out *joined) {
 func (j *joiner) release(a *heldAccess, out *joined) {
 	a.gone, a.older = true, nil // everything older has gone before it
 	if a.held {
-		out.records = append(out.records, a.ev.rec)
+		out.add(a.ev.rec, a.ev.in)
 	}
 	if j.accesses[a.ev.peer] == a { // the newest of its peer: the list is all gone
 		delete(j.accesses, a.ev.peer)

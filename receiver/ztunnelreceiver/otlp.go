@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configgrpc"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -21,22 +22,41 @@ import (
 // the sender adds it; it keys the joining of CRI partial lines.
 const attrFilePath = "log.file.path"
 
-// newOTLPInput builds the collector's own OTLP receiver for the configured
-// listeners, handing every log batch to r.
-func newOTLPInput(ctx context.Context, set receiver.Settings, cfg *Config, r *ztunnelReceiver) (component.Component, error) {
+// newOTLPInputs builds the collector's own OTLP receiver for each configured
+// listener, handing every log batch to r: one a protocol, so that r knows the
+// transport of each batch for the collector's receiver telemetry.
+func newOTLPInputs(ctx context.Context, set receiver.Settings, cfg *Config, r *ztunnelReceiver) ([]component.Component, error) {
 	f := otlpreceiver.NewFactory()
-	oc := f.CreateDefaultConfig().(*otlpreceiver.Config)
-	oc.Protocols.GRPC = cfg.Protocols.GRPC
-	if cfg.Protocols.HTTP.HasValue() {
-		h := oc.Protocols.HTTP.GetOrInsertDefault()
-		h.ServerConfig = *cfg.Protocols.HTTP.Get()
-	} else {
-		oc.Protocols.HTTP = configoptional.None[otlpreceiver.HTTPConfig]()
-	}
 	// The OTLP receiver checks that it runs under its own type; its telemetry then
 	// names it otlp/<this receiver's ID>.
 	set.ID = component.NewIDWithName(f.Type(), strings.ReplaceAll(set.ID.String(), "/", "_"))
-	return f.CreateLogs(ctx, set, oc, consumerFunc(r.consumeOTLP))
+	var inputs []component.Component
+	add := func(in input, oc *otlpreceiver.Config) error {
+		c, err := f.CreateLogs(ctx, set, oc, consumerFunc(func(ctx context.Context, ld plog.Logs) error {
+			return r.consumeOTLP(ctx, in, ld)
+		}))
+		if err == nil {
+			inputs = append(inputs, c)
+		}
+		return err
+	}
+	if cfg.Protocols.GRPC.HasValue() {
+		oc := f.CreateDefaultConfig().(*otlpreceiver.Config)
+		oc.Protocols.GRPC = cfg.Protocols.GRPC
+		oc.Protocols.HTTP = configoptional.None[otlpreceiver.HTTPConfig]()
+		if err := add(inputOTLPGRPC, oc); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Protocols.HTTP.HasValue() {
+		oc := f.CreateDefaultConfig().(*otlpreceiver.Config)
+		oc.Protocols.GRPC = configoptional.None[configgrpc.ServerConfig]()
+		oc.Protocols.HTTP.GetOrInsertDefault().ServerConfig = *cfg.Protocols.HTTP.Get()
+		if err := add(inputOTLPHTTP, oc); err != nil {
+			return nil, err
+		}
+	}
+	return inputs, nil
 }
 
 // consumerFunc makes a function a consumer.Logs that does not change its input.
@@ -49,25 +69,28 @@ func (consumerFunc) Capabilities() consumer.Capabilities { return consumer.Capab
 // consumeOTLP takes a batch as fluent-bit's opentelemetry output sends it: per
 // record, the body is the whole ztunnel line (maybe with a CRI prefix), or the
 // message with the other fields as attributes, or a kvlist of the whole record.
-// Flow records that the node agent forwards pass through.
-func (r *ztunnelReceiver) consumeOTLP(ctx context.Context, ld plog.Logs) error {
+// Flow records that the node agent forwards pass through. in is the listener
+// that took it.
+func (r *ztunnelReceiver) consumeOTLP(ctx context.Context, in input, ld plog.Logs) error {
 	if r.leader != nil && !r.leader.IsLeader() {
-		r.refused.Add(ctx, int64(ld.LogRecordCount()))
+		n := ld.LogRecordCount()
+		r.refused.Add(ctx, int64(n))
+		r.obs.refuse(ctx, in, n, errStandby)
 		return errStandby
 	}
 	out := joined{records: make([]flow.Record, 0, ld.LogRecordCount())}
 	now := time.Now()
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
-		if !flowRecord(lr, &out) {
-			r.takeRecord(lr, now, &out)
+		if !flowRecord(lr, in, &out) {
+			r.takeRecord(lr, in, now, &out)
 		}
 	})
 	return r.emit(ctx, &out)
 }
 
-// takeRecord decodes one OTLP log record in any of its shapes. Fields come from
-// the attributes first and then from the body, which wins.
-func (r *ztunnelReceiver) takeRecord(lr plog.LogRecord, now time.Time, out *joined) {
+// takeRecord decodes one OTLP log record of input in, in any of its shapes.
+// Fields come from the attributes first and then from the body, which wins.
+func (r *ztunnelReceiver) takeRecord(lr plog.LogRecord, in input, now time.Time, out *joined) {
 	var l line
 	attrs := lr.Attributes()
 	l.decodeMap(attrs)
@@ -94,7 +117,7 @@ func (r *ztunnelReceiver) takeRecord(lr plog.LogRecord, now time.Time, out *join
 	}
 	switch result {
 	case textLine:
-		r.take(&l, now, out)
+		r.take(&l, in, now, out)
 	case textMalformed:
 		out.drops = append(out.drops, reason)
 	}

@@ -12,24 +12,33 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/featuregate"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
 	"github.com/kubewarden/network-enforcer/internal/certtest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
+	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver/internal/metadata"
 )
 
 // otlpEnv is a receiver listening on OTLP/gRPC and OTLP/HTTP with TLS that
 // requires a client certificate, and a client's TLS settings.
 type otlpEnv struct {
 	h                  *flowsourcetest.Harness
+	id                 component.ID
 	grpcAddr, httpAddr string
 	client             *tls.Config
 }
@@ -46,6 +55,13 @@ func freeAddr(t *testing.T) string {
 
 func startOTLP(t *testing.T) *otlpEnv {
 	t.Helper()
+	return startOTLPOn(t, componenttest.NewNopHost(), nil)
+}
+
+// startOTLPOn starts the receiver as startOTLP does, on host, with the
+// configuration that configure changes, when not nil.
+func startOTLPOn(t *testing.T, host component.Host, configure func(*Config)) *otlpEnv {
+	t.Helper()
 	ca := certtest.NewCA(t, "otlp")
 	server := ca.Server(t, "ztunnel-receiver")
 	client := ca.Client(t, "fluent-bit")
@@ -61,14 +77,24 @@ func startOTLP(t *testing.T) *otlpEnv {
 	g.NetAddr.Endpoint, g.TLS = e.grpcAddr, configoptional.Some(tlsCfg)
 	h := cfg.Protocols.HTTP.GetOrInsertDefault()
 	h.NetAddr.Endpoint, h.TLS = e.httpAddr, configoptional.Some(tlsCfg)
+	if configure != nil {
+		configure(cfg)
+	}
 
-	set, harness := flowsourcetest.NewHarness(t, Type)
+	set, harness := flowsourcetest.NewHarness(t, metadata.Type)
 	r, err := NewFactory().CreateLogs(context.Background(), set, cfg, harness.Sink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	flowsourcetest.Start(t, r)
-	e.h = harness
+	if err := r.Start(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	e.h, e.id = harness, set.ID
 	return e
 }
 
@@ -180,6 +206,9 @@ func TestOTLPBodyShapesOverGRPCAndHTTPWithClientCertificates(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkFixtureOutput(t, e.h)
+				// The records, joined at once or later, count on the
+				// listener that took their lines.
+				e.h.WaitStandard(t, e.id, transport, flowsourcetest.Standard{Accepted: int64(len(fixtureRecords))})
 			})
 		}
 	}
@@ -223,4 +252,55 @@ func TestOTLPPassesNodeAgentRecordsThrough(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(e.h.Sink.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Attributes().AsRaw()), "cluster.local/ns/a/sa/a") {
 		t.Fatal("identity lost")
 	}
+}
+
+// TestOTLPStandbyRefusesAndCounts: while the replica is a standby, each OTLP
+// request is answered with a retryable error (gRPC Unavailable, HTTP 503) and
+// counted as refused in the collector's standard receiver telemetry, on the
+// listener's transport; once it leads, the records are accepted.
+func TestOTLPStandbyRefusesAndCounts(t *testing.T) {
+	enforcer := enforcerextensiontest.New()
+	id := component.MustNewID("enforcer")
+	e := startOTLPOn(t, enforcer.Host(id), func(cfg *Config) { cfg.Enforcer = &id })
+	ld := bodyShapes["whole line"](t, loadFixture(t))
+	n := int64(ld.LogRecordCount())
+
+	if err := e.sendGRPC(t, ld); status.Code(err) != codes.Unavailable {
+		t.Errorf("the standby answered gRPC with %v, want Unavailable", err)
+	}
+	if err := e.sendHTTP(t, ld); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("the standby answered HTTP with %v, want 503", err)
+	}
+	for _, transport := range []string{"grpc", "http"} {
+		e.h.WaitStandard(t, e.id, transport, flowsourcetest.Standard{Refused: n})
+	}
+	if got := counterSum(t, e.h, "network_enforcer_receiver_refused_standby"); got != 2*n {
+		t.Errorf("refused_standby %d, want %d", got, 2*n)
+	}
+
+	enforcer.Lead()
+	if err := e.sendGRPC(t, ld); err != nil {
+		t.Fatal(err)
+	}
+	checkFixtureOutput(t, e.h)
+	e.h.WaitStandard(t, e.id, "grpc", flowsourcetest.Standard{Accepted: int64(len(fixtureRecords)), Refused: n})
+}
+
+// TestOTLPStandbyRefusalIsAFailureWithTheNewReceiverMetrics: with the
+// collector's receiverhelper.newReceiverMetrics gate, an error of the receiver
+// itself (not of the pipeline after it) counts as failed, not refused.
+func TestOTLPStandbyRefusalIsAFailureWithTheNewReceiverMetrics(t *testing.T) {
+	gate := receiverhelper.NewReceiverMetricsGate
+	if err := featuregate.GlobalRegistry().Set(gate.ID(), true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = featuregate.GlobalRegistry().Set(gate.ID(), false) })
+	enforcer := enforcerextensiontest.New()
+	id := component.MustNewID("enforcer")
+	e := startOTLPOn(t, enforcer.Host(id), func(cfg *Config) { cfg.Enforcer = &id })
+	ld := bodyShapes["whole line"](t, loadFixture(t))
+	if err := e.sendHTTP(t, ld); err == nil {
+		t.Fatal("the standby took the records")
+	}
+	e.h.WaitStandard(t, e.id, "http", flowsourcetest.Standard{Failed: int64(ld.LogRecordCount())})
 }

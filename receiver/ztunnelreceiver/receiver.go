@@ -17,19 +17,8 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
+	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver/internal/metadata"
 )
-
-// MetricUnjoinedDecisions counts policy decisions that found no access line
-// within the join window and went out with destination port 0.
-const MetricUnjoinedDecisions = "network_enforcer_receiver_unjoined_decisions"
-
-// MetricJoinEvictions counts lines that left the join before their window
-// because it held join_max_held lines, or maxPerPeer of one peer.
-const MetricJoinEvictions = "network_enforcer_receiver_join_evictions"
-
-// MetricRefusedStandby counts OTLP log records that a standby replica refused
-// for their sender to retry with the leader.
-const MetricRefusedStandby = "network_enforcer_receiver_refused_standby"
 
 // errStandby is what a standby answers an OTLP request with. It is not a
 // permanent error, so the OTLP listener answers gRPC Unavailable or HTTP 503,
@@ -47,6 +36,7 @@ type ztunnelReceiver struct {
 	unjoined  metric.Int64Counter
 	evicted   metric.Int64Counter
 	refused   metric.Int64Counter
+	obs       obsReports
 
 	conv     converter
 	joiner   *joiner
@@ -64,30 +54,20 @@ type ztunnelReceiver struct {
 }
 
 func newZtunnelReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*ztunnelReceiver, error) {
-	tel, err := flowsource.NewTelemetry(set.TelemetrySettings, set.ID)
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
-	unjoined, err := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/receiver").Int64Counter(
-		MetricUnjoinedDecisions, metric.WithUnit("{decision}"),
-		metric.WithDescription("Policy decisions that no access line joined within the join window; their destination port is 0."))
+	obs, err := newObsReports(set)
 	if err != nil {
 		return nil, err
 	}
-	evicted, err := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/receiver").Int64Counter(
-		MetricJoinEvictions, metric.WithUnit("{line}"),
-		metric.WithDescription("Lines that left the join before the join window because it held its maximum: a held denial or decision went out unjoined, an allowed line was no longer joinable."))
-	if err != nil {
-		return nil, err
-	}
-	refused, err := set.MeterProvider.Meter("github.com/kubewarden/network-enforcer/receiver").Int64Counter(
-		MetricRefusedStandby, metric.WithUnit("{record}"),
-		metric.WithDescription("OTLP log records that this standby replica refused, for the sender to retry with the leader."))
-	if err != nil {
-		return nil, err
-	}
+	tel := flowsource.NewTelemetry(set.ID, flowsource.Counters{
+		Accepted: tb.NetworkEnforcerReceiverFlowsAccepted, Dropped: tb.NetworkEnforcerReceiverFlowsDropped,
+	})
 	r := &ztunnelReceiver{
-		set: set, cfg: cfg, next: next, telemetry: tel, unjoined: unjoined, evicted: evicted, refused: refused,
+		set: set, cfg: cfg, next: next, telemetry: tel, obs: obs, unjoined: tb.NetworkEnforcerReceiverUnjoinedDecisions,
+		evicted: tb.NetworkEnforcerReceiverJoinEvictions, refused: tb.NetworkEnforcerReceiverRefusedStandby,
 		joiner: newJoiner(cfg.JoinWindow, cfg.JoinMaxHeld),
 	}
 	r.conv = converter{trustDomain: cfg.TrustDomain, foreignDomain: r.warnForeignDomain}
@@ -155,8 +135,8 @@ func (r *ztunnelReceiver) expireLoop() {
 	}
 }
 
-// take converts one decoded line and gives it to the joiner.
-func (r *ztunnelReceiver) take(l *line, now time.Time, out *joined) {
+// take converts one decoded line of input in and gives it to the joiner.
+func (r *ztunnelReceiver) take(l *line, in input, now time.Time, out *joined) {
 	var ev event
 	reason, ok := r.conv.convert(l, now, &ev)
 	if !ok {
@@ -166,10 +146,12 @@ func (r *ztunnelReceiver) take(l *line, now time.Time, out *joined) {
 		out.drops = append(out.drops, reason)
 		return
 	}
+	ev.in = in
 	r.joiner.add(&ev, now, out)
 }
 
-// emit counts what out holds and hands its records to the pipeline in one batch.
+// emit counts what out holds and hands its records to the pipeline in one
+// batch: a receive operation of each input that the records came from.
 func (r *ztunnelReceiver) emit(ctx context.Context, out *joined) error {
 	// Counted per reason: a batch's drops are of few reasons.
 	for len(out.drops) > 0 {
@@ -201,7 +183,7 @@ func (r *ztunnelReceiver) emit(ctx context.Context, out *joined) error {
 		out.records[i].AppendTo(sl)
 	}
 	r.telemetry.Accepted(ctx, len(out.records))
-	return r.next.ConsumeLogs(ctx, logs)
+	return r.obs.consume(ctx, r.next, logs, &out.from)
 }
 
 func (r *ztunnelReceiver) warnForeignDomain(domain string) {
@@ -211,14 +193,14 @@ func (r *ztunnelReceiver) warnForeignDomain(domain string) {
 	}
 }
 
-// flowRecord reports whether lr is already a flow record, as this binary's node
-// agent forwards them, and reads it.
-func flowRecord(lr plog.LogRecord, out *joined) bool {
+// flowRecord reports whether lr, from input in, is already a flow record, as
+// this binary's node agent forwards them, and reads it.
+func flowRecord(lr plog.LogRecord, in input, out *joined) bool {
 	if lr.EventName() != flow.EventName {
 		return false
 	}
 	var rec flow.Record
 	rec.ReadFrom(lr)
-	out.records = append(out.records, rec)
+	out.add(rec, in)
 	return true
 }

@@ -120,15 +120,16 @@ func denies(t *testing.T, collector pod) float64 {
 }
 
 // metricSum scrapes a Prometheus endpoint from the node, as Prometheus would,
-// and sums the series whose name starts with prefix; 0 when it cannot.
-func metricSum(url, prefix string) float64 {
+// and sums the series whose name starts with prefix and whose labels hold each
+// of labels; 0 when it cannot.
+func metricSum(url, prefix string, labels ...string) float64 {
 	out, err := httpDo("GET", url, "")
 	if err != nil {
 		return 0
 	}
 	var sum float64
 	for _, line := range strings.Split(out, "\n") {
-		if !strings.HasPrefix(line, prefix) {
+		if !strings.HasPrefix(line, prefix) || !containsAll(line, labels) {
 			continue
 		}
 		fields := strings.Fields(line)
@@ -137,4 +138,13 @@ func metricSum(url, prefix string) float64 {
 		}
 	}
 	return sum
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

@@ -126,12 +126,14 @@ const (
 	otlpName        = fullname + "-otlp-headless." + namespace + ".svc"
 )
 
-// accepted is the sum of the records that the enforcers' receivers accepted.
+// accepted is the sum of the records that the enforcers' ztunnel receivers
+// accepted: the collector's standard count of the receiver. Its OTLP listeners
+// count the same records again, under otlp/ztunnel, so the sum is of the one.
 func accepted(t *testing.T, enforcers []pod) float64 {
 	t.Helper()
 	var sum float64
 	for _, p := range enforcers {
-		sum += metricSum("http://"+p.IP+":8888/metrics", "otelcol_receiver_accepted_log_records")
+		sum += metricSum("http://"+p.IP+":8888/metrics", "otelcol_receiver_accepted_log_records", `receiver="ztunnel"`)
 	}
 	return sum
 }

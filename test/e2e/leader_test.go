@@ -81,6 +81,19 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 	if n := standby.counter(t, "network_enforcer_writer_api_writes"); n != 0 {
 		t.Fatalf("the standby wrote %d times", n)
 	}
+	// The collector's standard receiver counts, beside the receiver's own: every
+	// record that the leader's receiver emitted went into the pipeline, in
+	// batches on the gRPC transport; the standby's received nothing.
+	accepted := leader.counter(t, "network_enforcer_receiver_flows_accepted")
+	if n := leader.counterWith(t, "otelcol_receiver_accepted_log_records", `receiver="hubble"`, `transport="grpc"`); accepted == 0 || n != accepted {
+		t.Errorf("the leader's otelcol_receiver_accepted_log_records{receiver=\"hubble\"} %d, want its %d accepted flows", n, accepted)
+	}
+	if n := leader.counter(t, "otelcol_receiver_refused_log_records") + leader.counter(t, "otelcol_receiver_failed_log_records"); n != 0 {
+		t.Errorf("the leader refused or failed %d log records", n)
+	}
+	if n := standby.counter(t, "otelcol_receiver_accepted_log_records"); n != 0 {
+		t.Errorf("the standby's receiver accepted %d log records", n)
+	}
 
 	deleted := "shop/deployment-cart-ingress"
 	if _, ok := before[deleted]; !ok {
@@ -157,7 +170,40 @@ func (r *replica) counter(t *testing.T, name string) int64 {
 // hold except (unless it is empty).
 func (r *replica) counterExcept(t *testing.T, name, except string) int64 {
 	t.Helper()
-	resp, err := http.Get("http://" + r.metrics + "/metrics")
+	return r.sum(t, name, func(line string) bool { return except == "" || !strings.Contains(line, except) })
+}
+
+// counterWith sums the series of a counter whose labels hold each of labels.
+func (r *replica) counterWith(t *testing.T, name string, labels ...string) int64 {
+	t.Helper()
+	return counterWith(t, r.metrics, name, labels...)
+}
+
+func (r *replica) sum(t *testing.T, name string, keep func(line string) bool) int64 {
+	t.Helper()
+	return sumSamples(t, r.metrics, name, keep)
+}
+
+// counterWith sums the series of a counter on the Prometheus endpoint at addr
+// whose labels hold each of labels.
+func counterWith(t *testing.T, addr, name string, labels ...string) int64 {
+	t.Helper()
+	return sumSamples(t, addr, name, func(line string) bool {
+		for _, l := range labels {
+			if !strings.Contains(line, l) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// sumSamples sums the samples of a metric on the Prometheus endpoint at addr
+// (a name that the exporter may suffix, as with _total) whose lines keep says
+// to keep; 0 when the endpoint does not answer.
+func sumSamples(t *testing.T, addr, name string, keep func(line string) bool) int64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return 0
 	}
@@ -166,7 +212,7 @@ func (r *replica) counterExcept(t *testing.T, name, except string) int64 {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") || (except != "" && strings.Contains(line, except)) {
+		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") || !keep(line) {
 			continue
 		}
 		fields := strings.Fields(line)

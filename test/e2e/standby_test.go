@@ -27,10 +27,11 @@ func TestStandbyRefusesZtunnelRecords(t *testing.T) {
 	controlplanetest.Require(t)
 	type replica struct {
 		*process
-		grpc, http string
+		grpc, http, metrics string
 	}
 	start := func(name string) replica {
-		r := replica{grpc: freeAddr(t), http: freeAddr(t)}
+		r := replica{grpc: freeAddr(t), http: freeAddr(t), metrics: freeAddr(t)}
+		host, port, _ := strings.Cut(r.metrics, ":")
 		r.process = startBinary(t, writeConfig(t, name+".yaml", fmt.Sprintf(`
 extensions:
   enforcer:
@@ -57,13 +58,19 @@ service:
   extensions: [enforcer]
   telemetry:
     metrics:
-      level: none
+      level: normal
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: %s
+                port: %s
   pipelines:
     logs:
       receivers: [ztunnel]
       processors: [learning]
       exporters: [k8swriter]
-`, r.grpc, r.http)), "KUBECONFIG="+kubeconfig)
+`, r.grpc, r.http, host, port)), "KUBECONFIG="+kubeconfig)
 		return r
 	}
 	// Registered first, so it runs after the replicas are stopped: the leader
@@ -127,5 +134,23 @@ service:
 	}
 	if code := sendHTTP(leader.http); code != http.StatusOK {
 		t.Errorf("the leader answered HTTP with %d, want 200", code)
+	}
+
+	// The collector's standard receiver counts: the standby refused the record
+	// once on each transport, the leader accepted it once on each.
+	for _, transport := range []string{"grpc", "http"} {
+		labels := []string{`receiver="ztunnel"`, fmt.Sprintf("transport=%q", transport)}
+		if n := counterWith(t, standby.metrics, "otelcol_receiver_refused_log_records", labels...); n != 1 {
+			t.Errorf("the standby's otelcol_receiver_refused_log_records on %s: %d, want 1", transport, n)
+		}
+		if n := counterWith(t, standby.metrics, "otelcol_receiver_accepted_log_records", labels...); n != 0 {
+			t.Errorf("the standby's otelcol_receiver_accepted_log_records on %s: %d, want 0", transport, n)
+		}
+		if n := counterWith(t, leader.metrics, "otelcol_receiver_accepted_log_records", labels...); n != 1 {
+			t.Errorf("the leader's otelcol_receiver_accepted_log_records on %s: %d, want 1", transport, n)
+		}
+	}
+	if n := counterWith(t, standby.metrics, "network_enforcer_receiver_refused_standby"); n != 2 {
+		t.Errorf("the standby's network_enforcer_receiver_refused_standby: %d, want 2", n)
 	}
 }

@@ -32,7 +32,7 @@ import (
 )
 
 // EnforcerID is the ID of the enforcer extension that Learning starts.
-var EnforcerID = component.NewID(enforcerextension.Type)
+var EnforcerID = enforcerextension.DefaultReference()
 
 // Enforcer is what the tests read of the running enforcer extension.
 type Enforcer interface {

@@ -129,6 +129,25 @@ func (h *Harness) WaitDrops(t *testing.T, want map[string]int64) {
 	}
 }
 
+// WaitStandard waits until the collector's standard counts of the receiver id
+// on transport are want, and fails t when they are not within ten seconds. A
+// batch is counted once the pipeline has returned it, a moment after the sink
+// has its records.
+func (h *Harness) WaitStandard(t *testing.T, id component.ID, transport string, want Standard) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := ReadStandard(h.Tel, id, transport)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("standard counts of %s on transport %q: %+v, want %+v", id, transport, got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Describe writes a record on one line: outcome direction reporter transport,
 // source -> destination:port, the policy, and the pending outcome when set.
 func Describe(r flow.Record) string {
