@@ -1,19 +1,18 @@
 package k8swriterexporter
 
 import (
-	"go.opentelemetry.io/collector/exporter/exportertest"
-
 	"context"
 	"fmt"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"testing"
 
+	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 )
 

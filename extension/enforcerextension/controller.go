@@ -36,7 +36,7 @@ type watch struct {
 	// own name.
 	keys func(client.Object) []types.NamespacedName
 	// onUpdate, when set, filters updates: only those it accepts enqueue.
-	onUpdate func(old, new client.Object) bool
+	onUpdate func(before, after client.Object) bool
 }
 
 // termController is one writer that runs as a controller-runtime controller on

@@ -72,18 +72,18 @@ func requestToken(r *http.Request) string {
 	return ""
 }
 
-// check returns the user of token when the user may list policies in
-// namespace ("" for every namespace).
-func (a *authenticator) check(ctx context.Context, token, namespace string) (string, error) {
+// check returns nil when the user of token may list policies in namespace
+// ("" for every namespace).
+func (a *authenticator) check(ctx context.Context, token, namespace string) error {
 	if token == "" {
-		return "", errNoToken
+		return errNoToken
 	}
 	key := answerKey{token: sha256.Sum256([]byte(token)), namespace: namespace}
 	now := time.Now()
 	a.mu.Lock()
 	if ans, ok := a.answers[key]; ok && now.Before(ans.expires) {
 		a.mu.Unlock()
-		return ans.user, ans.err
+		return ans.err
 	}
 	a.mu.Unlock()
 	user, err := a.review(ctx, token, namespace)
@@ -97,7 +97,7 @@ func (a *authenticator) check(ctx context.Context, token, namespace string) (str
 		a.answers[key] = answer{user: user, err: err, expires: now.Add(a.ttl)}
 		a.mu.Unlock()
 	}
-	return user, err
+	return err
 }
 
 // transientError is an API server that did not answer: not remembered, so

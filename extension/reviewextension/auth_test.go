@@ -67,9 +67,9 @@ func serviceAccountToken(t *testing.T, name, namespace string, rules ...rbacv1.P
 // listPolicies is the permission that the page asks for.
 var listPolicies = rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"workloadnetworkpolicies"}, Verbs: []string{"list"}}
 
-func request(t *testing.T, c *http.Client, method, url, token, accept string) (int, string, http.Header) {
+func request(t *testing.T, c *http.Client, method, url, token, accept string) (int, string, http.Header) { //nolint:unparam // method: a request helper names its method, though today's callers only GET.
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
+	req, err := http.NewRequest(method, url, http.NoBody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,10 +156,10 @@ func TestLoginForm(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := login(serviceAccountToken(t, "review-nobody", "")); code != http.StatusUnauthorized || !strings.Contains(body, "may not list workloadnetworkpolicies") {
+	if code, body = login(serviceAccountToken(t, "review-nobody", "")); code != http.StatusUnauthorized || !strings.Contains(body, "may not list workloadnetworkpolicies") {
 		t.Errorf("login without the permission: %d\n%s", code, body)
 	}
-	if code, body := login("not-a-token"); code != http.StatusUnauthorized || !strings.Contains(body, "the token is not valid") {
+	if code, body = login("not-a-token"); code != http.StatusUnauthorized || !strings.Contains(body, "the token is not valid") {
 		t.Errorf("login with a bad token: %d\n%s", code, body)
 	}
 	code, body = login(serviceAccountToken(t, "review-reader", "", listPolicies))

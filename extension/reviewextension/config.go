@@ -69,7 +69,7 @@ func (c *Config) Validate() error {
 	var errs []error
 	loopback, err := isLoopback(c.Endpoint)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("invalid endpoint %q: must be host:port (%v)", c.Endpoint, err))
+		errs = append(errs, fmt.Errorf("invalid endpoint %q: must be host:port (%w)", c.Endpoint, err))
 	}
 	if err := enforcerextension.ValidateReference(c.Enforcer); err != nil {
 		errs = append(errs, err)
@@ -105,6 +105,7 @@ func (c *Config) requiresToken() bool {
 		return true
 	case AuthModeNone:
 		return false
+	case AuthModeAuto:
 	}
 	loopback, err := isLoopback(c.Endpoint)
 	return err != nil || !loopback

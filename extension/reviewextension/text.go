@@ -87,6 +87,7 @@ func writeMermaid(w io.Writer, g Graph) error {
 			arrow = "-.->"
 		case StateProtected, StateViolated:
 			arrow = "==>"
+		case StateMonitored:
 		}
 		fmt.Fprintf(&b, "  %s %s|\"%s\"| %s\n", ids[e.Source], arrow, mermaidText(e.Label()+" "+string(e.State)), ids[e.Target])
 	}

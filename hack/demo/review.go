@@ -19,7 +19,7 @@ func (d *demo) serveReview(enforcerCfg map[string]any) {
 
 // checkReview makes sure the page answers before the demo points at it.
 func (d *demo) checkReview(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.reviewURL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.reviewURL, http.NoBody)
 	if err != nil {
 		return err
 	}

@@ -97,6 +97,7 @@ func (r *ztunnelReceiver) takeRecord(lr plog.LogRecord, now time.Time, out *join
 		r.take(&l, now, out)
 	case textMalformed:
 		out.drops = append(out.drops, reason)
+	case textPartial: // held until its final part arrives
 	}
 }
 

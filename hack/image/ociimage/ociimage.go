@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -171,7 +172,7 @@ func CABundle() ([]byte, error) {
 		}
 	}
 	if b.Len() == 0 {
-		return nil, fmt.Errorf("no CA roots in the fallback bundle")
+		return nil, errors.New("no CA roots in the fallback bundle")
 	}
 	return b.Bytes(), nil
 }
