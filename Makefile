@@ -16,6 +16,7 @@ CONTROLLER_GEN_VERSION ?= v0.23.0
 PROTOC_GEN_GO_VERSION  ?= v1.36.12
 PROTOC_GEN_GRPC_VERSION ?= v1.6.2
 HELM_VERSION           ?= v3.22.0
+GOLANGCI_LINT_VERSION  ?= v2.15.0
 PROTOC_VERSION         := 3.21.12
 
 TOOLS          := $(CURDIR)/.cache/tools
@@ -24,6 +25,7 @@ CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-g
 PROTOC_GEN_GO  := $(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)/protoc-gen-go
 PROTOC_GEN_GRPC := $(TOOLS)/protoc-gen-go-grpc-$(PROTOC_GEN_GRPC_VERSION)/protoc-gen-go-grpc
 HELM           := $(TOOLS)/helm-$(HELM_VERSION)/helm
+GOLANGCI_LINT  := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 GOLDMANE_PROTO := internal/goldmanepb/goldmane.proto
 
 # What `make generate` writes; check-generate looks at these paths only, so a work
@@ -75,13 +77,15 @@ check-generate: generate ## Fail if `make generate` changes the generated files.
 # shared modules stay at the distribution's versions (see tools/modalign).
 BUILD_MODULES := tools/controlplane/go.mod tools/cluster/containerd/go.mod tools/cluster/coredns/go.mod tools/pins/go.mod
 
+# LINT_ARGS passes flags to golangci-lint, e.g. LINT_ARGS='--concurrency 1' or
+# LINT_ARGS=--fix. .golangci.yml says which linters run and why; go vet's analyzers
+# are among them, and they read the real-node suite's files (build tag cluster) too.
 .PHONY: lint
-lint: ## Check formatting (gofmt), run go vet, and check that the build modules share the distribution's versions.
+lint: $(GOLANGCI_LINT) ## Check formatting (gofmt, of every module), that the build modules share the distribution's versions, and run golangci-lint.
 	@files=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$files" ]; then \
 		echo "gofmt would change:"; echo "$$files"; exit 1; fi
 	go run ./tools/modalign go.mod $(BUILD_MODULES)
-	go vet $(GO_PACKAGES)
-	go vet -tags cluster ./test/cluster/...
+	$(GOLANGCI_LINT) run $(LINT_ARGS) $(GO_PACKAGES)
 
 # The browser libraries that the review page embeds, pinned in
 # hack/third-party.sh; the Go build needs only the committed copies.
@@ -191,11 +195,14 @@ helm-lint: $(HELM) ## Lint the Helm chart (helm lint --strict) with each provide
 	for provider in istio calico cilium; do \
 		$(HELM) lint --strict chart --set controller.provider.name=$$provider; done
 
-# Tools, each built once at its pinned version. All but ocb come from one
-# module of their own (tools/pins), which must pin the version named here, at
-# the distribution's versions of the modules they share with it; ocb is
-# installed by its version, as it writes that version into the sources it
-# generates. The tools' own builds set the version they print.
+# Tools, each built once at its pinned version. All but ocb and golangci-lint
+# come from one module of their own (tools/pins), which must pin the version
+# named here, at the distribution's versions of the modules they share with it;
+# ocb is installed by its version, as it writes that version into the sources it
+# generates, and so is golangci-lint, built at the versions its release was tested
+# with: its two hundred modules, golang.org/x/tools newer than controller-gen's among
+# them, would otherwise move the versions of tools/pins.
+# The tools' own builds set the version they print.
 
 # build-tool MODULE,VERSION,PACKAGE,LDFLAGS builds PACKAGE of tools/pins into $@.
 define build-tool
@@ -205,6 +212,9 @@ endef
 
 $(OCB):
 	GOBIN=$(dir $@) go install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+
+$(GOLANGCI_LINT):
+	GOBIN=$(dir $@) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 $(CONTROLLER_GEN): tools/pins/go.mod
 	$(call build-tool,sigs.k8s.io/controller-tools,$(CONTROLLER_GEN_VERSION),sigs.k8s.io/controller-tools/cmd/controller-gen,-X sigs.k8s.io/controller-tools/pkg/version.version=$(CONTROLLER_GEN_VERSION))

@@ -26,7 +26,7 @@ const (
 	ConditionUnusedRules = "UnusedRules"
 )
 
-// ConditionWouldBlock, on a proposal and on a policy, is True when protect
+// ConditionWouldBlock is True, on a proposal and on a policy, when protect
 // mode with the object's current spec would block some of the observed
 // edges; the message says how many, by peer class. Promote a proposal whose
 // WouldBlock is False. Written by the proposal writer on a proposal and by the
@@ -41,7 +41,7 @@ const (
 	ReasonObservedAllowed = "ObservedAllowed"
 )
 
-// ConditionEvidenceComplete, on a proposal and on a policy, is True when the
+// ConditionEvidenceComplete is True, on a proposal and on a policy, when the
 // writer tracks every observed edge one by one, so that observedEdges and
 // wouldBlockEdges are exact; False when they are estimates (status.estimated):
 // the tracking limit was reached, or edges seen before the writer started are

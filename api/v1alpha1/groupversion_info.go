@@ -7,8 +7,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -16,8 +17,19 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "networkenforcer.kubewarden.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// It is apimachinery's, as Kubernetes' own API packages use, so that importing
+	// the API does not import controller-runtime.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the types of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&WorkloadNetworkPolicyProposal{}, &WorkloadNetworkPolicyProposalList{},
+		&WorkloadNetworkPolicy{}, &WorkloadNetworkPolicyList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

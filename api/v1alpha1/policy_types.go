@@ -63,7 +63,3 @@ type WorkloadNetworkPolicyList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []WorkloadNetworkPolicy `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&WorkloadNetworkPolicy{}, &WorkloadNetworkPolicyList{})
-}

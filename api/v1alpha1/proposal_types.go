@@ -57,7 +57,3 @@ type WorkloadNetworkPolicyProposalList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []WorkloadNetworkPolicyProposal `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&WorkloadNetworkPolicyProposal{}, &WorkloadNetworkPolicyProposalList{})
-}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -60,7 +61,7 @@ func (d *demo) startCollectors(ctx context.Context) error {
 	}
 	enforcerCfg, collectorCfg := configs["enforcer"], configs["collector"]
 	if enforcerCfg == nil || collectorCfg == nil {
-		return fmt.Errorf("the chart rendered no enforcer or collector configuration")
+		return errors.New("the chart rendered no enforcer or collector configuration")
 	}
 
 	serverPair, err := d.ca.IssueServer("collector", "network-enforcer-collector.network-enforcer.svc")

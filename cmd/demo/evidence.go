@@ -24,7 +24,7 @@ func (d *demo) showWouldBlock(ctx context.Context) error {
 	var p v1alpha1.WorkloadNetworkPolicyProposal
 	err := d.poll(ctx, "the cart's egress proposal to show its observed edges", time.Minute, func() (bool, error) {
 		if err := d.env.Client.Get(ctx, wouldBlock, &p); err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not written yet: poll again.
 		}
 		return p.Status.WouldBlockEdges > 0, nil
 	})

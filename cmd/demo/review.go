@@ -22,7 +22,7 @@ func (d *demo) serveReview(enforcerCfg map[string]any) {
 
 // checkReview makes sure the page answers before the demo points at it.
 func (d *demo) checkReview(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.reviewURL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.reviewURL, http.NoBody)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (d *demo) showReviewGraph(ctx context.Context) error {
 	if d.reviewURL == "" {
 		return nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.reviewURL+"graph.json", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.reviewURL+"graph.json", http.NoBody)
 	if err != nil {
 		return err
 	}

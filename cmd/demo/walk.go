@@ -122,7 +122,7 @@ func (d *demo) waitForNetworkPolicy(ctx context.Context) error {
 		err := d.env.Client.Get(ctx, promoted, &p)
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}); err != nil {
-		return fmt.Errorf("the promoted proposal is still there: %v", err)
+		return fmt.Errorf("the promoted proposal is still there: %w", err)
 	}
 	d.info("the proposal became WorkloadNetworkPolicy %s (mode protect), and the proposal is gone", promoted)
 	d.info("NetworkPolicy %s, owned by the policy (kubectl get netpol -n %s %s -o yaml):", promoted, promoted.Namespace, promoted.Name)

@@ -44,7 +44,7 @@ func newTelemetry(set exporter.Settings, unwritten func() int, store *observed.S
 	}, base); err != nil {
 		return nil, err
 	}
-	return &telemetry{writes: tb.NetworkEnforcerWriterApiWrites, base: base}, nil
+	return &telemetry{writes: tb.NetworkEnforcerWriterAPIWrites, base: base}, nil
 }
 
 func (t *telemetry) wrote(ctx context.Context, op string, err error) {

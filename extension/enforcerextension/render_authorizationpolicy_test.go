@@ -141,11 +141,11 @@ func TestRenderAuthorizationPolicy(t *testing.T) {
 
 	setMode(t, policy, v1alpha1.PolicyModeProtect)
 	waitFor(t, "protect mode to remove the dry-run annotation", 20*time.Second, func() bool {
-		ap, ok := authorizationPolicy(t, policy.Name)
-		_, dryRun := ap.Annotations[dryRunAnnotation]
+		got, ok := authorizationPolicy(t, policy.Name)
+		_, dryRun := got.Annotations[dryRunAnnotation]
 		return ok && !dryRun
 	})
-	if ap, _ := authorizationPolicy(t, policy.Name); ap.UID != uid || !proto.Equal(&ap.Spec, wantAuthorizationPolicySpec()) {
+	if ap, _ = authorizationPolicy(t, policy.Name); ap.UID != uid || !proto.Equal(&ap.Spec, wantAuthorizationPolicySpec()) {
 		t.Fatalf("after the mode change: UID %s (was %s), spec %v", ap.UID, uid, &ap.Spec)
 	}
 	waitFor(t, "Rendered reason Protect", 20*time.Second, func() bool {

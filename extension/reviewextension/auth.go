@@ -69,7 +69,6 @@ type answerKey struct {
 }
 
 type answer struct {
-	user    string
 	err     error
 	expires time.Time
 }
@@ -114,21 +113,21 @@ func (a *authenticator) whyRefused(ctx context.Context, token string) error {
 	return refusedTokenError{audience: a.audience, apiServer: tr.Status.Authenticated}
 }
 
-// check returns the user of token when the user may list policies in
-// namespace ("" for every namespace).
-func (a *authenticator) check(ctx context.Context, token, namespace string) (string, error) {
+// check returns nil when the user of token may list policies in namespace
+// ("" for every namespace), and why not otherwise.
+func (a *authenticator) check(ctx context.Context, token, namespace string) error {
 	if token == "" {
-		return "", errNoToken
+		return errNoToken
 	}
 	key := answerKey{token: sha256.Sum256([]byte(token)), namespace: namespace}
 	now := time.Now()
 	a.mu.Lock()
 	if ans, ok := a.answers[key]; ok && now.Before(ans.expires) {
 		a.mu.Unlock()
-		return ans.user, ans.err
+		return ans.err
 	}
 	a.mu.Unlock()
-	user, err := a.review(ctx, token, namespace)
+	_, err := a.review(ctx, token, namespace)
 	if ctx.Err() == nil && !isTransient(err) {
 		a.mu.Lock()
 		for k, ans := range a.answers { // the cache holds the answers of one TTL only
@@ -136,10 +135,10 @@ func (a *authenticator) check(ctx context.Context, token, namespace string) (str
 				delete(a.answers, k)
 			}
 		}
-		a.answers[key] = answer{user: user, err: err, expires: now.Add(a.ttl)}
+		a.answers[key] = answer{err: err, expires: now.Add(a.ttl)}
 		a.mu.Unlock()
 	}
-	return user, err
+	return err
 }
 
 // transientError is an API server that did not answer: not remembered, so

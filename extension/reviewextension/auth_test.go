@@ -84,9 +84,10 @@ func mintToken(t *testing.T, name string, audiences ...string) string {
 // listPolicies is the permission that the page asks for.
 var listPolicies = rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"workloadnetworkpolicies"}, Verbs: []string{"list"}}
 
-func request(t *testing.T, c *http.Client, method, url, token, accept string) (int, string, http.Header) {
+// request GETs url with a bearer token and an Accept header, when given.
+func request(t *testing.T, c *http.Client, url, token, accept string) (int, string, http.Header) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
+	req, err := http.NewRequest(http.MethodGet, url, http.NoBody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestTokenRequired(t *testing.T) {
 			{"a ServiceAccount without the permission", forbidden, http.StatusForbidden},
 			{"a ServiceAccount that may list policies", allowed, http.StatusOK},
 		} {
-			code, body, _ := request(t, noRedirect, http.MethodGet, base+path, tc.token, "")
+			code, body, _ := request(t, noRedirect, base+path, tc.token, "")
 			if code != tc.want {
 				t.Errorf("GET %s with %s: %d %q, want %d", path, tc.who, code, body, tc.want)
 			}
@@ -139,16 +140,16 @@ func TestTokenRequired(t *testing.T) {
 		}
 	}
 	// A browser without a token is sent to the login form.
-	code, _, hdr := request(t, noRedirect, http.MethodGet, base+"/?namespace=pay", "", "text/html")
+	code, _, hdr := request(t, noRedirect, base+"/?namespace=pay", "", "text/html")
 	if code != http.StatusSeeOther || hdr.Get("Location") != "/login?next="+url.QueryEscape("/?namespace=pay") {
 		t.Errorf("browser without a token: %d to %q, want 303 to the login form", code, hdr.Get("Location"))
 	}
 	// A token allowed in one namespace sees that namespace, not the cluster.
-	if code, _, _ := request(t, noRedirect, http.MethodGet, base+"/graph.json?namespace=pay", payOnly, ""); code != http.StatusOK {
+	if code, _, _ := request(t, noRedirect, base+"/graph.json?namespace=pay", payOnly, ""); code != http.StatusOK {
 		t.Errorf("pay reader on pay: %d, want 200", code)
 	}
 	for _, path := range []string{"/graph.json", "/graph.json?namespace=shop", "/proposals/shop/deployment-web-ingress"} {
-		if code, _, _ := request(t, noRedirect, http.MethodGet, base+path, payOnly, ""); code != http.StatusForbidden {
+		if code, _, _ := request(t, noRedirect, base+path, payOnly, ""); code != http.StatusForbidden {
 			t.Errorf("pay reader on %s: %d, want 403", path, code)
 		}
 	}
@@ -161,7 +162,7 @@ func TestLoginForm(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
 
-	code, body, _ := request(t, c, http.MethodGet, base+"/", "", "text/html")
+	code, body, _ := request(t, c, base+"/", "", "text/html")
 	if code != http.StatusOK || !strings.Contains(body, `<form method="post" action="/login" id="login">`) {
 		t.Fatalf("GET / without a token: %d, want the login form:\n%s", code, body)
 	}
@@ -174,18 +175,18 @@ func TestLoginForm(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := login(serviceAccountToken(t, "review-nobody", "")); code != http.StatusUnauthorized || !strings.Contains(body, "may not list workloadnetworkpolicies") {
-		t.Errorf("login without the permission: %d\n%s", code, body)
+	if got, page := login(serviceAccountToken(t, "review-nobody", "")); got != http.StatusUnauthorized || !strings.Contains(page, "may not list workloadnetworkpolicies") {
+		t.Errorf("login without the permission: %d\n%s", got, page)
 	}
-	if code, body := login("not-a-token"); code != http.StatusUnauthorized || !strings.Contains(body, "the token is not valid for this page&#39;s audience") {
-		t.Errorf("login with a bad token: %d\n%s", code, body)
+	if got, page := login("not-a-token"); got != http.StatusUnauthorized || !strings.Contains(page, "the token is not valid for this page&#39;s audience") {
+		t.Errorf("login with a bad token: %d\n%s", got, page)
 	}
 	code, body = login(serviceAccountToken(t, "review-reader", "", listPolicies))
 	if code != http.StatusOK || !strings.Contains(body, "Namespace shop") {
 		t.Fatalf("login: %d, want the shop page\n%s", code, body)
 	}
 	// The cookie carries the token from then on, to the graph too.
-	if code, body, _ := request(t, c, http.MethodGet, base+"/graph.json?namespace=shop", "", ""); code != http.StatusOK || !strings.Contains(body, "would-block") {
+	if code, body, _ := request(t, c, base+"/graph.json?namespace=shop", "", ""); code != http.StatusOK || !strings.Contains(body, "would-block") {
 		t.Errorf("graph after login: %d %s", code, body)
 	}
 	u, _ := url.Parse(base)
@@ -199,7 +200,7 @@ func TestLoginForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if code, _, _ := request(t, c, http.MethodGet, base+"/graph.json", "", ""); code != http.StatusUnauthorized {
+	if code, _, _ := request(t, c, base+"/graph.json", "", ""); code != http.StatusUnauthorized {
 		t.Errorf("graph after logout: %d, want 401", code)
 	}
 }
@@ -208,7 +209,7 @@ func TestReadsTheSharedCache(t *testing.T) {
 	controlplanetest.Require(t)
 	_, h := startEnforcer(t, "review-cache")
 	base := startReview(t, h, AuthModeAuto) // loopback: no token
-	code, body, _ := request(t, http.DefaultClient, http.MethodGet, base+"/graph.mmd", "", "")
+	code, body, _ := request(t, http.DefaultClient, base+"/graph.mmd", "", "")
 	if code != http.StatusOK {
 		t.Fatalf("GET /graph.mmd: %d %s", code, body)
 	}
@@ -241,7 +242,7 @@ func TestAudience(t *testing.T) {
 		{"a token for the API server", apiToken, "the token is for the API server, not for this page&#39;s audience &#34;" + DefaultAudience + "&#34;"},
 		{"a token for another audience", otherToken, "the token is not valid for this page&#39;s audience &#34;" + DefaultAudience + "&#34;"},
 	} {
-		code, body, _ := request(t, noRedirect, http.MethodGet, base+"/graph.json", tc.token, "")
+		code, body, _ := request(t, noRedirect, base+"/graph.json", tc.token, "")
 		if code != http.StatusUnauthorized || !strings.Contains(body, html.UnescapeString(tc.why)) {
 			t.Errorf("graph.json with %s: %d %q, want 401 saying %s", tc.who, code, body, html.UnescapeString(tc.why))
 		}
@@ -255,22 +256,22 @@ func TestAudience(t *testing.T) {
 			t.Errorf("login with %s: %d, cookies %v, want 401 saying %q, %q and no cookie:\n%s", tc.who, resp.StatusCode, resp.Cookies(), tc.why, howTo, b)
 		}
 	}
-	if code, body, _ := request(t, noRedirect, http.MethodGet, base+"/graph.json", pageToken, ""); code != http.StatusOK {
+	if code, body, _ := request(t, noRedirect, base+"/graph.json", pageToken, ""); code != http.StatusOK {
 		t.Errorf("a token for %s: %d %q, want 200", DefaultAudience, code, body)
 	}
 	// The login form says which audience to ask for.
-	if code, body, _ := request(t, noRedirect, http.MethodGet, base+"/login", "", "text/html"); code != http.StatusOK ||
+	if code, body, _ := request(t, noRedirect, base+"/login", "", "text/html"); code != http.StatusOK ||
 		!strings.Contains(body, "kubectl create token &lt;service-account&gt; -n &lt;namespace&gt; --audience "+DefaultAudience) {
 		t.Errorf("login form: %d\n%s", code, body)
 	}
 
 	// Another audience configured: the default one is refused there.
 	other := startReviewWith(t, h, func(c *Config) { c.Access.Mode, c.Access.Audience = AuthModeToken, "vault" })
-	if code, body, _ := request(t, noRedirect, http.MethodGet, other+"/graph.json", pageToken, ""); code != http.StatusUnauthorized ||
+	if code, body, _ := request(t, noRedirect, other+"/graph.json", pageToken, ""); code != http.StatusUnauthorized ||
 		!strings.Contains(body, `not valid for this page's audience "vault"`) {
 		t.Errorf("a %s token on a page for vault: %d %q, want 401", DefaultAudience, code, body)
 	}
-	if code, body, _ := request(t, noRedirect, http.MethodGet, other+"/graph.json", otherToken, ""); code != http.StatusOK {
+	if code, body, _ := request(t, noRedirect, other+"/graph.json", otherToken, ""); code != http.StatusOK {
 		t.Errorf("a vault token on a page for vault: %d %q, want 200", code, body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -105,7 +106,7 @@ func BenchmarkBrowserGraph(b *testing.B) {
 	ctx := context.Background()
 	made := 0
 	for _, n := range []int{500, 5000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			if err := scaleObjects(ctx, env.Client, made, n); err != nil {
 				b.Fatal(err)
 			}

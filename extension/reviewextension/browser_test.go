@@ -41,7 +41,7 @@ func chromium(tb testing.TB) string {
 func startBrowser(tb testing.TB) context.Context {
 	tb.Helper()
 	path := chromium(tb)
-	profile, err := os.MkdirTemp("", "network-enforcer-chromium-")
+	profile, err := os.MkdirTemp("", "network-enforcer-chromium-") //nolint:usetesting // removed best effort below: a file Chromium writes as it exits must not fail the test.
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func (c *Config) Validate() error {
 	endpoint := c.NetAddr.Endpoint
 	loopback, err := isLoopback(endpoint)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("invalid endpoint %q: must be host:port (%v)", endpoint, err))
+		errs = append(errs, fmt.Errorf("invalid endpoint %q: must be host:port (%w)", endpoint, err))
 	}
 	switch c.NetAddr.Transport {
 	case confignet.TransportTypeTCP, confignet.TransportTypeTCP4, confignet.TransportTypeTCP6:
@@ -148,6 +148,7 @@ func (c *Config) requiresToken() bool {
 		return true
 	case AuthModeNone:
 		return false
+	case AuthModeAuto: // a token off loopback only
 	}
 	loopback, err := isLoopback(c.NetAddr.Endpoint)
 	return err != nil || !loopback

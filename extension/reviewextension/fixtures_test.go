@@ -1,7 +1,7 @@
 package reviewextension
 
 import (
-	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +27,7 @@ func kubernetesSpec(kind v1alpha1.WorkloadKind, name string, d v1alpha1.Directio
 		return []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: ptrPort(p)}}
 	}
 	for i := range rules {
-		peer := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"rule": fmt.Sprint(i)}}}}
+		peer := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"rule": strconv.Itoa(i)}}}}
 		if d == v1alpha1.DirectionIngress {
 			np.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
 			np.Ingress = append(np.Ingress, networkingv1.NetworkPolicyIngressRule{From: peer, Ports: port(8080 + int32(i))})

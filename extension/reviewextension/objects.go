@@ -115,7 +115,7 @@ func promoteCommand(namespace, name string, mode v1alpha1.PolicyMode) string {
 
 // modeCommand switches a policy's mode.
 func modeCommand(namespace, name string, mode v1alpha1.PolicyMode) string {
-	return fmt.Sprintf(`kubectl patch wnp -n %s %s --type merge -p '{"spec":{"mode":"%s"}}'`, namespace, name, mode)
+	return fmt.Sprintf(`kubectl patch wnp -n %s %s --type merge -p '{"spec":{"mode":%q}}'`, namespace, name, mode)
 }
 
 // acknowledgeCommand acknowledges a violation record; the reason is the

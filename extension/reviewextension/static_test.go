@@ -26,11 +26,11 @@ func TestStaticFiles(t *testing.T) {
 	base := startReview(t, h, AuthModeToken)
 	token := serviceAccountToken(t, "review-reader", "", listPolicies)
 
-	code, page, hdr := request(t, http.DefaultClient, http.MethodGet, base+"/?namespace=shop", token, "text/html")
+	code, page, hdr := request(t, http.DefaultClient, base+"/?namespace=shop", token, "text/html")
 	if code != http.StatusOK || hdr.Get("Cache-Control") != "no-store" {
 		t.Fatalf("GET /: %d, Cache-Control %q, want 200 no-store", code, hdr.Get("Cache-Control"))
 	}
-	_, login, _ := request(t, http.DefaultClient, http.MethodGet, base+"/login", "", "text/html")
+	_, login, _ := request(t, http.DefaultClient, base+"/login", "", "text/html")
 	urls := map[string]string{} // name -> URL
 	for _, m := range staticURL.FindAllStringSubmatch(page+login, -1) {
 		urls[m[3]] = m[1]
@@ -43,7 +43,7 @@ func TestStaticFiles(t *testing.T) {
 			continue
 		}
 		// No token, no cookie.
-		code, body, hdr := request(t, http.DefaultClient, http.MethodGet, base+u, "", "")
+		code, body, hdr := request(t, http.DefaultClient, base+u, "", "")
 		if code != http.StatusOK {
 			t.Errorf("GET %s without a token: %d %q", u, code, body)
 			continue
@@ -69,7 +69,7 @@ func TestStaticFiles(t *testing.T) {
 			}
 		}
 		// A browser that has it asks again at most with its ETag.
-		req, _ := http.NewRequest(http.MethodGet, base+u, nil)
+		req, _ := http.NewRequest(http.MethodGet, base+u, http.NoBody)
 		req.Header.Set("If-None-Match", hdr.Get("ETag"))
 		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNotModified {
 			t.Errorf("GET %s with its ETag: %v %v, want 304", u, resp, err)
@@ -79,11 +79,11 @@ func TestStaticFiles(t *testing.T) {
 	}
 	// Another content's hash, or no hash, is not served.
 	for _, path := range []string{"/static/0000000000000000/cytoscape.min.js", "/static/cytoscape.min.js", "/static/review.js"} {
-		if code, _, hdr := request(t, http.DefaultClient, http.MethodGet, base+path, token, ""); code != http.StatusNotFound || hdr.Get("Cache-Control") != "no-store" {
+		if code, _, hdr := request(t, http.DefaultClient, base+path, token, ""); code != http.StatusNotFound || hdr.Get("Cache-Control") != "no-store" {
 			t.Errorf("GET %s: %d, Cache-Control %q, want 404 no-store", path, code, hdr.Get("Cache-Control"))
 		}
 	}
-	if code, _, _ := request(t, http.DefaultClient, http.MethodGet, base+"/third_party/cytoscape/cytoscape.min.js", token, ""); code != http.StatusNotFound {
+	if code, _, _ := request(t, http.DefaultClient, base+"/third_party/cytoscape/cytoscape.min.js", token, ""); code != http.StatusNotFound {
 		t.Errorf("the former unhashed library URL: %d, want 404", code)
 	}
 }

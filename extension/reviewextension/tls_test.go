@@ -57,7 +57,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("the page's URL is %s, want https", base)
 	}
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}}}
-	code, body, _ := request(t, c, http.MethodGet, base+"/login", "", "text/html")
+	code, body, _ := request(t, c, base+"/login", "", "text/html")
 	if code != http.StatusOK || !strings.Contains(body, `id="login"`) {
 		t.Fatalf("GET /login over TLS: %d\n%s", code, body)
 	}
@@ -66,15 +66,16 @@ func TestTLS(t *testing.T) {
 	if !ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Value != token {
 		t.Errorf("login cookie over TLS: Secure %v, HttpOnly %v, SameSite %v, want Secure, HttpOnly, Strict", ck.Secure, ck.HttpOnly, ck.SameSite)
 	}
-	if code, _, _ := request(t, c, http.MethodGet, base+"/graph.json", token, ""); code != http.StatusOK {
+	if code, _, _ := request(t, c, base+"/graph.json", token, ""); code != http.StatusOK {
 		t.Errorf("graph.json over TLS: %d", code)
 	}
 	plain := "http://" + strings.TrimPrefix(base, "https://")
-	if code, body, _ := request(t, http.DefaultClient, http.MethodGet, plain+"/login", "", ""); code == http.StatusOK || strings.Contains(body, `id="login"`) {
+	if code, body, _ := request(t, http.DefaultClient, plain+"/login", "", ""); code == http.StatusOK || strings.Contains(body, `id="login"`) {
 		t.Errorf("plain HTTP on the TLS port: %d %q, want no page", code, body)
 	}
 	// A client that does not trust the CA does not get through.
-	if _, err := http.Get(base + "/login"); err == nil {
+	if resp, err := http.Get(base + "/login"); err == nil {
+		resp.Body.Close()
 		t.Error("a client without the CA reached the page")
 	}
 }

@@ -45,7 +45,7 @@ func Path() (string, error) {
 	}
 	p := filepath.Join(root, ".cache", "tools", "helm-"+Version, "helm")
 	if _, err := os.Stat(p); err != nil {
-		return "", missing(fmt.Sprintf("%s is missing", p))
+		return "", missing(p + " is missing")
 	}
 	return p, nil
 }

@@ -98,7 +98,7 @@ func forLines(t *testing.T, path string, fn func(line int, data []byte)) {
 	sc := bufio.NewScanner(file)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for line := 1; sc.Scan(); line++ {
-		if len(strings.TrimSpace(sc.Text())) > 0 {
+		if strings.TrimSpace(sc.Text()) != "" {
 			fn(line, sc.Bytes())
 		}
 	}

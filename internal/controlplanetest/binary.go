@@ -1,7 +1,6 @@
 package controlplanetest
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -15,7 +14,7 @@ func Binary() (string, error) {
 	}
 	bin := filepath.Join(root, "bin", "network-enforcer")
 	if _, err := os.Stat(bin); err != nil {
-		return "", &MissingError{What: "the built distribution", Target: "build", Detail: fmt.Sprintf("%s is missing", bin)}
+		return "", &MissingError{What: "the built distribution", Target: "build", Detail: bin + " is missing"}
 	}
 	return bin, nil
 }

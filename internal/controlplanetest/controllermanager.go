@@ -23,7 +23,9 @@ const controllerManagerUser = "system:kube-controller-manager"
 type controllerManager struct {
 	cmd     *exec.Cmd
 	logPath string
-	exited  chan error
+	// exited is closed when the process has ended, with its exit status in err.
+	exited chan struct{}
+	err    error
 }
 
 // startControllerManager runs kube-controller-manager with only the garbage
@@ -58,26 +60,26 @@ func startControllerManager(env *envtest.Environment, assets, dir string) (*cont
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("kube-controller-manager: %w", err)
 	}
-	kcm := &controllerManager{cmd: cmd, logPath: logPath, exited: make(chan error, 1)}
-	go func() { kcm.exited <- cmd.Wait() }()
+	kcm := &controllerManager{cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+	go func() { kcm.err = cmd.Wait(); close(kcm.exited) }()
 
 	// A start-up failure (a bad flag, an unreachable API server) ends the process
 	// within moments; report it here rather than as a test that waits for a
 	// garbage collection that never comes.
 	select {
-	case err := <-kcm.exited:
-		kcm.exited <- err
-		return nil, fmt.Errorf("kube-controller-manager exited at start (%v):\n%s", err, kcm.logTail())
+	case <-kcm.exited:
+		return nil, fmt.Errorf("kube-controller-manager exited at start (%w):\n%s", kcm.err, kcm.logTail())
 	case <-time.After(time.Second):
 		return kcm, nil
 	}
 }
 
-// stop ends the process: SIGTERM, then SIGKILL after ten seconds.
-func (k *controllerManager) stop() error {
+// stop ends the process: SIGTERM, then SIGKILL after ten seconds. Its exit
+// status is the signal's, which says nothing about the tests.
+func (k *controllerManager) stop() {
 	select {
 	case <-k.exited:
-		return nil
+		return
 	default:
 	}
 	_ = k.cmd.Process.Signal(syscall.SIGTERM)
@@ -87,7 +89,6 @@ func (k *controllerManager) stop() error {
 		_ = k.cmd.Process.Kill()
 		<-k.exited
 	}
-	return nil
 }
 
 // logTail returns the last lines of the process log, for error messages.

@@ -157,7 +157,7 @@ func New(opts Options) (_ *Env, err error) {
 func (e *Env) Stop() error {
 	var errs []error
 	if e.kcm != nil {
-		errs = append(errs, e.kcm.stop())
+		e.kcm.stop()
 		e.kcm = nil
 	}
 	if e.env != nil {

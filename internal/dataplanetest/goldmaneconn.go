@@ -23,6 +23,8 @@ func NewGoldmaneFlow(src, dst End, dstPort uint32, c Connection) *pb.FlowResult 
 	case ConnectionDenied:
 		action = pb.Action_Deny
 		hit = &pb.PolicyHit{Kind: pb.PolicyKind_EndOfTier, Tier: "default", Action: pb.Action_Deny, Trigger: policy}
+	case ConnectionUnenforced, ConnectionDryRunDenied:
+		// The namespace's profile allows it: the hit above.
 	}
 	now := time.Now().Unix()
 	return &pb.FlowResult{Flow: &pb.Flow{

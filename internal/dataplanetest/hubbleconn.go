@@ -134,7 +134,7 @@ func (b *connBuilder) packet(fromClient bool, flags *flowpb.TCPFlags) *flowpb.Fl
 			Flags: flags}}},
 		Source: from.endpoint(), Destination: to.endpoint(),
 		Type: flowpb.FlowType_L3_L4, NodeName: "worker-1",
-		Summary: "TCP Flags: " + flagNames(flags),
+		Summary: "TCP Flags: " + flagNames(flags), //nolint:staticcheck // SA1019: Cilium 1.20's agent still sets it, and the fake emits what the agent emits.
 	}
 	b.out = append(b.out, &observer.GetFlowsResponse{ResponseTypes: &observer.GetFlowsResponse_Flow{Flow: f},
 		NodeName: f.NodeName, Time: f.Time})

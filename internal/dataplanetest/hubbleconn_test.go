@@ -22,7 +22,7 @@ const realRecording = "../../testdata/hubble/cilium-1.20/probe.jsonl"
 // point, conntrack reason, reply, direction, verdict, TCP flags, drop reason),
 // each with the same set of fields.
 func TestFakeConnectionsMatchTheRealAgent(t *testing.T) {
-	real, err := LoadHubble(realRecording)
+	recorded, err := LoadHubble(realRecording)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestFakeConnectionsMatchTheRealAgent(t *testing.T) {
 		{"unenforced", 56700, ConnectionUnenforced},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			want := describeAll(t, ofConnection(real, c.port))
+			want := describeAll(t, ofConnection(recorded, c.port))
 			got := describeAll(t, NewHubbleConnection(client, server, c.port, 8080, c.kind))
 			if len(want) == 0 {
 				t.Fatalf("no flows of client port %d in the recording", c.port)

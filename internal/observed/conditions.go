@@ -151,7 +151,7 @@ func UnusedRulesCondition(rules []v1alpha1.RuleUse, created, now time.Time, age 
 	}
 	if len(unused) == 0 {
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonRulesUsed
-		c.Message = fmt.Sprintf("every rule was used in the last %s", ageText(age))
+		c.Message = "every rule was used in the last " + ageText(age)
 		return c, next
 	}
 	c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonRulesUnused

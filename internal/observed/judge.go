@@ -22,6 +22,8 @@ func ClassOf(reason workload.Unresolved) v1alpha1.PeerClass {
 		return v1alpha1.PeerClassNode
 	case workload.UnresolvedBarePod:
 		return v1alpha1.PeerClassBarePod
+	case workload.UnresolvedNoPod, workload.UnresolvedUnsupportedOwner:
+		return v1alpha1.PeerClassUnidentified
 	}
 	return v1alpha1.PeerClassUnidentified
 }

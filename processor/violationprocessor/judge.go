@@ -50,6 +50,7 @@ func (c *candidate) judgedHere() bool {
 		return c.direction == v1alpha1.DirectionEgress
 	case flow.ReporterDestination:
 		return c.direction == v1alpha1.DirectionIngress
+	case flow.ReporterBoth:
 	}
 	return true
 }
@@ -91,6 +92,7 @@ func actionOf(c *candidate, p *v1alpha1.WorkloadNetworkPolicy, allowed bool) (v1
 		if p.Spec.Backend == v1alpha1.BackendIstio || p.Spec.Mode == v1alpha1.PolicyModeProtect {
 			return v1alpha1.PolicyModeProtect, true
 		}
+	case flow.OutcomeAllowed, flow.OutcomeAudit: // judged by spec below
 	}
 	if p.Spec.Backend != v1alpha1.BackendKubernetes || p.Spec.Mode != v1alpha1.PolicyModeMonitor || allowed {
 		return "", false

@@ -1,7 +1,6 @@
 package violationprocessor
 
 import (
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +47,3 @@ func keyOf(r *v1alpha1.ViolationRecord) recordKey {
 		DstPort: r.DstPort, Action: r.Action, Policy: r.Policy,
 	}
 }
-
-// transportOf is the network.transport value of a policy protocol.
-func transportOf(p corev1.Protocol) string { return strings.ToLower(string(p)) }

@@ -114,12 +114,12 @@ func convertFlow(f *flowpb.Flow, rec *flow.Record) (flowsource.DropReason, bool)
 // an established one that is not a reply.
 func tracked(r flowpb.TraceReason) (flowsource.DropReason, bool) {
 	switch r {
-	case flowpb.TraceReason_NEW, flowpb.TraceReason_ESTABLISHED, flowpb.TraceReason_REOPENED:
+	case flowpb.TraceReason_NEW, flowpb.TraceReason_ESTABLISHED, flowpb.TraceReason_REOPENED: //nolint:staticcheck // SA1019: named so that every reason an agent may send is classified.
 		return "", true
 	case flowpb.TraceReason_REPLY, flowpb.TraceReason_RELATED:
 		return flowsource.DropReply, false
 	case flowpb.TraceReason_TRACE_REASON_UNKNOWN, flowpb.TraceReason_SRV6_ENCAP, flowpb.TraceReason_SRV6_DECAP,
-		flowpb.TraceReason_ENCRYPT_OVERLAY:
+		flowpb.TraceReason_ENCRYPT_OVERLAY: //nolint:staticcheck // SA1019: named so that every reason an agent may send is classified.
 		return dropUntracked, false
 	}
 	return flowsource.DropUnknownEnum, false

@@ -56,7 +56,7 @@ func (p *partialLines) add(key string, content []byte, partial bool) (whole []by
 		delete(p.pending, key)
 		return nil, false, true
 	}
-	joined := append(prev, content...)
+	joined := append(prev, content...) //nolint:gocritic // appendAssign: joined replaces prev in pending.
 	if partial {
 		if p.pending == nil {
 			p.pending = map[string][]byte{}

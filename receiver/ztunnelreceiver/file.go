@@ -70,6 +70,7 @@ func (r *ztunnelReceiver) consumeFileLines(ctx context.Context, tokens [][]byte,
 			r.take(&l, inputFile, now, &out)
 		case textMalformed:
 			out.drops = append(out.drops, reason)
+		case textPartial: // held until its final part arrives
 		}
 	}
 	return r.emit(ctx, &out)

@@ -149,7 +149,8 @@ func (j *joiner) addAccess(ev *event, now time.Time, out *joined) {
 	// queued, so that a held denial among them still goes out when it expires.
 	n := 1
 	for b := a; b.older != nil && !b.older.gone; b = b.older {
-		if n++; n > maxPerPeer {
+		n++
+		if n > maxPerPeer {
 			b.older = nil
 			out.evicted++
 			break

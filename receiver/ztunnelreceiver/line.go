@@ -66,7 +66,7 @@ func (l *line) decodeJSON(b []byte) error {
 	for _, f := range found[:n] {
 		buf = append(buf, f.val...)
 	}
-	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
+	all := unsafe.String(unsafe.SliceData(buf), len(buf)) //nolint:gosec // G103: buf is never written again, so the string stays immutable.
 	off := 0
 	for _, f := range found[:n] {
 		*f.dst = all[off : off+len(f.val)]

@@ -2,6 +2,7 @@ package ztunnelreceiver
 
 import (
 	"context"
+	"slices"
 
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -53,14 +54,15 @@ var obsFormat = metadata.Type.String()
 // failed as the collector tells them apart.
 func (o *obsReports) consume(ctx context.Context, next consumer.Logs, logs plog.Logs, counts *[numInputs]int) error {
 	var ops [numInputs]context.Context
-	nextCtx := ctx
 	for in, n := range counts {
 		if n > 0 {
-			ops[in] = o[in].StartLogsOp(ctx)
-			if nextCtx == ctx {
-				nextCtx = ops[in]
-			}
+			ops[in] = o[in].StartLogsOp(ctx) //nolint:fatcontext // one operation per input, each from ctx: none nests in another
 		}
+	}
+	// The pipeline runs under the first operation's context.
+	nextCtx := ctx
+	if first := slices.IndexFunc(ops[:], func(c context.Context) bool { return c != nil }); first >= 0 {
+		nextCtx = ops[first]
 	}
 	err := next.ConsumeLogs(nextCtx, logs)
 	for in, n := range counts {

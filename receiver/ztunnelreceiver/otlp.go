@@ -120,6 +120,7 @@ func (r *ztunnelReceiver) takeRecord(lr plog.LogRecord, in input, now time.Time,
 		r.take(&l, in, now, out)
 	case textMalformed:
 		out.drops = append(out.drops, reason)
+	case textPartial: // held until its final part arrives
 	}
 }
 

@@ -146,7 +146,7 @@ var bodyShapes = map[string]func(t *testing.T, lines []string) plog.Logs{
 	},
 	"message body, fields as attributes": func(t *testing.T, lines []string) plog.Logs {
 		return logsOf(lines, func(l string, lr plog.LogRecord) {
-			fields, ok := jsonFields(t, l)
+			fields, ok := jsonFields(l)
 			if !ok {
 				lr.Body().SetStr(l)
 				return
@@ -160,7 +160,7 @@ var bodyShapes = map[string]func(t *testing.T, lines []string) plog.Logs{
 	},
 	"kvlist body": func(t *testing.T, lines []string) plog.Logs {
 		return logsOf(lines, func(l string, lr plog.LogRecord) {
-			fields, ok := jsonFields(t, l)
+			fields, ok := jsonFields(l)
 			if !ok {
 				lr.Body().SetStr(l)
 				return
@@ -183,7 +183,7 @@ func logsOf(lines []string, fill func(string, plog.LogRecord)) plog.Logs {
 	return ld
 }
 
-func jsonFields(t *testing.T, l string) (map[string]any, bool) {
+func jsonFields(l string) (map[string]any, bool) {
 	var m map[string]any
 	if json.Unmarshal([]byte(l), &m) != nil {
 		return nil, false

@@ -81,7 +81,7 @@ func (r *ztunnelReceiver) Start(ctx context.Context, host component.Host) error 
 		return err
 	}
 	r.stop, r.done = make(chan struct{}), make(chan struct{})
-	go r.expireLoop()
+	go r.expireLoop() //nolint:gosec // G118: Start's context ends with Start; the loop runs until Shutdown.
 	for i, in := range r.inputs {
 		if err := in.Start(ctx, host); err != nil {
 			for _, started := range r.inputs[:i] {

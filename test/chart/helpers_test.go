@@ -113,9 +113,11 @@ func (r *rendered) ofKind(kind string) []*unstructured.Unstructured {
 	return out
 }
 
-// config parses a ConfigMap's data key as YAML.
-func config(t *testing.T, cm *unstructured.Unstructured, key string) map[string]any {
+// config parses a ConfigMap's config.yaml, the key under which the chart puts
+// every collector's configuration.
+func config(t *testing.T, cm *unstructured.Unstructured) map[string]any {
 	t.Helper()
+	const key = "config.yaml"
 	text, ok, _ := unstructured.NestedString(cm.Object, "data", key)
 	if !ok {
 		t.Fatalf("ConfigMap %s has no %s", cm.GetName(), key)
@@ -168,18 +170,6 @@ func list(v any, path ...string) []string {
 		out = append(out, fmt.Sprint(e))
 	}
 	return out
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // fileValues collects every value of a key ending in _file in a configuration.

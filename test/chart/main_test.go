@@ -155,8 +155,8 @@ func dryRun(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
 	controlplanetest.Require(t)
 	ctx := context.Background()
-	for _, obj := range objs {
-		obj := obj.DeepCopy()
+	for _, o := range objs {
+		obj := o.DeepCopy()
 		what := fmt.Sprintf("%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
 		err := env.Client.Create(ctx, obj, client.DryRunAll, client.FieldValidation("Strict"))
 		if apierrors.IsAlreadyExists(err) {

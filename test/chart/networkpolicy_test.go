@@ -3,6 +3,7 @@ package chart
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func checkNetworkPolicies(t *testing.T, r *rendered, provider, agentMode, strate
 		if name := strings.SplitN(w[0], "/", 2)[1]; name != np.GetName() {
 			t.Errorf("NetworkPolicy %s selects %s", np.GetName(), w[0])
 		}
-		if types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes"); !equal(types, []string{"Ingress"}) {
+		if types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes"); !slices.Equal(types, []string{"Ingress"}) {
 			t.Errorf("NetworkPolicy %s policyTypes %v, want [Ingress]", np.GetName(), types)
 		}
 		if at(np.Object, "spec", "egress") != nil {
@@ -201,7 +202,7 @@ func TestNetworkPolicyEgress(t *testing.T) {
 	dns := `[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"kube-system"}},"podSelector":{"matchLabels":{"k8s-app":"kube-dns"}}}]`
 	api := `TCP/443,TCP/6443 <- [{"ipBlock":{"cidr":"10.0.0.1/32"}},{"ipBlock":{"cidr":"fd00::1/128"}}]`
 	flows := func(ns, app string) string {
-		return fmt.Sprintf(`[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"%s"}},"podSelector":{"matchLabels":{"k8s-app":"%s"}}}]`, ns, app)
+		return fmt.Sprintf(`[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}},"podSelector":{"matchLabels":{"k8s-app":%q}}}]`, ns, app)
 	}
 	ext := map[string]any{"to": []any{map[string]any{"ipBlock": map[string]any{"cidr": "192.0.2.0/24"}}},
 		"ports": []any{map[string]any{"protocol": "TCP", "port": 4317}}}
@@ -225,7 +226,7 @@ func TestNetworkPolicyEgress(t *testing.T) {
 				"networkPolicy.egress.apiServerCIDRs", []any{"10.0.0.1/32", "fd00::1/128"}), tc.values)
 			r := render(t, values)
 			np := r.must(t, "NetworkPolicy", namespace, fullname)
-			if types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes"); !equal(types, []string{"Ingress", "Egress"}) {
+			if types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes"); !slices.Equal(types, []string{"Ingress", "Egress"}) {
 				t.Errorf("policyTypes %v", types)
 			}
 			want := append([]string{"UDP/53,TCP/53 <- " + dns, api}, tc.want...)

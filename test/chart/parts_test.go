@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,7 +136,7 @@ func TestFluentBit(t *testing.T) {
 				t.Error("the node's pod logs are not mounted")
 			}
 			// The enforcer listens for fluent-bit on OTLP/HTTP, behind the Service.
-			cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"), "config.yaml")
+			cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
 			if got := str(t, cfg, "receivers", "ztunnel", "protocols", "http", "endpoint"); got != "0.0.0.0:4318" {
 				t.Errorf("ztunnel http listener %s", got)
 			}
@@ -145,7 +146,7 @@ func TestFluentBit(t *testing.T) {
 			for _, p := range ports {
 				got = append(got, fmt.Sprintf("%v:%v", at(p, "name"), at(p, "port")))
 			}
-			if !equal(got, []string{"otlp-grpc:4317", "otlp-http:4318"}) {
+			if !slices.Equal(got, []string{"otlp-grpc:4317", "otlp-http:4318"}) {
 				t.Errorf("OTLP Service ports %v", got)
 			}
 		})
@@ -178,9 +179,9 @@ func TestNodeAgentNetworkEnforcer(t *testing.T) {
 			if image := at(spec["containers"].([]any)[0], "image"); image != "ghcr.io/kubewarden/network-enforcer:0.4.0-dev" {
 				t.Errorf("node agent image %v", image)
 			}
-			cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-node-agent"), "config.yaml")
+			cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-node-agent"))
 			file := at(cfg, "receivers", "ztunnel", "file")
-			if !equal(list(file, "include"), []string{"/var/log/pods/istio-system_ztunnel-*/istio-proxy/*.log"}) ||
+			if !slices.Equal(list(file, "include"), []string{"/var/log/pods/istio-system_ztunnel-*/istio-proxy/*.log"}) ||
 				str(t, file, "start_at") != "end" || str(t, file, "storage") != "file_storage/ztunnel" {
 				t.Errorf("ztunnel file input %v", file)
 			}
@@ -191,7 +192,7 @@ func TestNodeAgentNetworkEnforcer(t *testing.T) {
 			if vol := volumeFor(t, spec, dir+"/x"); vol == nil || at(vol, "hostPath", "type") != "DirectoryOrCreate" {
 				t.Errorf("the offsets folder %s is not on the node: %v", dir, vol)
 			}
-			if !equal(list(cfg, "service", "extensions"), []string{"health_check", "file_storage/ztunnel"}) {
+			if !slices.Equal(list(cfg, "service", "extensions"), []string{"health_check", "file_storage/ztunnel"}) {
 				t.Errorf("service extensions %v", list(cfg, "service", "extensions"))
 			}
 			exp := at(cfg, "exporters", "otlp_grpc")
@@ -220,7 +221,7 @@ func TestNodeAgentNetworkEnforcer(t *testing.T) {
 				}
 			}
 			p := at(cfg, "service", "pipelines", "logs")
-			if !equal(list(p, "receivers"), []string{"ztunnel"}) || !equal(list(p, "exporters"), []string{"otlp_grpc"}) {
+			if !slices.Equal(list(p, "receivers"), []string{"ztunnel"}) || !slices.Equal(list(p, "exporters"), []string{"otlp_grpc"}) {
 				t.Errorf("node agent pipeline %v", p)
 			}
 		})
@@ -250,7 +251,7 @@ func TestDefaultCollector(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := accepted(t, merge(vals("controller.provider.name", "cilium"), tc.values))
-			cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-collector-config"), "config.yaml")
+			cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-collector-config"))
 			grpc := at(cfg, "receivers", "otlp", "protocols", "grpc")
 			if str(t, grpc, "endpoint") != "0.0.0.0:4317" || at(cfg, "receivers", "otlp", "protocols", "http") != nil {
 				t.Errorf("otlp receiver %v", at(cfg, "receivers", "otlp"))
@@ -275,12 +276,12 @@ func TestDefaultCollector(t *testing.T) {
 				str(t, cfg, "exporters", "prometheus", "translation_strategy") != "UnderscoreEscapingWithoutSuffixes" {
 				t.Errorf("exporters %v", at(cfg, "exporters"))
 			}
-			if !equal(keysOf(cfg, "connectors"), []string{"policy_denies"}) {
+			if !slices.Equal(keysOf(cfg, "connectors"), []string{"policy_denies"}) {
 				t.Errorf("connectors %v", keysOf(cfg, "connectors"))
 			}
 			logs, metrics := at(cfg, "service", "pipelines", "logs"), at(cfg, "service", "pipelines", "metrics")
-			if !equal(list(logs, "receivers"), []string{"otlp"}) || !equal(list(logs, "exporters"), []string{"debug", "policy_denies"}) ||
-				!equal(list(metrics, "receivers"), []string{"policy_denies"}) || !equal(list(metrics, "exporters"), []string{"prometheus"}) ||
+			if !slices.Equal(list(logs, "receivers"), []string{"otlp"}) || !slices.Equal(list(logs, "exporters"), []string{"debug", "policy_denies"}) ||
+				!slices.Equal(list(metrics, "receivers"), []string{"policy_denies"}) || !slices.Equal(list(metrics, "exporters"), []string{"prometheus"}) ||
 				len(keysOf(cfg, "service", "pipelines")) != 2 {
 				t.Errorf("pipelines %v", at(cfg, "service", "pipelines"))
 			}
@@ -292,7 +293,7 @@ func TestDefaultCollector(t *testing.T) {
 			}
 
 			// The enforcer's side of the hop.
-			ecfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"), "config.yaml")
+			ecfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
 			etls, _ := at(ecfg, "exporters", "otlp_grpc/events", "tls").(map[string]any)
 			espec := podSpec(t, r.must(t, "Deployment", namespace, fullname))
 			switch tc.mode {
@@ -350,8 +351,8 @@ func TestExternalCollector(t *testing.T) {
 			if r.get("Deployment", namespace, fullname+"-collector") != nil {
 				t.Error("the chart's collector runs with the external strategy")
 			}
-			cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"), "config.yaml")
-			if got := keysOf(cfg, "exporters"); !equal(got, []string{"k8swriter", tc.exporter}) {
+			cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
+			if got := keysOf(cfg, "exporters"); !slices.Equal(got, []string{"k8swriter", tc.exporter}) {
 				t.Fatalf("exporters %v", got)
 			}
 			exp := at(cfg, "exporters", tc.exporter)
@@ -402,7 +403,7 @@ func TestConfigChecksum(t *testing.T) {
 func TestOutsidePeers(t *testing.T) {
 	r := accepted(t, vals("controller.learning.outsidePeers", "ipBlocks", "controller.learning.ipv4Prefix", 24,
 		"controller.learning.ipv6Prefix", 64))
-	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"), "config.yaml")
+	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
 	if l := at(cfg, "processors", "learning"); fmt.Sprint(l) != "map[ipv4_prefix:24 ipv6_prefix:64 outside_peers:ip_blocks]" {
 		t.Errorf("learning processor %v", l)
 	}
@@ -412,8 +413,8 @@ func TestOutsidePeers(t *testing.T) {
 func TestOptionalParts(t *testing.T) {
 	r := accepted(t, vals("controller.memoryLimiter.enabled", false, "controller.metrics.enabled", false,
 		"controller.provider.name", "cilium", "telemetry.collectorStrategy", "none"))
-	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"), "config.yaml")
-	if got := list(cfg, "service", "pipelines", "logs/flows", "processors"); !equal(got, []string{"learning"}) {
+	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
+	if got := list(cfg, "service", "pipelines", "logs/flows", "processors"); !slices.Equal(got, []string{"learning"}) {
 		t.Errorf("flows processors %v", got)
 	}
 	if at(cfg, "processors", "memory_limiter") != nil {
@@ -422,7 +423,7 @@ func TestOptionalParts(t *testing.T) {
 	if str(t, cfg, "service", "telemetry", "metrics", "level") != "none" || r.get("Service", namespace, fullname+"-metrics") != nil {
 		t.Error("the collector's metrics are exposed while off")
 	}
-	if got := list(cfg, "service", "pipelines", "logs/events", "exporters"); !equal(got, []string{"nop"}) {
+	if got := list(cfg, "service", "pipelines", "logs/events", "exporters"); !slices.Equal(got, []string{"nop"}) {
 		t.Errorf("events exporters %v", got)
 	}
 }

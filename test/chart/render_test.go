@@ -67,7 +67,7 @@ var flowHops = []flowHop{
 		values: vals("controller.provider.cilium.tls.mode", "csi",
 			"controller.provider.cilium.tls.issuer.name", "hubble-clients",
 			"controller.provider.cilium.tls.issuer.kind", "ClusterIssuer")},
-	{name: "existingSecret", provider: "cilium", mode: "existingSecret", secretNS: "kube-system", secretName: "hubble-relay-client-certs"},
+	{name: "existingSecret", provider: "cilium", mode: "existingSecret", secretNS: "kube-system", secretName: "hubble-relay-client-certs"}, //nolint:gosec // G101: a Secret's name, not a credential
 	{name: "existingSecretHere", provider: "cilium", mode: "existingSecret", secretNS: namespace, secretName: "hubble-client",
 		values: vals("controller.provider.cilium.tls.existingSecret.namespace", "",
 			"controller.provider.cilium.tls.existingSecret.name", "hubble-client")},
@@ -209,9 +209,9 @@ func checkObjects(t *testing.T, r *rendered, hop flowHop, strategy string) {
 // mode and strategy, and every file it names mounted from the right volume.
 func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string) {
 	t.Helper()
-	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"), "config.yaml")
+	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
 
-	if got := keysOf(cfg, "extensions"); !equal(got, []string{"enforcer", "health_check", "review"}) {
+	if got := keysOf(cfg, "extensions"); !slices.Equal(got, []string{"enforcer", "health_check", "review"}) {
 		t.Errorf("extensions %v", got)
 	}
 	// The review page on loopback: plain HTTP (kubectl port-forward is the
@@ -227,7 +227,7 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 	}
 
 	receiver := map[string]string{"istio": "ztunnel", "calico": "goldmane", "cilium": "hubble"}[hop.provider]
-	if got := keysOf(cfg, "receivers"); !equal(got, []string{receiver}) {
+	if got := keysOf(cfg, "receivers"); !slices.Equal(got, []string{receiver}) {
 		t.Fatalf("receivers %v, want [%s]", got, receiver)
 	}
 	flowsDir := "/etc/network-enforcer/tls/flows/"
@@ -297,7 +297,7 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 		}
 	}
 
-	if got := keysOf(cfg, "processors"); !equal(got, []string{"learning", "memory_limiter", "violation"}) {
+	if got := keysOf(cfg, "processors"); !slices.Equal(got, []string{"learning", "memory_limiter", "violation"}) {
 		t.Errorf("processors %v", got)
 	}
 	if l := at(cfg, "processors", "learning"); fmt.Sprint(l) != "map[ipv4_prefix:32 ipv6_prefix:128 outside_peers:drop]" {
@@ -306,12 +306,12 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 	if str(t, cfg, "processors", "violation", "status_sync_interval") != "30s" {
 		t.Errorf("violation processor %v", at(cfg, "processors", "violation"))
 	}
-	if got := keysOf(cfg, "connectors"); !equal(got, []string{"forward/violations"}) {
+	if got := keysOf(cfg, "connectors"); !slices.Equal(got, []string{"forward/violations"}) {
 		t.Errorf("connectors %v", got)
 	}
 
 	events := map[string]string{"default": "otlp_grpc/events", "external": "otlp_grpc/events", "none": "nop"}[strategy]
-	if got := keysOf(cfg, "exporters"); !equal(got, []string{"k8swriter", events}) {
+	if got := keysOf(cfg, "exporters"); !slices.Equal(got, []string{"k8swriter", events}) {
 		t.Errorf("exporters %v, want [k8swriter %s]", got, events)
 	}
 	switch strategy {
@@ -335,18 +335,18 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 		"logs/flows":  {{receiver}, {"memory_limiter", "learning"}, {"k8swriter", "forward/violations"}},
 		"logs/events": {{"forward/violations"}, {"violation"}, {events}},
 	}
-	if got := keysOf(cfg, "service", "pipelines"); !equal(got, []string{"logs/events", "logs/flows"}) {
+	if got := keysOf(cfg, "service", "pipelines"); !slices.Equal(got, []string{"logs/events", "logs/flows"}) {
 		t.Errorf("pipelines %v", got)
 	}
 	for name, want := range pipelines {
 		p := at(cfg, "service", "pipelines", name)
 		for i, part := range []string{"receivers", "processors", "exporters"} {
-			if got := list(p, part); !equal(got, want[i]) {
+			if got := list(p, part); !slices.Equal(got, want[i]) {
 				t.Errorf("%s %s %v, want %v", name, part, got, want[i])
 			}
 		}
 	}
-	if got := list(cfg, "service", "extensions"); !equal(got, []string{"health_check", "enforcer", "review"}) {
+	if got := list(cfg, "service", "extensions"); !slices.Equal(got, []string{"health_check", "enforcer", "review"}) {
 		t.Errorf("service extensions %v", got)
 	}
 	if got := at(cfg, "service", "telemetry", "metrics", "readers"); got == nil {
@@ -418,10 +418,10 @@ func checkRBAC(t *testing.T, r *rendered, hop flowHop) {
 	}
 
 	for _, role := range r.ofKind("Role") {
-		rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-		for _, rule := range rules {
+		roleRules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+		for _, rule := range roleRules {
 			if slices.Contains(list(rule, "resources"), "secrets") {
-				if !equal(list(rule, "verbs"), []string{"get"}) || !equal(list(rule, "resourceNames"), []string{hop.secretName}) ||
+				if !slices.Equal(list(rule, "verbs"), []string{"get"}) || !slices.Equal(list(rule, "resourceNames"), []string{hop.secretName}) ||
 					role.GetNamespace() != hop.secretNS {
 					t.Errorf("Role %s/%s on Secrets: %v", role.GetNamespace(), role.GetName(), rule)
 				}
@@ -431,10 +431,10 @@ func checkRBAC(t *testing.T, r *rendered, hop flowHop) {
 	le := r.must(t, "Role", namespace, fullname+"-leader-election")
 	rules, _, _ = unstructured.NestedSlice(le.Object, "rules")
 	// Creating a Lease cannot be limited to a name; reading and renewing are.
-	if len(rules) != 2 || !equal(list(rules[0], "resources"), []string{"leases"}) || !equal(list(rules[0], "verbs"), []string{"create"}) ||
+	if len(rules) != 2 || !slices.Equal(list(rules[0], "resources"), []string{"leases"}) || !slices.Equal(list(rules[0], "verbs"), []string{"create"}) ||
 		len(list(rules[0], "resourceNames")) != 0 ||
-		!equal(list(rules[1], "resources"), []string{"leases"}) || !equal(list(rules[1], "verbs"), []string{"get", "update"}) ||
-		!equal(list(rules[1], "resourceNames"), []string{fullname}) {
+		!slices.Equal(list(rules[1], "resources"), []string{"leases"}) || !slices.Equal(list(rules[1], "verbs"), []string{"get", "update"}) ||
+		!slices.Equal(list(rules[1], "resourceNames"), []string{fullname}) {
 		t.Errorf("leader election Role: %v", rules)
 	}
 	for _, rb := range append(r.ofKind("RoleBinding"), r.ofKind("ClusterRoleBinding")...) {

@@ -62,7 +62,7 @@ func TestReviewPage(t *testing.T) {
 	for _, tc := range reviewCases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := render(t, tc.values)
-			cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"), "config.yaml")
+			cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
 			review := at(cfg, "extensions", "review")
 			if got := str(t, review, "access", "audience"); got != "network-enforcer-review" {
 				t.Errorf("access::audience %q, want the chart's default audience", got)
@@ -151,7 +151,7 @@ func TestReviewPage(t *testing.T) {
 					at(ports[0], "appProtocol") != appProtocol || port != want {
 					t.Errorf("Service ports %v, container port %q, want %s (%s)", ports, port, want, appProtocol)
 				}
-				if !equal(npRules, []string{"TCP/" + want + ` <- [{"namespaceSelector":{}}]`}) {
+				if !slices.Equal(npRules, []string{"TCP/" + want + ` <- [{"namespaceSelector":{}}]`}) {
 					t.Errorf("NetworkPolicy rules for the page %v, want TCP/%s from every pod", npRules, want)
 				}
 			}
@@ -165,7 +165,7 @@ func TestReviewPage(t *testing.T) {
 func TestReviewOptions(t *testing.T) {
 	r := render(t, vals("controller.review.audience", "review.example.com", "controller.review.endpoint", "0.0.0.0:8090",
 		"networkPolicy.reviewFrom", []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "ingress-nginx"}}}}))
-	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"), "config.yaml")
+	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
 	if got := str(t, cfg, "extensions", "review", "access", "audience"); got != "review.example.com" {
 		t.Errorf("access::audience %q", got)
 	}

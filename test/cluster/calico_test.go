@@ -77,7 +77,7 @@ func TestCalico(t *testing.T) {
 	quickstartInstall(t, "calico", 3)
 	logsOnFailure(t, namespace+"/"+enforcerPods, "calico-system/k8s-app=goldmane", "cert-manager/app=cert-manager")
 	enforcers := listPods(t, namespace, enforcerPods)
-	t.Logf("leader %s", waitLeader(t, enforcers, time.Minute))
+	t.Logf("leader %s", waitLeader(t, enforcers))
 	client := issued(t, "tigera-operator", fullname+"-goldmane-client")[fullname+"-goldmane-client"]
 	if _, err := client.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("the enforcer's Goldmane client certificate is not one of Calico's CA: %v", err)

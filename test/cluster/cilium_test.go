@@ -32,7 +32,7 @@ func TestCilium(t *testing.T) {
 	logsOnFailure(t, namespace+"/"+enforcerPods, "kube-system/k8s-app=hubble-relay", "kube-system/k8s-app=hubble-agent", "cert-manager/app=cert-manager")
 
 	t.Run("install", func(t *testing.T) {
-		holder := waitLeader(t, listPods(t, namespace, enforcerPods), time.Minute)
+		holder := waitLeader(t, listPods(t, namespace, enforcerPods))
 		serviceAccount(t)
 		t.Logf("leader %s", holder)
 		// The default collector's hop is cert-manager's; the relay's is
@@ -115,7 +115,7 @@ func journey(t *testing.T, w workloads) {
 }
 
 // denies is the sum of the collector's network_enforcer_policy_denies series.
-func denies(t *testing.T, collector pod) float64 {
+func denies(collector pod) float64 {
 	return metricSum("http://"+collector.IP+":9464/metrics", "network_enforcer_policy_denies")
 }
 

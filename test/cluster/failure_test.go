@@ -15,10 +15,10 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 )
 
-// violationCount is the policy's status.violationCount.
-func violationCount(t *testing.T, policy string) int {
+// violationCount is the server's policy's status.violationCount.
+func violationCount(t *testing.T) int {
 	t.Helper()
-	out := kubectl(t, "-n", "shop", "get", "workloadnetworkpolicy", policy, "-o", "jsonpath={.status.violationCount}")
+	out := kubectl(t, "-n", "shop", "get", "workloadnetworkpolicy", serverPolicy, "-o", "jsonpath={.status.violationCount}")
 	n, _ := strconv.Atoi(strings.TrimSpace(out))
 	return n
 }
@@ -38,9 +38,9 @@ func deny(t *testing.T, w workloads) {
 // it stays there for two status syncs: nothing lost, nothing counted twice.
 func waitCount(t *testing.T, want int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("violationCount %d", want), 2*time.Minute, func() bool { return violationCount(t, serverPolicy) >= want })
+	waitFor(t, fmt.Sprintf("violationCount %d", want), 2*time.Minute, func() bool { return violationCount(t) >= want })
 	time.Sleep(2 * syncInterval)
-	if got := violationCount(t, serverPolicy); got != want {
+	if got := violationCount(t); got != want {
 		t.Fatalf("violationCount %d, want %d", got, want)
 	}
 }
@@ -86,7 +86,7 @@ func restartRelay(t *testing.T) time.Duration {
 // relayRestart: the relay pod is deleted; its replacement serves the leader a
 // new stream, and a flow after it is counted once.
 func relayRestart(t *testing.T, w workloads) {
-	before := violationCount(t, serverPolicy)
+	before := violationCount(t)
 	opened := streams(t, w.agent)
 	start := time.Now()
 	restartRelay(t)
@@ -104,14 +104,14 @@ func relayRestart(t *testing.T, w workloads) {
 // one lease of the old leader's last renewal, and the journey goes on under it.
 func takeover(t *testing.T, w workloads) {
 	pods := waitReady(t, namespace, enforcerPods, 2, 2*time.Minute)
-	holder := waitLeader(t, pods, time.Minute)
+	holder := waitLeader(t, pods)
 	var leaderPod string
 	for _, p := range pods {
 		if strings.HasPrefix(holder, p.Name) {
 			leaderPod = p.Name
 		}
 	}
-	before := violationCount(t, serverPolicy)
+	before := violationCount(t)
 	start := time.Now()
 	kubectl(t, "-n", namespace, "delete", "pod", leaderPod, "--wait=false")
 	var lastRenew time.Time
@@ -143,7 +143,7 @@ func takeover(t *testing.T, w workloads) {
 	// violations that the old leader counted are not counted again.
 	deny(t, w)
 	waitCount(t, before+1)
-	t.Logf("violationCount %d before the takeover, %d after it and one new violation", before, violationCount(t, serverPolicy))
+	t.Logf("violationCount %d before the takeover, %d after it and one new violation", before, violationCount(t))
 }
 
 // leaseState is what the tests read of the enforcer's Lease.
@@ -184,7 +184,7 @@ func eviction(t *testing.T) {
 	}
 	t.Logf("second eviction refused: %v", err)
 	waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
-	waitLeader(t, listPods(t, namespace, enforcerPods), time.Minute)
+	waitLeader(t, listPods(t, namespace, enforcerPods))
 }
 
 // memory logs the working set of the chart's pods and the relay: as the

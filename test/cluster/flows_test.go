@@ -75,7 +75,7 @@ func ztunnelReporter(ztunnel pod) reporter {
 // goldmaneReporter reports through the Goldmane pod, which streams each
 // connection to the enforcer as the destination's flow.
 func goldmaneReporter(goldmane pod) reporter {
-	return func(t *testing.T, src, dst dataplanetest.End, d dial, c dataplanetest.Connection) {
+	return func(t *testing.T, src, dst dataplanetest.End, _ dial, c dataplanetest.Connection) {
 		t.Helper()
 		line, err := protojson.Marshal(dataplanetest.NewGoldmaneFlow(src, dst, 8080, c))
 		if err != nil {

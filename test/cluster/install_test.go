@@ -96,11 +96,12 @@ func leader(t *testing.T) string {
 	return strings.TrimSpace(out)
 }
 
-// waitLeader waits until one of pods holds the Lease, and returns it.
-func waitLeader(t *testing.T, pods []pod, timeout time.Duration) string {
+// waitLeader waits up to a minute until one of pods holds the Lease, and
+// returns it.
+func waitLeader(t *testing.T, pods []pod) string {
 	t.Helper()
 	var holder string
-	waitFor(t, "an enforcer pod to hold the Lease", timeout, func() bool {
+	waitFor(t, "an enforcer pod to hold the Lease", time.Minute, func() bool {
 		holder = leader(t)
 		for _, p := range pods {
 			if strings.HasPrefix(holder, p.Name) {

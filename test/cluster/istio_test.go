@@ -69,7 +69,7 @@ func TestIstio(t *testing.T) {
 	quickstartInstall(t, "istio", 4)
 	logsOnFailure(t, namespace+"/"+enforcerPods, namespace+"/"+nodeAgentPods, "istio-system/app=ztunnel", "cert-manager/app=cert-manager")
 	enforcers := listPods(t, namespace, enforcerPods)
-	t.Logf("leader %s", waitLeader(t, enforcers, time.Minute))
+	t.Logf("leader %s", waitLeader(t, enforcers))
 	issuerMode(t, map[string]map[string]string{
 		"deployment/" + fullname:                {"flows-tls": otlpServer, "events-tls": fullname + "-events-client"},
 		"deployment/" + fullname + "-collector": {"server-tls": fullname + "-collector-server"},

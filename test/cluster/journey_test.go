@@ -167,7 +167,7 @@ func violationReported(t *testing.T) {
 		return strings.Contains(out, "policy_violation_observed") && strings.Contains(out, "client-b")
 	})
 	waitFor(t, "the counter at the collector", time.Minute, func() bool {
-		return denies(t, collector) >= 1
+		return denies(collector) >= 1
 	})
 }
 
@@ -179,7 +179,7 @@ func upgradeToSuiteValues(t *testing.T, source pod) {
 	t.Helper()
 	opened := streams(t, source)
 	upgrade(t, "controller.statusSyncInterval="+syncInterval.String())
-	waitLeader(t, waitReady(t, namespace, enforcerPods, 2, 3*time.Minute), time.Minute)
+	waitLeader(t, waitReady(t, namespace, enforcerPods, 2, 3*time.Minute))
 	waitFor(t, "the new leader's stream from "+source.Name, time.Minute, func() bool {
 		return streams(t, source) > opened
 	})

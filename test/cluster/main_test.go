@@ -225,7 +225,7 @@ func startCluster(root, cni string) (*cluster, error) {
 				_ = cmd.Process.Signal(syscall.SIGTERM)
 			case err := <-done:
 				var exit *exec.ExitError
-				if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 143) {
+				if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 143) {
 					return err
 				}
 				return hostLeftovers()

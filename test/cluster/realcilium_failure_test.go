@@ -81,7 +81,7 @@ func agentFlows(t *testing.T, since, until time.Time, each func(*observer.GetFlo
 func leaderPod(t *testing.T) pod {
 	t.Helper()
 	pods := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
-	holder := waitLeader(t, pods, time.Minute)
+	holder := waitLeader(t, pods)
 	for _, p := range pods {
 		if strings.HasPrefix(holder, p.Name) {
 			return p

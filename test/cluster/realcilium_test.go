@@ -43,7 +43,7 @@ func TestRealCilium(t *testing.T) {
 	t.Run("install", func(t *testing.T) {
 		enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
 		waitReady(t, namespace, collectorPods, 1, 2*time.Minute)
-		holder := waitLeader(t, enforcers, time.Minute)
+		holder := waitLeader(t, enforcers)
 		t.Logf("ready on the Cilium node in %s; leader %s", time.Since(start).Round(100*time.Millisecond), holder)
 	})
 	if t.Failed() {
@@ -267,7 +267,7 @@ func realJourney(t *testing.T, outside string) {
 	// Connections that day 1 never made: a new port (web to api's 8081) and
 	// the reverse direction (api to web), refused by Cilium and reported.
 	collector := listPods(t, namespace, collectorPods)[0]
-	deniesBefore := denies(t, collector)
+	deniesBefore := denies(collector)
 	refusedAt := time.Now()
 	for _, c := range []call{{web, api.IP + ":8081"}, {api, web.IP + ":8080"}} {
 		if d := connect(t, c.from, c.addr); d.Error == "" {
@@ -282,7 +282,7 @@ func realJourney(t *testing.T, outside string) {
 		return strings.Count(out, "policy_violation_observed") >= 2 && strings.Contains(out, "8081")
 	})
 	waitFor(t, "network_enforcer_policy_denies at the collector", time.Minute, func() bool {
-		return denies(t, collector) >= deniesBefore+2
+		return denies(collector) >= deniesBefore+2
 	})
 
 	// Monitor: the same new port is let through, and reported. Both ends'

@@ -126,10 +126,9 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 
 	// 1. Learn: the client's connections make the api's ingress proposal.
 	dp.allowed(t, caller, api, 8080)
-	const policyName = "deployment-api-ingress"
 	proposal := &v1alpha1.WorkloadNetworkPolicyProposal{}
 	waitFor(t, "the proposal", time.Minute, func() bool {
-		return env.Client.Get(ctx, guarded(policyName), proposal) == nil
+		return env.Client.Get(ctx, apiPolicy, proposal) == nil
 	})
 	checkLearned(t, dp.backend(), &proposal.Spec)
 
@@ -137,14 +136,14 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 	patchLabels(t, proposal, map[string]string{v1alpha1.PromoteLabel: string(v1alpha1.PolicyModeMonitor)})
 	policy := &v1alpha1.WorkloadNetworkPolicy{}
 	waitFor(t, "the policy", 30*time.Second, func() bool {
-		return env.Client.Get(ctx, guarded(policyName), policy) == nil
+		return env.Client.Get(ctx, apiPolicy, policy) == nil
 	})
 	if policy.Spec.Mode != v1alpha1.PolicyModeMonitor || policy.Labels[v1alpha1.PromotedFromLabel] != policyName ||
 		!apiequality.Semantic.DeepEqual(policy.Spec.PolicySpec, proposal.Spec) {
 		t.Fatalf("promoted policy %+v from %+v", policy, proposal.Spec)
 	}
 	waitFor(t, "the promoted proposal to go", 30*time.Second, func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, guarded(policyName), &v1alpha1.WorkloadNetworkPolicyProposal{}))
+		return apierrors.IsNotFound(env.Client.Get(ctx, apiPolicy, &v1alpha1.WorkloadNetworkPolicyProposal{}))
 	})
 
 	// 3. The native object of monitor mode.
@@ -156,7 +155,7 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 	event := waitEvent(t, sink, violationevent.Observed, "monitor")
 	t.Logf("%s: the monitor event arrived %s after the flow was sent", name, time.Since(sent).Round(time.Millisecond))
 	checkEvent(t, event, dp.provider(), "monitor", 8080)
-	policy = waitRecords(t, policyName, 1)
+	policy = waitRecords(t, 1)
 	checkRecord(t, &policy.Status.Violations[0], "1", v1alpha1.PolicyModeMonitor, 8080)
 	if policy.Status.ViolationCount != 1 || policy.Status.ActiveViolationCount != 1 {
 		t.Errorf("counts %d/%d, want 1/1", policy.Status.ViolationCount, policy.Status.ActiveViolationCount)
@@ -176,7 +175,7 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 	// 6. A protect violation.
 	dp.violation(t, intruder, api, 8080, v1alpha1.PolicyModeProtect)
 	checkEvent(t, waitEvent(t, sink, violationevent.Observed, "protect"), dp.provider(), "protect", 8080)
-	policy = waitRecords(t, policyName, 2)
+	policy = waitRecords(t, 2)
 	checkRecord(t, &policy.Status.Violations[0], "2", v1alpha1.PolicyModeProtect, 8080)
 	if policy.Status.ViolationCount != 2 || policy.Status.ActiveViolationCount != 2 {
 		t.Errorf("counts %d/%d, want 2/2", policy.Status.ViolationCount, policy.Status.ActiveViolationCount)
@@ -196,15 +195,15 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 	time.Sleep(2 * syncInterval)
 	checkNative(t, policy, v1alpha1.PolicyModeProtect, native)
 	dp.forget()
-	proc = start()
+	start()
 
 	// 8. Acknowledge the protect violation.
-	policy = waitRecords(t, policyName, 2)
+	policy = waitRecords(t, 2)
 	patch = client.MergeFrom(policy.DeepCopy())
 	metav1.SetMetaDataAnnotation(&policy.ObjectMeta, v1alpha1.AcknowledgeAnnotation("2"), "the intruder is a scanner we run")
 	must(t, env.Client.Patch(ctx, policy, patch))
 	waitFor(t, "the acknowledgement", 30*time.Second, func() bool {
-		must(t, env.Client.Get(ctx, guarded(policyName), policy))
+		must(t, env.Client.Get(ctx, apiPolicy, policy))
 		_, annotated := policy.Annotations[v1alpha1.AcknowledgeAnnotation("2")]
 		return !annotated && len(policy.Status.AcknowledgedViolations) == 1
 	})
@@ -223,9 +222,9 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 		for port := uint32(20000); port < 20105; port++ {
 			dp.violation(t, intruder, api, port, v1alpha1.PolicyModeProtect)
 		}
-		policy = waitRecords(t, policyName, v1alpha1.MaxViolationRecords)
+		policy = waitRecords(t, v1alpha1.MaxViolationRecords)
 		waitFor(t, "all 107 observations", 30*time.Second, func() bool {
-			must(t, env.Client.Get(ctx, guarded(policyName), policy))
+			must(t, env.Client.Get(ctx, apiPolicy, policy))
 			return policy.Status.ViolationCount == 107
 		})
 		st := policy.Status
@@ -240,11 +239,11 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 	// makes a proposal again.
 	must(t, env.Client.Delete(ctx, policy))
 	waitFor(t, "the native object to be collected", time.Minute, func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, guarded(policyName), nativeObject(dp.backend())))
+		return apierrors.IsNotFound(env.Client.Get(ctx, apiPolicy, nativeObject(dp.backend())))
 	})
 	dp.allowed(t, caller, api, 8080)
 	waitFor(t, "a new proposal", time.Minute, func() bool {
-		return env.Client.Get(ctx, guarded(policyName), &v1alpha1.WorkloadNetworkPolicyProposal{}) == nil
+		return env.Client.Get(ctx, apiPolicy, &v1alpha1.WorkloadNetworkPolicyProposal{}) == nil
 	})
 }
 
@@ -398,12 +397,16 @@ func checkEvent(t *testing.T, e eventAttrs, provider flow.Provider, action strin
 	}
 }
 
-// waitRecords waits until the policy's status holds n active records.
-func waitRecords(t *testing.T, name string, n int) *v1alpha1.WorkloadNetworkPolicy {
+// policyName is the name of the journey's proposal, and then of its policy:
+// the api's ingress.
+const policyName = "deployment-api-ingress"
+
+// waitRecords waits until the journey's policy's status holds n active records.
+func waitRecords(t *testing.T, n int) *v1alpha1.WorkloadNetworkPolicy {
 	t.Helper()
 	var p v1alpha1.WorkloadNetworkPolicy
 	waitFor(t, fmt.Sprintf("%d violation records", n), 30*time.Second, func() bool {
-		must(t, env.Client.Get(context.Background(), guarded(name), &p))
+		must(t, env.Client.Get(context.Background(), apiPolicy, &p))
 		return len(p.Status.Violations) == n
 	})
 	return &p
@@ -414,7 +417,7 @@ func checkRecord(t *testing.T, r *v1alpha1.ViolationRecord, id string, action v1
 	if r.ID != id || r.Action != action || r.DstPort != port || r.Protocol != corev1.ProtocolTCP || r.Timestamp.IsZero() ||
 		r.Source.Namespace != "guarded" || r.Source.Kind != "Deployment" || r.Source.Name != "intruder" ||
 		r.Destination.Namespace != "guarded" || r.Destination.Kind != "Deployment" || r.Destination.Name != "api" ||
-		r.Policy != (v1alpha1.PolicyReference{Namespace: "guarded", Name: "deployment-api-ingress"}) {
+		r.Policy != (v1alpha1.PolicyReference{Namespace: "guarded", Name: policyName}) {
 		t.Errorf("record %+v, want id %s, %s, port %d", r, id, action, port)
 	}
 }
@@ -451,9 +454,8 @@ func resetGuarded(t *testing.T) {
 	})
 }
 
-func guarded(name string) types.NamespacedName {
-	return types.NamespacedName{Namespace: "guarded", Name: name}
-}
+// apiPolicy names the journey's proposal and then its policy.
+var apiPolicy = types.NamespacedName{Namespace: "guarded", Name: policyName}
 
 // scrape sums the samples of a metric on a Prometheus endpoint whose labels
 // include the ones given.

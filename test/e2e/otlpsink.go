@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc"
+
 	// The otlp exporter compresses with gzip by default.
 	_ "google.golang.org/grpc/encoding/gzip"
 

@@ -34,7 +34,7 @@ func TestSampleConfigStartsAndStops(t *testing.T) {
 		"KUBECONFIG="+kubeconfig)
 
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true,
-		func(ctx context.Context) (bool, error) {
+		func(context.Context) (bool, error) {
 			select {
 			case <-p.exited:
 				return false, errors.Join(errors.New("the collector exited before it was healthy"), p.err)
@@ -42,7 +42,7 @@ func TestSampleConfigStartsAndStops(t *testing.T) {
 			}
 			resp, err := http.Get("http://" + health + "/")
 			if err != nil {
-				return false, nil
+				return false, nil //nolint:nilerr // not listening yet: poll again
 			}
 			resp.Body.Close()
 			return resp.StatusCode == http.StatusOK, nil

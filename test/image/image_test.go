@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -118,8 +119,11 @@ func TestReproducible(t *testing.T) {
 		func(i v1.Image) (v1.Hash, error) { return i.ConfigName() },
 		func(i v1.Image) (v1.Hash, error) {
 			l, err := i.Layers()
-			if err != nil || len(l) != 1 {
-				return v1.Hash{}, fmt.Errorf("%d layers (%v), want 1", len(l), err)
+			if err != nil {
+				return v1.Hash{}, err
+			}
+			if len(l) != 1 {
+				return v1.Hash{}, fmt.Errorf("%d layers, want 1", len(l))
 			}
 			return l[0].Digest()
 		},
@@ -241,7 +245,7 @@ func files(t *testing.T, img v1.Image) map[string]entry {
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"os"
@@ -77,7 +78,7 @@ func TestFixturesBecomeProposals(t *testing.T) {
 	}
 	want, err := os.ReadFile(proposalsGolden)
 	must(t, err)
-	if string(b) != string(want) {
+	if !bytes.Equal(b, want) {
 		t.Fatalf("proposals differ from %s (rerun with -update to see them):\n%s", proposalsGolden, b)
 	}
 	// Edges that arrive on both sides of a write round cost a proposal a second

@@ -104,7 +104,7 @@ func (c collector) measure(ctx context.Context, enforcer bool) (measurement, err
 
 	if err := waitHealthy(ctx, health, exited); err != nil {
 		if errors.Is(err, errExited) {
-			err = fmt.Errorf("%w: %v", err, exitErr)
+			err = fmt.Errorf("%w: %w", err, exitErr)
 		}
 		return failed(err)
 	}
@@ -179,7 +179,7 @@ func waitHealthy(ctx context.Context, addr string, exited <-chan struct{}) error
 	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", http.NoBody)
 		if err != nil {
 			return err
 		}

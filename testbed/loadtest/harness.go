@@ -297,7 +297,7 @@ func (p *process) peakRSS() (int64, error) {
 
 // counter sums the samples of the metrics whose names start with name.
 func (p *process) counter(name string) (int64, error) {
-	req, err := http.NewRequest(http.MethodGet, "http://"+p.metrics+"/metrics", nil)
+	req, err := http.NewRequest(http.MethodGet, "http://"+p.metrics+"/metrics", http.NoBody)
 	if err != nil {
 		return 0, err
 	}

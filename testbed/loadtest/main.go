@@ -46,14 +46,15 @@ func main() {
 	gomemlimit := flag.String("gomemlimit", "512MiB", "GOMEMLIMIT of the binary, as the chart sets it; empty: none")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	opts := options{flows: *flows, timeout: *timeout, otlpBatch: *otlpBatch, keep: *keep, gogc: *gogc, gomemlimit: *gomemlimit}
 	for _, p := range strings.Split(*paths, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			opts.paths = append(opts.paths, p)
 		}
 	}
-	if err := run(ctx, opts); err != nil && !errors.Is(err, context.Canceled) {
+	err := run(ctx, opts)
+	stop()
+	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "loadtest failed: %v\n", err)
 		os.Exit(1)
 	}

@@ -100,15 +100,15 @@ service:
 }
 
 // peerAddr is the source address of an access line, or the peer of a decision.
-var peerAddr = regexp.MustCompile(`"(src\.addr|peer)":"([0-9.]+):([0-9]+)"`)
+var peerAddr = regexp.MustCompile(`"(src\.addr|peer)":"([0-9.]+):(\d+)"`)
 
-// restampPorts moves the peer ports of a line of the copy-th copy, the same way
+// restampPorts moves the peer ports of a line of the k-th copy, the same way
 // in every line of one copy.
-func restampPorts(line string, copy int) string {
+func restampPorts(line string, k int) string {
 	return peerAddr.ReplaceAllStringFunc(line, func(m string) string {
 		sub := peerAddr.FindStringSubmatch(m)
 		port, _ := strconv.Atoi(sub[3])
-		return fmt.Sprintf(`"%s":"%s:%d"`, sub[1], sub[2], 1024+(port+copy)%64000)
+		return fmt.Sprintf(`%q:"%s:%d"`, sub[1], sub[2], 1024+(port+k)%64000)
 	})
 }
 

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -25,7 +26,7 @@ import (
 // binaries collects repeated -binary os/arch=path flags, in order.
 type binaries []ociimage.Options
 
-func (b *binaries) String() string { return fmt.Sprint(len(*b)) }
+func (b *binaries) String() string { return strconv.Itoa(len(*b)) }
 
 func (b *binaries) Set(s string) error {
 	platform, path, ok := strings.Cut(s, "=")
@@ -61,7 +62,7 @@ func run() error {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 	if len(bins) == 0 {
-		return fmt.Errorf("no -binary given")
+		return errors.New("no -binary given")
 	}
 	ref, err := ociimage.Ref(*imageName)
 	if err != nil {

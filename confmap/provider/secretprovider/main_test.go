@@ -73,11 +73,11 @@ func testClient(t *testing.T, cfg *rest.Config, log *requestLog, builds *atomic.
 	t.Helper()
 	return func() (kubernetes.Interface, error) {
 		builds.Add(1)
-		cfg := rest.CopyConfig(cfg)
-		cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		logged := rest.CopyConfig(cfg)
+		logged.Wrap(func(next http.RoundTripper) http.RoundTripper {
 			return roundTripperFunc(func(r *http.Request) (*http.Response, error) { return log.RoundTrip(next, r) })
 		})
-		return kubernetes.NewForConfig(cfg)
+		return kubernetes.NewForConfig(logged)
 	}
 }
 

@@ -2,6 +2,7 @@ package secretprovider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -166,7 +167,7 @@ func TestRetrieveMissing(t *testing.T) {
 func TestRetrieveInvalidURI(t *testing.T) {
 	p := newProvider(zap.NewNop(), func() (kubernetes.Interface, error) {
 		t.Error("a client was built for an invalid URI")
-		return nil, fmt.Errorf("no client")
+		return nil, errors.New("no client")
 	})
 	const form = "want secret:<namespace>/<name>/<key>"
 	for uri, want := range map[string]string{

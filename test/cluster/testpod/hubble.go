@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net"
@@ -26,7 +27,7 @@ import (
 func hubble() error {
 	podIP, node := os.Getenv("POD_IP"), os.Getenv("NODE_NAME")
 	if podIP == "" || node == "" {
-		return fmt.Errorf("POD_IP and NODE_NAME must be set")
+		return errors.New("POD_IP and NODE_NAME must be set")
 	}
 	obs := &observerServer{HubbleRelay: dataplanetest.NewHubbleRelay(nil), started: time.Now()}
 	srv := grpc.NewServer()

@@ -2,7 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 	"log"
 	"net"
 	"net/http"
@@ -92,7 +92,7 @@ func client() error {
 // times when given, else forever), and fails when a single connection fails.
 func dialMode(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: testpod dial ADDR [INTERVAL [COUNT]]")
+		return errors.New("usage: testpod dial ADDR [INTERVAL [COUNT]]")
 	}
 	once := func() error {
 		c, err := net.DialTimeout("tcp4", args[0], 3*time.Second)

@@ -54,7 +54,7 @@ func ztunnel() error {
 		out.Unlock()
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/quiet", func(w http.ResponseWriter, _ *http.Request) { quiet.Store(true) })
+	mux.HandleFunc("/quiet", func(http.ResponseWriter, *http.Request) { quiet.Store(true) })
 	mux.HandleFunc("/printed", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, printed.Load()) })
 	mux.HandleFunc("POST /lines", func(w http.ResponseWriter, r *http.Request) {
 		lines, err := readLines(r.Body)

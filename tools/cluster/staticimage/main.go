@@ -12,6 +12,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,7 +44,7 @@ func run() error {
 	out := flag.String("tarball", "", "the docker tarball to write")
 	flag.Parse()
 	if *imageName == "" || *binary == "" || *out == "" {
-		return fmt.Errorf("-name, -binary and -tarball are required")
+		return errors.New("-name, -binary and -tarball are required")
 	}
 	ref, err := name.NewTag(*imageName)
 	if err != nil {

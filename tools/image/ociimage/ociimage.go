@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,7 +47,7 @@ const (
 	DefaultConfig = "/etc/network-enforcer/config/config.yaml"
 )
 
-// ExposedPorts: 4317/4318 OTLP (ztunnel records, or events at the default
+// ExposedPorts are the image's ports: 4317/4318 OTLP (ztunnel records, or events at the default
 // collector); 8888 the collector's metrics; 9464 network_enforcer_policy_denies;
 // 13133 health_check.
 var ExposedPorts = []string{"4317/tcp", "4318/tcp", "8888/tcp", "9464/tcp", "13133/tcp"}
@@ -171,7 +172,7 @@ func CABundle() ([]byte, error) {
 		}
 	}
 	if b.Len() == 0 {
-		return nil, fmt.Errorf("no CA roots in the fallback bundle")
+		return nil, errors.New("no CA roots in the fallback bundle")
 	}
 	return b.Bytes(), nil
 }

@@ -1,7 +1,7 @@
 package ociimage
 
 import (
-	"fmt"
+	"errors"
 	"os"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -57,7 +57,7 @@ type PlatformDigest struct {
 func Write(ref name.Tag, images []v1.Image, layoutDir, tarballPath string) (Written, error) {
 	var w Written
 	if len(images) == 0 {
-		return w, fmt.Errorf("no image to write")
+		return w, errors.New("no image to write")
 	}
 	var top mutate.Appendable
 	index := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)

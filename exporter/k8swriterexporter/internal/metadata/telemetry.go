@@ -25,7 +25,7 @@ type TelemetryBuilder struct {
 	NetworkEnforcerObservedEdgesTracked         metric.Int64ObservableGauge
 	NetworkEnforcerObservedEdgesUntracked       metric.Int64ObservableCounter
 	NetworkEnforcerObservedEstimatorsUnreadable metric.Int64ObservableCounter
-	NetworkEnforcerWriterApiWrites              metric.Int64Counter
+	NetworkEnforcerWriterAPIWrites              metric.Int64Counter
 	NetworkEnforcerWriterUnwrittenProposals     metric.Int64ObservableGauge
 }
 
@@ -115,7 +115,7 @@ func (builder *TelemetryBuilder) Shutdown() {
 	builder.mu.Lock()
 	defer builder.mu.Unlock()
 	for _, reg := range builder.registrations {
-		reg.Unregister()
+		_ = reg.Unregister()
 	}
 	builder.registrations = nil
 }
@@ -149,7 +149,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 		metric.WithUnit("{status}"),
 	)
 	errs = errors.Join(errs, err)
-	builder.NetworkEnforcerWriterApiWrites, err = builder.meter.Int64Counter(
+	builder.NetworkEnforcerWriterAPIWrites, err = builder.meter.Int64Counter(
 		"network_enforcer_writer_api_writes",
 		metric.WithDescription("Writes to the Kubernetes API, by operation (create, update, status) and result (ok, refused, error)."),
 		metric.WithUnit("{write}"),

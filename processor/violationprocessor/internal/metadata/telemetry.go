@@ -105,7 +105,7 @@ func (builder *TelemetryBuilder) Shutdown() {
 	builder.mu.Lock()
 	defer builder.mu.Unlock()
 	for _, reg := range builder.registrations {
-		reg.Unregister()
+		_ = reg.Unregister()
 	}
 	builder.registrations = nil
 }
