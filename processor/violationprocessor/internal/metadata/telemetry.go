@@ -1,13 +1,12 @@
 package metadata
 
 import (
-	"context"
 	"errors"
-	"sync"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/embedded"
+
+	"github.com/kubewarden/network-enforcer/internal/callbacks"
 )
 
 // Meter returns the meter of the component's scope.
@@ -18,9 +17,9 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 // TelemetryBuilder holds the component's instruments, created as
 // metadata.yaml lists them.
 type TelemetryBuilder struct {
-	meter                                       metric.Meter
-	mu                                          sync.Mutex
-	registrations                               []metric.Registration
+	meter metric.Meter
+	// Registrations keeps the callbacks, which Shutdown removes.
+	callbacks.Registrations
 	NetworkEnforcerObservedEdgesNotTracked      metric.Int64ObservableGauge
 	NetworkEnforcerObservedEdgesTracked         metric.Int64ObservableGauge
 	NetworkEnforcerObservedEdgesUntracked       metric.Int64ObservableCounter
@@ -35,79 +34,22 @@ type TelemetryBuilder struct {
 
 // RegisterNetworkEnforcerObservedEdgesNotTrackedCallback sets the callback that observes NetworkEnforcerObservedEdgesNotTracked.
 func (builder *TelemetryBuilder) RegisterNetworkEnforcerObservedEdgesNotTrackedCallback(cb metric.Int64Callback) error {
-	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		return cb(ctx, &observerInt64{inst: builder.NetworkEnforcerObservedEdgesNotTracked, obs: o})
-	}, builder.NetworkEnforcerObservedEdgesNotTracked)
-	if err != nil {
-		return err
-	}
-	builder.mu.Lock()
-	defer builder.mu.Unlock()
-	builder.registrations = append(builder.registrations, reg)
-	return nil
+	return builder.RegisterInt64(builder.meter, builder.NetworkEnforcerObservedEdgesNotTracked, cb)
 }
 
 // RegisterNetworkEnforcerObservedEdgesTrackedCallback sets the callback that observes NetworkEnforcerObservedEdgesTracked.
 func (builder *TelemetryBuilder) RegisterNetworkEnforcerObservedEdgesTrackedCallback(cb metric.Int64Callback) error {
-	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		return cb(ctx, &observerInt64{inst: builder.NetworkEnforcerObservedEdgesTracked, obs: o})
-	}, builder.NetworkEnforcerObservedEdgesTracked)
-	if err != nil {
-		return err
-	}
-	builder.mu.Lock()
-	defer builder.mu.Unlock()
-	builder.registrations = append(builder.registrations, reg)
-	return nil
+	return builder.RegisterInt64(builder.meter, builder.NetworkEnforcerObservedEdgesTracked, cb)
 }
 
 // RegisterNetworkEnforcerObservedEdgesUntrackedCallback sets the callback that observes NetworkEnforcerObservedEdgesUntracked.
 func (builder *TelemetryBuilder) RegisterNetworkEnforcerObservedEdgesUntrackedCallback(cb metric.Int64Callback) error {
-	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		return cb(ctx, &observerInt64{inst: builder.NetworkEnforcerObservedEdgesUntracked, obs: o})
-	}, builder.NetworkEnforcerObservedEdgesUntracked)
-	if err != nil {
-		return err
-	}
-	builder.mu.Lock()
-	defer builder.mu.Unlock()
-	builder.registrations = append(builder.registrations, reg)
-	return nil
+	return builder.RegisterInt64(builder.meter, builder.NetworkEnforcerObservedEdgesUntracked, cb)
 }
 
 // RegisterNetworkEnforcerObservedEstimatorsUnreadableCallback sets the callback that observes NetworkEnforcerObservedEstimatorsUnreadable.
 func (builder *TelemetryBuilder) RegisterNetworkEnforcerObservedEstimatorsUnreadableCallback(cb metric.Int64Callback) error {
-	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		return cb(ctx, &observerInt64{inst: builder.NetworkEnforcerObservedEstimatorsUnreadable, obs: o})
-	}, builder.NetworkEnforcerObservedEstimatorsUnreadable)
-	if err != nil {
-		return err
-	}
-	builder.mu.Lock()
-	defer builder.mu.Unlock()
-	builder.registrations = append(builder.registrations, reg)
-	return nil
-}
-
-// observerInt64 observes one instrument in a callback of several.
-type observerInt64 struct {
-	embedded.Int64Observer
-	inst metric.Int64Observable
-	obs  metric.Observer
-}
-
-func (oi *observerInt64) Observe(value int64, opts ...metric.ObserveOption) {
-	oi.obs.ObserveInt64(oi.inst, value, opts...)
-}
-
-// Shutdown unregisters the callbacks of the observable instruments.
-func (builder *TelemetryBuilder) Shutdown() {
-	builder.mu.Lock()
-	defer builder.mu.Unlock()
-	for _, reg := range builder.registrations {
-		_ = reg.Unregister()
-	}
-	builder.registrations = nil
+	return builder.RegisterInt64(builder.meter, builder.NetworkEnforcerObservedEstimatorsUnreadable, cb)
 }
 
 // NewTelemetryBuilder creates the component's instruments on the meter of
