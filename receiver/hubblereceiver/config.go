@@ -22,6 +22,11 @@ type Config struct {
 	// Backfill asks Hubble Relay, on start, for the flows in its buffer.
 	Backfill BackfillConfig `mapstructure:"backfill"`
 
+	// FieldMask asks Hubble for only the flow fields that the receiver reads
+	// (GetFlowsRequest.field_mask): the relay and every agent then encode,
+	// send and decrypt a fraction of each flow. Off, Hubble sends whole flows.
+	FieldMask bool `mapstructure:"field_mask"`
+
 	// Reconnect is the backoff between attempts to re-open a broken stream.
 	Reconnect reconnect.Config `mapstructure:"reconnect"`
 
@@ -51,6 +56,7 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		ClientConfig: flowsource.NewClientConfig("hubble-relay.kube-system.svc:443"),
 		Backfill:     BackfillConfig{Enabled: true, Since: 5 * time.Minute},
+		FieldMask:    true,
 		Reconnect:    reconnect.NewDefaultConfig(),
 		Batch:        flowsource.NewDefaultBatchConfig(),
 	}

@@ -19,6 +19,7 @@ func TestLoadConfig(t *testing.T) {
 	withTLS.TLS.KeyFile = "/etc/hubble/tls.key"
 	withTLS.TLS.ServerName = "*.hubble-relay.cilium.io"
 	withTLS.Backfill = BackfillConfig{Enabled: false, Since: time.Minute, Number: 1000}
+	withTLS.FieldMask = false
 	withTLS.Reconnect.InitialInterval = 500 * time.Millisecond
 	withTLS.Reconnect.MaxInterval = 10 * time.Second
 

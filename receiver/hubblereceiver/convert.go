@@ -57,7 +57,9 @@ const (
 // passed (no direction: every end's policy judges it), the verdict of each end
 // that enforces policy, and one denial per refused attempt.
 func convertFlow(f *flowpb.Flow, rec *flow.Record) (flowsource.DropReason, bool) {
-	if f == nil || f.GetIP() == nil {
+	// A flow without addresses: without IP, or, as Hubble sends one when the
+	// request has a field mask, with an IP that holds neither address.
+	if f == nil || (f.GetIP().GetSource() == "" && f.GetIP().GetDestination() == "") {
 		return flowsource.DropMalformed, false
 	}
 	if f.GetIsReply().GetValue() {

@@ -13,11 +13,13 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
+	"github.com/kubewarden/network-enforcer/internal/wirecodec"
 	"github.com/kubewarden/network-enforcer/receiver/hubblereceiver/internal/metadata"
 )
 
@@ -37,8 +39,9 @@ type hubbleReceiver struct {
 	// go on after it, is not counted again).
 	countFrom time.Time
 
-	// conns is used only by the goroutine that drains the stream.
-	conns *connections
+	// conns and decoder are used only by the goroutine that drains the stream.
+	conns   *connections
+	decoder *flowDecoder
 
 	// enforcer, when configured, gates the stream on leadership and passes it
 	// between leaders: a new leader resumes after the flows that the previous
@@ -47,7 +50,7 @@ type hubbleReceiver struct {
 }
 
 func newHubbleReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*hubbleReceiver, error) {
-	r := &hubbleReceiver{cfg: cfg, conns: newConnections()}
+	r := &hubbleReceiver{cfg: cfg, conns: newConnections(), decoder: newFlowDecoder()}
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
@@ -112,6 +115,9 @@ func (r *hubbleReceiver) newest() time.Time {
 // already received.
 func (r *hubbleReceiver) request() *observer.GetFlowsRequest {
 	req := &observer.GetFlowsRequest{Follow: true}
+	if r.cfg.FieldMask {
+		req.FieldMask = &fieldmaskpb.FieldMask{Paths: fieldMaskPaths}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	resume := r.resumeFrom
@@ -135,26 +141,30 @@ func (r *hubbleReceiver) request() *observer.GetFlowsRequest {
 	return req
 }
 
-// stream runs one GetFlows stream until it breaks or ctx ends.
+// stream runs one GetFlows stream until it breaks or ctx ends. Its messages
+// are decoded by the receiver's own decoder, which reads only the fields that
+// the flow schema needs, into memory that each message reuses.
 func (r *hubbleReceiver) stream(ctx context.Context) (bool, error) {
-	stream, err := r.client.GetFlows(ctx, r.request())
+	stream, err := r.client.GetFlows(ctx, r.request(), wirecodec.CallOption())
 	if err != nil {
 		return false, err
 	}
-	return flowsource.Drain(ctx, r.GRPCReceiver, stream.Recv, r.handleResponse)
+	resp := &response{dec: r.decoder}
+	recv := func() (*response, error) { return resp, stream.RecvMsg(resp) }
+	return flowsource.Drain(ctx, r.GRPCReceiver, recv, r.handleResponse)
 }
 
-func (r *hubbleReceiver) handleResponse(ctx context.Context, resp *observer.GetFlowsResponse) {
+func (r *hubbleReceiver) handleResponse(ctx context.Context, resp *response) {
 	switch {
-	case resp.GetFlow() != nil:
-		r.handleFlow(ctx, resp.GetFlow())
-	case resp.GetLostEvents() != nil:
-		lost := resp.GetLostEvents()
+	case resp.flow != nil:
+		r.handleFlow(ctx, resp.flow)
+	case resp.lostEvents != nil:
+		lost := resp.lostEvents
 		r.Telemetry.Lost(ctx, int64(lost.GetNumEventsLost()))
 		r.Settings.Logger.Warn("Hubble lost flows before sending them",
 			zap.Uint64("lost", lost.GetNumEventsLost()), zap.String("source", lost.GetSource().String()))
-	case resp.GetNodeStatus() != nil:
-		r.nodeStatus(ctx, resp.GetNodeStatus())
+	case resp.nodeStatus != nil:
+		r.nodeStatus(ctx, resp.nodeStatus)
 	}
 }
 

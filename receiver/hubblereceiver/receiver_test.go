@@ -108,6 +108,9 @@ func TestFixturesArriveAsRecords(t *testing.T) {
 	if !req.GetFollow() || req.GetSince() == nil {
 		t.Errorf("request %v: want follow with since (backfill)", req)
 	}
+	if !slices.Equal(req.GetFieldMask().GetPaths(), fieldMaskPaths) {
+		t.Errorf("field mask %v, want the fields the receiver reads by default", req.GetFieldMask())
+	}
 }
 
 func TestBackfillByNumberAndOff(t *testing.T) {
@@ -126,11 +129,15 @@ func TestBackfillByNumberAndOff(t *testing.T) {
 	relay = dataplanetest.NewHubbleRelay(loadFixtures(t))
 	_, cfg = tlsSetup(t, relay)
 	cfg.Backfill = BackfillConfig{Enabled: false}
+	cfg.FieldMask = false
 	before := time.Now()
 	startReceiver(t, cfg)
 	<-relay.Opened
 	if since := relay.LastRequest().GetSince(); since == nil || since.AsTime().Before(before.Add(-time.Second)) {
 		t.Fatalf("backfill off: since %v, want about now", since)
+	}
+	if mask := relay.LastRequest().GetFieldMask(); mask != nil {
+		t.Fatalf("field_mask: false asked for %v, want whole flows", mask)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/wirecodec"
 )
 
 // Wire returns msgs as the bytes that arrive on the wire.
@@ -51,6 +52,38 @@ func BenchConvert[M proto.Message](b *testing.B, wire [][]byte, newMsg func() M,
 		}
 		var rec flow.Record
 		if convert(m, &rec) {
+			rec.WriteTo(lr)
+		}
+		i++
+	}
+	b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// BenchDecodeWire is BenchDecode with a receiver's own decoder.
+func BenchDecodeWire(b *testing.B, wire [][]byte, dec wirecodec.Decoder) {
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := dec.DecodeWire(wire[i%len(wire)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// BenchConvertWire is BenchConvert with a receiver's own decoder: convert
+// reads the message that dec decoded.
+func BenchConvertWire(b *testing.B, wire [][]byte, dec wirecodec.Decoder, convert func(*flow.Record) bool) {
+	lr := plog.NewLogRecord()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := dec.DecodeWire(wire[i%len(wire)]); err != nil {
+			b.Fatal(err)
+		}
+		var rec flow.Record
+		if convert(&rec) {
 			rec.WriteTo(lr)
 		}
 		i++
