@@ -36,42 +36,6 @@ func repeat[M any](fixture []M, n int) ([]M, int) {
 	return out, copies
 }
 
-// streamSide is one stream of a gRPC path: the baseline opens it with open and
-// reads it with recv; opened signals the server's side of each stream.
-type streamSide struct {
-	open   func(ctx context.Context, conn *grpc.ClientConn) (recv func() error, err error)
-	opened <-chan struct{}
-}
-
-// baseline reads msgs messages from a stream of the server at addr and returns
-// how long that took from the stream's opening.
-func (lt *loadtest) baseline(ctx context.Context, addr, serverName string, s streamSide, msgs int) (side, error) {
-	conn, err := grpc.NewClient(addr, lt.clientTLS(serverName))
-	if err != nil {
-		return side{}, err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, lt.opts.timeout)
-	defer cancel()
-	drain(s.opened)
-	recv, err := s.open(ctx, conn)
-	if err != nil {
-		return side{}, err
-	}
-	select {
-	case <-s.opened:
-	case <-ctx.Done():
-		return side{}, ctx.Err()
-	}
-	start := time.Now()
-	for i := range msgs {
-		if err := recv(); err != nil {
-			return side{}, fmt.Errorf("baseline client, message %d of %d: %w", i+1, msgs, err)
-		}
-	}
-	return side{name: "baseline: receive and decode", elapsed: time.Since(start)}, nil
-}
-
 // enforcer runs the binary with the flow pipeline and the receiver given, and
 // returns how long it took from the opening of its stream until its receiver
 // counted want flows, accepted or dropped.
@@ -129,15 +93,8 @@ func (lt *loadtest) hubble(ctx context.Context) (result, error) {
 	}
 	defer h.stop()
 	r := result{path: "hubble", title: "hubble (Observer.GetFlows, mutual TLS)", flows: len(h.msgs)}
-	if r.baseline, err = lt.baseline(ctx, h.addr, relayServerName, streamSide{opened: h.relay.Opened,
-		open: func(ctx context.Context, conn *grpc.ClientConn) (func() error, error) {
-			stream, err := observer.NewObserverClient(conn).GetFlows(ctx,
-				&observer.GetFlowsRequest{Follow: true, Since: timestamppb.New(time.Now().Add(-backfill))})
-			if err != nil {
-				return nil, err
-			}
-			return func() error { _, err := stream.Recv(); return err }, nil
-		}}, len(h.msgs)); err != nil {
+	if r.baseline, err = lt.rawClient(ctx, rawClientRun{name: "raw-client-hubble", label: "baseline: raw client, receive and decode",
+		api: "hubble", addr: h.addr, serverName: relayServerName, messages: len(h.msgs), opened: h.relay.Opened}); err != nil {
 		return result{}, err
 	}
 	r.enforcer, err = lt.enforcer(ctx, "hubble", h.receiver(lt), h.relay.Opened, h.want)
@@ -246,14 +203,8 @@ func (lt *loadtest) goldmane(ctx context.Context) (result, error) {
 	defer stop()
 	gte := -int64(backfill / time.Second)
 	r := result{path: "goldmane", title: "goldmane (Flows.Stream, mutual TLS)", flows: len(msgs)}
-	if r.baseline, err = lt.baseline(ctx, addr, goldmaneServerName, streamSide{opened: g.Opened,
-		open: func(ctx context.Context, conn *grpc.ClientConn) (func() error, error) {
-			stream, err := pb.NewFlowsClient(conn).Stream(ctx, &pb.FlowStreamRequest{StartTimeGte: gte, AggregationInterval: 15})
-			if err != nil {
-				return nil, err
-			}
-			return func() error { _, err := stream.Recv(); return err }, nil
-		}}, len(msgs)); err != nil {
+	if r.baseline, err = lt.rawClient(ctx, rawClientRun{name: "raw-client-goldmane", label: "baseline: raw client, receive and decode",
+		api: "goldmane", addr: addr, serverName: goldmaneServerName, messages: len(msgs), opened: g.Opened}); err != nil {
 		return result{}, err
 	}
 	r.enforcer, err = lt.enforcer(ctx, "goldmane", fmt.Sprintf(`  goldmane:
