@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cilium/cilium/api/v1/observer"
@@ -13,6 +14,12 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 )
 
+// hubble measures the Hubble path: the raw client that decodes every flow
+// whole is the baseline; the enforcer runs with its hubble receiver's field
+// mask (the default) and without it (field_mask: false), each compared with
+// that baseline. For information, a raw client also asks for the mask that
+// the enforcer sent, taken from its request to the relay: what the mask alone
+// buys a client.
 func (lt *loadtest) hubble(ctx context.Context) (result, error) {
 	h, err := lt.hubbleRelay()
 	if err != nil {
@@ -20,12 +27,51 @@ func (lt *loadtest) hubble(ctx context.Context) (result, error) {
 	}
 	defer h.stop()
 	r := result{path: "hubble", title: "hubble (Observer.GetFlows, mutual TLS)", flows: len(h.msgs)}
-	if r.baseline, err = lt.rawClient(ctx, rawClientRun{name: "raw-client-hubble", label: "baseline: raw client, receive and decode",
-		api: "hubble", addr: h.addr, serverName: relayServerName, messages: len(h.msgs), opened: h.relay.Opened}); err != nil {
+	raw := rawClientRun{api: "hubble", addr: h.addr, serverName: relayServerName, messages: len(h.msgs), opened: h.relay.Opened}
+	full := raw
+	full.name, full.label = "raw-client-hubble", "baseline: raw client, receive and decode"
+	if r.baseline, err = lt.rawClient(ctx, full); err != nil {
 		return result{}, err
 	}
-	r.enforcer, err = lt.enforcer(ctx, "hubble", h.receiver(lt), h.relay.Opened, h.want)
-	return r, err
+	var runs []side
+	if lt.opts.hubbleMask != hubbleMaskOff {
+		s, err := lt.enforcer(ctx, "hubble", h.receiver(lt, ""), h.relay.Opened, h.want)
+		if err != nil {
+			return result{}, err
+		}
+		s.name, s.variant = "enforcer: hubble receiver, field mask, flow pipeline", "field mask"
+		runs = append(runs, s)
+		// The mask as the enforcer sent it, so that the raw client asks for
+		// the same fields whatever the receiver's choice.
+		paths := h.relay.LastRequest().GetFieldMask().GetPaths()
+		if len(paths) == 0 {
+			// A receiver without the field_mask key sends none: say so
+			// rather than call the run masked.
+			runs[0].name, runs[0].variant = "enforcer: hubble receiver (sent no field mask), flow pipeline", "default (no mask sent)"
+			r.notes = append(r.notes, "the enforcer sent no field mask: no raw client with its mask")
+		} else {
+			masked := raw
+			masked.name, masked.label = "raw-client-hubble-masked", "raw client, the enforcer's field mask (information)"
+			masked.fieldMask = strings.Join(paths, ",")
+			info, err := lt.rawClient(ctx, masked)
+			if err != nil {
+				return result{}, err
+			}
+			info.variant = "masked raw client"
+			r.info = append(r.info, info)
+			r.notes = append(r.notes, "the enforcer's field mask: "+masked.fieldMask)
+		}
+	}
+	if lt.opts.hubbleMask != hubbleMaskOn {
+		s, err := lt.enforcer(ctx, "hubble-no-mask", h.receiver(lt, "    field_mask: false"), h.relay.Opened, h.want)
+		if err != nil {
+			return result{}, fmt.Errorf("the enforcer with field_mask: false (-hubble-mask=on skips it): %w", err)
+		}
+		s.name, s.variant = "enforcer: hubble receiver, no field mask, flow pipeline", "no field mask"
+		runs = append(runs, s)
+	}
+	r.enforcer, r.more = runs[0], runs[1:]
+	return r, nil
 }
 
 // observe measures what observations cost learning: the Hubble path through
@@ -39,13 +85,13 @@ func (lt *loadtest) observe(ctx context.Context) (result, error) {
 	defer h.stop()
 	r := result{path: "observe", title: "observations (hubble through the binary, observe on against observe off)", flows: len(h.msgs)}
 	lt.unobserved = true
-	r.baseline, err = lt.enforcer(ctx, "hubble-unobserved", h.receiver(lt), h.relay.Opened, h.want)
+	r.baseline, err = lt.enforcer(ctx, "hubble-unobserved", h.receiver(lt, ""), h.relay.Opened, h.want)
 	lt.unobserved = false
 	if err != nil {
 		return result{}, err
 	}
 	r.baseline.name = "network-enforcer, observe: false"
-	r.enforcer, err = lt.enforcer(ctx, "hubble-observed", h.receiver(lt), h.relay.Opened, h.want)
+	r.enforcer, err = lt.enforcer(ctx, "hubble-observed", h.receiver(lt, ""), h.relay.Opened, h.want)
 	return r, err
 }
 
@@ -59,13 +105,20 @@ type hubbleSource struct {
 	stop  func()
 }
 
-func (h *hubbleSource) receiver(lt *loadtest) string {
+// receiver is the enforcer's hubble receiver for the relay; extra is YAML
+// lines of further keys, empty for none. Only the keys a run changes are
+// written, so that a run that keeps a default works with a binary that does
+// not know the key yet.
+func (h *hubbleSource) receiver(lt *loadtest, extra string) string {
+	if extra != "" {
+		extra = "\n" + extra
+	}
 	return fmt.Sprintf(`  hubble:
     endpoint: %s
 %s
     backfill:
       since: %s
-    enforcer: enforcer`, h.addr, lt.tlsYAML(relayServerName), backfill)
+    enforcer: enforcer%s`, h.addr, lt.tlsYAML(relayServerName), backfill, extra)
 }
 
 func (lt *loadtest) hubbleRelay() (*hubbleSource, error) {

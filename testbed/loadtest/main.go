@@ -5,7 +5,9 @@
 //     the number of flows asked for, over mutual TLS, first to a raw client
 //     that only receives and fully decodes, then to the enforcer's hubble
 //     receiver and flow pipeline (learning, the writer, the violation
-//     processor);
+//     processor), once with the receiver's field mask (its default) and once
+//     with field_mask: false (-hubble-mask picks), and for information to a
+//     raw client that asks for the enforcer's mask;
 //   - goldmane: the same with a Goldmane and testdata/goldmane/flows.jsonl;
 //   - ztunnel: the lines of testdata/ztunnel/ztunnel.jsonl, repeated, sent by
 //     an OTLP client over mutual TLS, first to the binary with the collector's
@@ -57,9 +59,17 @@ func main() {
 	// of controller.resources.limits.memory.
 	gogc := flag.String("gogc", "400", "GOGC of the binary, as the chart sets it; empty: Go's default")
 	gomemlimit := flag.String("gomemlimit", "512MiB", "GOMEMLIMIT of the binary, as the chart sets it; empty: none")
+	hubbleMask := flag.String("hubble-mask", hubbleMaskBoth, "the hubble path's enforcer runs: both (with the receiver's field mask and with field_mask: false), on (with it only) or off (without it only)")
 	flag.Parse()
+	switch *hubbleMask {
+	case hubbleMaskBoth, hubbleMaskOn, hubbleMaskOff:
+	default:
+		fmt.Fprintf(os.Stderr, "-hubble-mask %q: want both, on or off\n", *hubbleMask)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	opts := options{flows: *flows, timeout: *timeout, otlpBatch: *otlpBatch, keep: *keep, gogc: *gogc, gomemlimit: *gomemlimit}
+	opts := options{flows: *flows, timeout: *timeout, otlpBatch: *otlpBatch, keep: *keep, gogc: *gogc, gomemlimit: *gomemlimit,
+		hubbleMask: *hubbleMask}
 	for _, p := range strings.Split(*paths, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			opts.paths = append(opts.paths, p)
@@ -81,7 +91,16 @@ type options struct {
 	keep      bool
 	// gogc and gomemlimit are the binary's GOGC and GOMEMLIMIT.
 	gogc, gomemlimit string
+	// hubbleMask is which of the hubble path's enforcer runs to make.
+	hubbleMask string
 }
+
+// The values of -hubble-mask.
+const (
+	hubbleMaskBoth = "both"
+	hubbleMaskOn   = "on"
+	hubbleMaskOff  = "off"
+)
 
 // result is one path's measurement.
 type result struct {
@@ -93,6 +112,8 @@ type result struct {
 	// more are further runs of the enforcer on the path (the hubble path
 	// without its field mask), each compared with the baseline as enforcer is.
 	more []side
+	// notes are lines printed under the title (the enforcer's field mask).
+	notes []string
 	// info are other clients shown for information (the raw client with the
 	// enforcer's field mask), compared with the baseline too; their variant
 	// names them in the ratio.
@@ -139,6 +160,9 @@ func (r result) label(s side) string {
 
 func (r result) print() {
 	fmt.Printf("\n%s: %d flows\n", r.title, r.flows)
+	for _, n := range r.notes {
+		fmt.Printf("  %s\n", n)
+	}
 	sides := append(append([]side{r.baseline}, r.info...), r.enforcers()...)
 	for _, s := range sides {
 		line := fmt.Sprintf("  %-52s %9.0f flows/s  (%s)", s.name, s.rate(r.flows), s.elapsed.Round(time.Millisecond))
