@@ -47,7 +47,7 @@ func (lt *loadtest) hubble(ctx context.Context) (result, error) {
 		if len(paths) == 0 {
 			// A receiver without the field_mask key sends none: say so
 			// rather than call the run masked.
-			runs[0].name, runs[0].variant = "enforcer: hubble receiver (sent no field mask), flow pipeline", "default (no mask sent)"
+			runs[0].name, runs[0].variant = "enforcer: hubble receiver (no mask sent), flow pipeline", "no mask sent"
 			r.notes = append(r.notes, "the enforcer sent no field mask: no raw client with its mask")
 		} else {
 			masked := raw

@@ -165,7 +165,7 @@ func (r result) print() {
 	}
 	sides := append(append([]side{r.baseline}, r.info...), r.enforcers()...)
 	for _, s := range sides {
-		line := fmt.Sprintf("  %-52s %9.0f flows/s  (%s)", s.name, s.rate(r.flows), s.elapsed.Round(time.Millisecond))
+		line := fmt.Sprintf("  %-56s %9.0f flows/s  (%s)", s.name, s.rate(r.flows), s.elapsed.Round(time.Millisecond))
 		if s.peakRSS > 0 {
 			line += fmt.Sprintf("  CPU %.2f µs/flow  peak RSS %d MiB", s.cpuPerFlow(r.flows), s.peakRSS>>20)
 		}
@@ -185,7 +185,7 @@ func (r result) print() {
 
 func (r result) printRatios(name string, s side) {
 	throughput, cpu := r.ratios(s)
-	fmt.Printf("  %-52s throughput %.2f  CPU %.2f\n", name, throughput, cpu)
+	fmt.Printf("  %-56s throughput %.2f  CPU %.2f\n", name, throughput, cpu)
 }
 
 // printSummary writes one line for each run of the enforcer.
