@@ -3,13 +3,16 @@ package dataplanetest
 import (
 	"sync"
 
+	flowpb "github.com/cilium/cilium/api/v1/flow"
 	"github.com/cilium/cilium/api/v1/observer"
+	"github.com/cilium/cilium/pkg/hubble/parser/fieldmask"
 	"google.golang.org/protobuf/proto"
 )
 
 // HubbleRelay is Hubble Relay's Observer service serving recorded responses: those
 // at or after the request's since (or the newest `number`), then it follows until
-// the client goes away.
+// the client goes away. It honours the request's field_mask as a Cilium agent's
+// observer does (the relay hands the mask on to each agent).
 type HubbleRelay struct {
 	observer.UnimplementedObserverServer
 
@@ -29,8 +32,20 @@ func NewHubbleRelay(responses []*observer.GetFlowsResponse) *HubbleRelay {
 
 // GetFlows serves one stream.
 func (r *HubbleRelay) GetFlows(req *observer.GetFlowsRequest, stream observer.Observer_GetFlowsServer) error {
+	// The agent checks the mask before it sends anything; fieldmask.New also
+	// normalizes the request's mask, so the request is kept before.
 	r.mu.Lock()
 	r.requests = append(r.requests, proto.Clone(req).(*observer.GetFlowsRequest))
+	r.mu.Unlock()
+	mask, err := fieldmask.New(req.GetFieldMask())
+	if err != nil {
+		return err
+	}
+	send := stream.Send
+	if mask.Active() {
+		send = masked(mask, stream.Send)
+	}
+	r.mu.Lock()
 	responses := r.responses
 	pushed, cancel := r.live.subscribe()
 	r.mu.Unlock()
@@ -47,11 +62,34 @@ func (r *HubbleRelay) GetFlows(req *observer.GetFlowsRequest, stream observer.Ob
 		if since := req.GetSince(); since != nil && resp.GetTime() != nil && resp.GetTime().AsTime().Before(since.AsTime()) {
 			continue
 		}
-		if err := stream.Send(resp); err != nil {
+		if err := send(resp); err != nil {
 			return err
 		}
 	}
-	return follow(pushed, stream.Context().Done(), stream.Send)
+	return follow(pushed, stream.Context().Done(), send)
+}
+
+// masked wraps send so that each flow goes out with only the fields of mask,
+// as in Cilium's local observer (pkg/hubble/observer): one Flow for the
+// stream, its nested messages allocated once, into which each flow's masked
+// fields are copied before it is sent; the response's time and node name are
+// then the masked flow's, empty when the mask leaves them out. Other responses
+// (node status, lost events) go out as they are. Reusing the Flow is safe
+// because Send has marshalled it when it returns; it also keeps the agent's
+// quirk that a oneof variant in the mask (l4.TCP) that a flow does not have
+// keeps the previous flow's value.
+func masked(mask fieldmask.FieldMask, send func(*observer.GetFlowsResponse) error) func(*observer.GetFlowsResponse) error {
+	flow := new(flowpb.Flow)
+	mask.Alloc(flow.ProtoReflect())
+	return func(resp *observer.GetFlowsResponse) error {
+		f := resp.GetFlow()
+		if f == nil {
+			return send(resp)
+		}
+		mask.Copy(flow.ProtoReflect(), f.ProtoReflect())
+		return send(&observer.GetFlowsResponse{Time: flow.GetTime(), NodeName: flow.GetNodeName(),
+			ResponseTypes: &observer.GetFlowsResponse_Flow{Flow: flow}})
+	}
 }
 
 // Push sends responses to the open streams, and keeps them for the next ones.

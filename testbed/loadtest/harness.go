@@ -196,7 +196,8 @@ func (lt *loadtest) writeConfig(name, content string) (string, error) {
 	return path, os.WriteFile(path, []byte(content), 0o600)
 }
 
-// process is a running binary, its output in a log file.
+// process is a running program, the binary or a baseline client, its output
+// in a log file.
 type process struct {
 	name, log, metrics string
 	cmd                *exec.Cmd
@@ -205,31 +206,44 @@ type process struct {
 
 // start runs the binary with config; its metrics are served on metrics.
 func (lt *loadtest) start(name, config, metrics string) (*process, error) {
+	cmd := exec.Command(lt.bin, "--config", config)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+lt.kubeconfig)
+	return lt.launch(name, metrics, cmd)
+}
+
+// launch starts cmd with the chart's garbage collector settings, its stderr,
+// and its stdout unless cmd has one, in a log file of the work directory.
+func (lt *loadtest) launch(name, metrics string, cmd *exec.Cmd) (*process, error) {
 	lt.runs++
-	p := &process{name: name, log: filepath.Join(lt.dir, fmt.Sprintf("%d-%s.log", lt.runs, name)), metrics: metrics, exited: make(chan struct{})}
+	p := &process{name: name, log: filepath.Join(lt.dir, fmt.Sprintf("%d-%s.log", lt.runs, name)), metrics: metrics, cmd: cmd, exited: make(chan struct{})}
 	out, err := os.Create(p.log)
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(lt.bin, "--config", config)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+lt.kubeconfig)
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
 	// The garbage collector's settings as the chart renders them by default
 	// (controller.gc), for every run of the binary, the otlp -> nop baseline
-	// too.
+	// too, and for the raw clients, so that a CPU ratio compares the work
+	// and not the collector's tuning.
 	if lt.opts.gogc != "" {
-		p.cmd.Env = append(p.cmd.Env, "GOGC="+lt.opts.gogc)
+		cmd.Env = append(cmd.Env, "GOGC="+lt.opts.gogc)
 	}
 	if lt.opts.gomemlimit != "" {
-		p.cmd.Env = append(p.cmd.Env, "GOMEMLIMIT="+lt.opts.gomemlimit)
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+lt.opts.gomemlimit)
 	}
-	p.cmd.Stdout, p.cmd.Stderr = out, out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
+	if cmd.Stdout == nil {
+		cmd.Stdout = out
+	}
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
 		out.Close()
 		return nil, err
 	}
 	go func() {
-		_ = p.cmd.Wait()
+		_ = cmd.Wait()
 		out.Close()
 		close(p.exited)
 	}()

@@ -2,22 +2,30 @@
 // stream of recorded flows, against a baseline measured in the same run:
 //
 //   - hubble: a Hubble Relay replays testdata/hubble/flows.jsonl, repeated to
-//     the number of flows asked for, over mutual TLS, first to a client that
-//     only receives and decodes, then to the enforcer's hubble receiver and
-//     flow pipeline (learning, the writer, the violation processor);
+//     the number of flows asked for, over mutual TLS, first to a raw client
+//     that only receives and fully decodes, then to the enforcer's hubble
+//     receiver and flow pipeline (learning, the writer, the violation
+//     processor), once with the receiver's field mask (its default) and once
+//     with field_mask: false (-hubble-mask picks), and for information to a
+//     raw client that asks for the enforcer's mask;
 //   - goldmane: the same with a Goldmane and testdata/goldmane/flows.jsonl;
 //   - ztunnel: the lines of testdata/ztunnel/ztunnel.jsonl, repeated, sent by
 //     an OTLP client over mutual TLS, first to the binary with the collector's
 //     own otlp receiver and a nop exporter, then to the enforcer's ztunnel
 //     receiver and flow pipeline.
 //
+// The raw clients are this program run again as a process of its own (the
+// hidden raw-client command), so that every side of every path is a process
+// whose CPU time and peak resident memory are read from /proc alike.
+//
 // The enforcer runs against a local control plane holding the cluster that the
 // fixtures describe, so that flows resolve to workloads as in a cluster. A run
 // is over when the enforcer's own counters (read from its Prometheus telemetry)
 // have counted every flow, or, for OTLP, when every request has been answered:
 // the OTLP receiver answers once the pipeline has taken the batch. It prints
-// each side's rate, their ratio, the enforcer's CPU time per flow and its peak
-// resident memory. Everything listens on 127.0.0.1 only.
+// each side's rate, CPU time per flow and peak resident memory, and the
+// enforcer's throughput and CPU time per flow each as a ratio to the
+// baseline's. Everything listens on 127.0.0.1 only.
 //
 // `make loadtest` builds what it needs and runs it.
 package main
@@ -35,6 +43,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == rawClientCommand {
+		if err := rawClient(os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", rawClientCommand, err)
+			os.Exit(1)
+		}
+		return
+	}
 	flows := flag.Int("flows", 1_000_000, "flows (or ztunnel lines) per path; the fixture is repeated to at least this many")
 	paths := flag.String("paths", "hubble,goldmane,ztunnel", "comma-separated paths to measure: hubble, goldmane, ztunnel, and observe (the hubble path with observations on against off)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "the longest one side of one path may take")
@@ -44,9 +59,17 @@ func main() {
 	// of controller.resources.limits.memory.
 	gogc := flag.String("gogc", "400", "GOGC of the binary, as the chart sets it; empty: Go's default")
 	gomemlimit := flag.String("gomemlimit", "512MiB", "GOMEMLIMIT of the binary, as the chart sets it; empty: none")
+	hubbleMask := flag.String("hubble-mask", hubbleMaskBoth, "the hubble path's enforcer runs: both (with the receiver's field mask and with field_mask: false), on (with it only) or off (without it only)")
 	flag.Parse()
+	switch *hubbleMask {
+	case hubbleMaskBoth, hubbleMaskOn, hubbleMaskOff:
+	default:
+		fmt.Fprintf(os.Stderr, "-hubble-mask %q: want both, on or off\n", *hubbleMask)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	opts := options{flows: *flows, timeout: *timeout, otlpBatch: *otlpBatch, keep: *keep, gogc: *gogc, gomemlimit: *gomemlimit}
+	opts := options{flows: *flows, timeout: *timeout, otlpBatch: *otlpBatch, keep: *keep, gogc: *gogc, gomemlimit: *gomemlimit,
+		hubbleMask: *hubbleMask}
 	for _, p := range strings.Split(*paths, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			opts.paths = append(opts.paths, p)
@@ -68,7 +91,16 @@ type options struct {
 	keep      bool
 	// gogc and gomemlimit are the binary's GOGC and GOMEMLIMIT.
 	gogc, gomemlimit string
+	// hubbleMask is which of the hubble path's enforcer runs to make.
+	hubbleMask string
 }
+
+// The values of -hubble-mask.
+const (
+	hubbleMaskBoth = "both"
+	hubbleMaskOn   = "on"
+	hubbleMaskOff  = "off"
+)
 
 // result is one path's measurement.
 type result struct {
@@ -77,12 +109,24 @@ type result struct {
 	flows    int
 	baseline side
 	enforcer side
+	// more are further runs of the enforcer on the path (the hubble path
+	// without its field mask), each compared with the baseline as enforcer is.
+	more []side
+	// notes are lines printed under the title (the enforcer's field mask).
+	notes []string
+	// info are other clients shown for information (the raw client with the
+	// enforcer's field mask), compared with the baseline too; their variant
+	// names them in the ratio.
+	info []side
 }
 
 // side is one side of a path: how many flows in how long, and, for a process
-// of the binary, its CPU time and peak resident memory.
+// of its own, its CPU time and peak resident memory.
 type side struct {
-	name    string
+	name string
+	// variant tells runs of one path apart in the ratios and the summary
+	// ("field mask"); empty when the path has one.
+	variant string
 	elapsed time.Duration
 	cpu     time.Duration
 	peakRSS int64 // bytes; 0 when not measured
@@ -90,17 +134,73 @@ type side struct {
 
 func (s side) rate(flows int) float64 { return float64(flows) / s.elapsed.Seconds() }
 
+// cpuPerFlow is the side's CPU time per flow in µs.
+func (s side) cpuPerFlow(flows int) float64 {
+	return float64(s.cpu.Nanoseconds()) / 1e3 / float64(flows)
+}
+
+// enforcers are the enforcer's runs on the path.
+func (r result) enforcers() []side { return append([]side{r.enforcer}, r.more...) }
+
+// ratios are s's throughput and CPU time per flow, each divided by the
+// baseline's: a throughput ratio under 1 and a CPU ratio over 1 both say
+// that s costs more per flow.
+func (r result) ratios(s side) (throughput, cpu float64) {
+	return s.rate(r.flows) / r.baseline.rate(r.flows), float64(s.cpu) / float64(r.baseline.cpu)
+}
+
+// label is what a ratio or summary line calls s: the path, and the variant
+// when there is one.
+func (r result) label(s side) string {
+	if s.variant == "" {
+		return r.path
+	}
+	return r.path + ", " + s.variant
+}
+
 func (r result) print() {
 	fmt.Printf("\n%s: %d flows\n", r.title, r.flows)
-	for _, s := range []side{r.baseline, r.enforcer} {
-		line := fmt.Sprintf("  %-44s %9.0f flows/s  (%s)", s.name, s.rate(r.flows), s.elapsed.Round(time.Millisecond))
+	for _, n := range r.notes {
+		fmt.Printf("  %s\n", n)
+	}
+	sides := append(append([]side{r.baseline}, r.info...), r.enforcers()...)
+	for _, s := range sides {
+		line := fmt.Sprintf("  %-56s %9.0f flows/s  (%s)", s.name, s.rate(r.flows), s.elapsed.Round(time.Millisecond))
 		if s.peakRSS > 0 {
-			line += fmt.Sprintf("  CPU %.2f µs/flow  peak RSS %d MiB",
-				float64(s.cpu.Nanoseconds())/1e3/float64(r.flows), s.peakRSS>>20)
+			line += fmt.Sprintf("  CPU %.2f µs/flow  peak RSS %d MiB", s.cpuPerFlow(r.flows), s.peakRSS>>20)
 		}
 		fmt.Println(line)
 	}
-	fmt.Printf("  %-44s %9.2f\n", "ratio enforcer/baseline", r.enforcer.rate(r.flows)/r.baseline.rate(r.flows))
+	for _, s := range r.enforcers() {
+		name := "ratio enforcer/baseline"
+		if s.variant != "" {
+			name += ", " + s.variant
+		}
+		r.printRatios(name, s)
+	}
+	for _, s := range r.info {
+		r.printRatios("ratio "+s.variant+"/baseline", s)
+	}
+}
+
+func (r result) printRatios(name string, s side) {
+	throughput, cpu := r.ratios(s)
+	fmt.Printf("  %-56s throughput %.2f  CPU %.2f\n", name, throughput, cpu)
+}
+
+// printSummary writes one line for each run of the enforcer.
+func printSummary(results []result) {
+	fmt.Println("\nsummary (ratios are enforcer ÷ baseline; CPU in µs per flow; peak RSS in MiB):")
+	fmt.Printf("  %-24s %13s %9s  %12s %12s  %12s %12s  %15s %15s\n", "path", "flows/s ratio", "CPU ratio",
+		"enforcer CPU", "baseline CPU", "enforcer RSS", "baseline RSS", "enforcer flows/s", "baseline flows/s")
+	for _, r := range results {
+		for _, s := range r.enforcers() {
+			throughput, cpu := r.ratios(s)
+			fmt.Printf("  %-24s %13.2f %9.2f  %12.2f %12.2f  %12d %12d  %15.0f %15.0f\n", r.label(s), throughput, cpu,
+				s.cpuPerFlow(r.flows), r.baseline.cpuPerFlow(r.flows), s.peakRSS>>20, r.baseline.peakRSS>>20,
+				s.rate(r.flows), r.baseline.rate(r.flows))
+		}
+	}
 }
 
 func run(ctx context.Context, opts options) error {
@@ -132,11 +232,6 @@ func run(ctx context.Context, opts options) error {
 		r.print()
 		results = append(results, r)
 	}
-	fmt.Println("\nsummary:")
-	for _, r := range results {
-		fmt.Printf("  %-9s ratio %.2f  enforcer %7.0f flows/s  baseline %7.0f flows/s  CPU %.2f µs/flow  peak RSS %d MiB\n",
-			r.path, r.enforcer.rate(r.flows)/r.baseline.rate(r.flows), r.enforcer.rate(r.flows), r.baseline.rate(r.flows),
-			float64(r.enforcer.cpu.Nanoseconds())/1e3/float64(r.flows), r.enforcer.peakRSS>>20)
-	}
+	printSummary(results)
 	return nil
 }

@@ -6,9 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cilium/cilium/api/v1/observer"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
@@ -34,42 +32,6 @@ func repeat[M any](fixture []M, n int) ([]M, int) {
 		out = append(out, fixture...)
 	}
 	return out, copies
-}
-
-// streamSide is one stream of a gRPC path: the baseline opens it with open and
-// reads it with recv; opened signals the server's side of each stream.
-type streamSide struct {
-	open   func(ctx context.Context, conn *grpc.ClientConn) (recv func() error, err error)
-	opened <-chan struct{}
-}
-
-// baseline reads msgs messages from a stream of the server at addr and returns
-// how long that took from the stream's opening.
-func (lt *loadtest) baseline(ctx context.Context, addr, serverName string, s streamSide, msgs int) (side, error) {
-	conn, err := grpc.NewClient(addr, lt.clientTLS(serverName))
-	if err != nil {
-		return side{}, err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, lt.opts.timeout)
-	defer cancel()
-	drain(s.opened)
-	recv, err := s.open(ctx, conn)
-	if err != nil {
-		return side{}, err
-	}
-	select {
-	case <-s.opened:
-	case <-ctx.Done():
-		return side{}, ctx.Err()
-	}
-	start := time.Now()
-	for i := range msgs {
-		if err := recv(); err != nil {
-			return side{}, fmt.Errorf("baseline client, message %d of %d: %w", i+1, msgs, err)
-		}
-	}
-	return side{name: "baseline: receive and decode", elapsed: time.Since(start)}, nil
 }
 
 // enforcer runs the binary with the flow pipeline and the receiver given, and
@@ -122,104 +84,6 @@ func drain(ch <-chan struct{}) {
 	}
 }
 
-func (lt *loadtest) hubble(ctx context.Context) (result, error) {
-	h, err := lt.hubbleRelay()
-	if err != nil {
-		return result{}, err
-	}
-	defer h.stop()
-	r := result{path: "hubble", title: "hubble (Observer.GetFlows, mutual TLS)", flows: len(h.msgs)}
-	if r.baseline, err = lt.baseline(ctx, h.addr, relayServerName, streamSide{opened: h.relay.Opened,
-		open: func(ctx context.Context, conn *grpc.ClientConn) (func() error, error) {
-			stream, err := observer.NewObserverClient(conn).GetFlows(ctx,
-				&observer.GetFlowsRequest{Follow: true, Since: timestamppb.New(time.Now().Add(-backfill))})
-			if err != nil {
-				return nil, err
-			}
-			return func() error { _, err := stream.Recv(); return err }, nil
-		}}, len(h.msgs)); err != nil {
-		return result{}, err
-	}
-	r.enforcer, err = lt.enforcer(ctx, "hubble", h.receiver(lt), h.relay.Opened, h.want)
-	return r, err
-}
-
-// observe measures what observations cost learning: the Hubble path through
-// the binary with observations on, against the same binary with them off
-// (learning and violation observe: false) as the baseline.
-func (lt *loadtest) observe(ctx context.Context) (result, error) {
-	h, err := lt.hubbleRelay()
-	if err != nil {
-		return result{}, err
-	}
-	defer h.stop()
-	r := result{path: "observe", title: "observations (hubble through the binary, observe on against observe off)", flows: len(h.msgs)}
-	lt.unobserved = true
-	r.baseline, err = lt.enforcer(ctx, "hubble-unobserved", h.receiver(lt), h.relay.Opened, h.want)
-	lt.unobserved = false
-	if err != nil {
-		return result{}, err
-	}
-	r.baseline.name = "network-enforcer, observe: false"
-	r.enforcer, err = lt.enforcer(ctx, "hubble-observed", h.receiver(lt), h.relay.Opened, h.want)
-	return r, err
-}
-
-// hubbleSource is the recorded Hubble flows, re-stamped and repeated, served
-// by a relay.
-type hubbleSource struct {
-	addr  string
-	relay *dataplanetest.HubbleRelay
-	msgs  []*observer.GetFlowsResponse
-	want  int64
-	stop  func()
-}
-
-func (h *hubbleSource) receiver(lt *loadtest) string {
-	return fmt.Sprintf(`  hubble:
-    endpoint: %s
-%s
-    backfill:
-      since: %s
-    enforcer: enforcer`, h.addr, lt.tlsYAML(relayServerName), backfill)
-}
-
-func (lt *loadtest) hubbleRelay() (*hubbleSource, error) {
-	fixture, err := dataplanetest.LoadHubble(filepath.Join(lt.root, dataplanetest.HubbleFixture))
-	if err != nil {
-		return nil, err
-	}
-	// The recording is of a past day: re-stamp it as if it had just happened,
-	// for the relay to serve it to a backfill.
-	var last time.Time
-	for _, m := range fixture {
-		if t := m.GetTime(); t != nil && t.AsTime().After(last) {
-			last = t.AsTime()
-		}
-	}
-	shift := time.Since(last)
-	flowMsgs := 0
-	for _, m := range fixture {
-		if m.GetTime() != nil {
-			at := timestamppb.New(m.GetTime().AsTime().Add(shift))
-			m.Time = at
-			if f := m.GetFlow(); f != nil {
-				f.Time = at
-			}
-		}
-		if m.GetFlow() != nil {
-			flowMsgs++
-		}
-	}
-	msgs, copies := repeat(fixture, lt.opts.flows)
-	relay := dataplanetest.NewHubbleRelay(msgs)
-	addr, stop, err := lt.serve("hubble-relay", relayServerName, func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) })
-	if err != nil {
-		return nil, err
-	}
-	return &hubbleSource{addr: addr, relay: relay, msgs: msgs, want: int64(copies * flowMsgs), stop: stop}, nil
-}
-
 func (lt *loadtest) goldmane(ctx context.Context) (result, error) {
 	fixture, err := dataplanetest.LoadGoldmane(filepath.Join(lt.root, dataplanetest.GoldmaneFixture))
 	if err != nil {
@@ -246,14 +110,8 @@ func (lt *loadtest) goldmane(ctx context.Context) (result, error) {
 	defer stop()
 	gte := -int64(backfill / time.Second)
 	r := result{path: "goldmane", title: "goldmane (Flows.Stream, mutual TLS)", flows: len(msgs)}
-	if r.baseline, err = lt.baseline(ctx, addr, goldmaneServerName, streamSide{opened: g.Opened,
-		open: func(ctx context.Context, conn *grpc.ClientConn) (func() error, error) {
-			stream, err := pb.NewFlowsClient(conn).Stream(ctx, &pb.FlowStreamRequest{StartTimeGte: gte, AggregationInterval: 15})
-			if err != nil {
-				return nil, err
-			}
-			return func() error { _, err := stream.Recv(); return err }, nil
-		}}, len(msgs)); err != nil {
+	if r.baseline, err = lt.rawClient(ctx, rawClientRun{name: "raw-client-goldmane", label: "baseline: raw client, receive and decode",
+		api: "goldmane", addr: addr, serverName: goldmaneServerName, messages: len(msgs), opened: g.Opened}); err != nil {
 		return result{}, err
 	}
 	r.enforcer, err = lt.enforcer(ctx, "goldmane", fmt.Sprintf(`  goldmane:

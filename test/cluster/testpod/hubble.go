@@ -23,7 +23,10 @@ import (
 
 // hubble serves, on :4244, what hubble-relay asks of each Cilium agent: Peer
 // (this pod is the one node, at $POD_IP) and Observer, with the flows POSTed to
-// :8081/flows as protojson GetFlowsResponse lines.
+// :8081/flows as protojson GetFlowsResponse lines. The Observer applies the
+// field_mask that hubble-relay hands on from its client, as the agent does
+// (dataplanetest.HubbleRelay's GetFlows): the real relay does not apply it
+// itself.
 func hubble() error {
 	podIP, node := os.Getenv("POD_IP"), os.Getenv("NODE_NAME")
 	if podIP == "" || node == "" {
@@ -68,7 +71,7 @@ func hubble() error {
 }
 
 // observerServer adds ServerStatus, which hubble-relay asks of each peer, to the
-// project's Observer fake.
+// project's Observer fake, whose GetFlows (field mask and all) it keeps.
 type observerServer struct {
 	*dataplanetest.HubbleRelay
 	started time.Time
