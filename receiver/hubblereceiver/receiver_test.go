@@ -229,7 +229,10 @@ func TestBadMessagesAreCountedDrops(t *testing.T) {
 	unknownDirection := proto.Clone(fixtures[0]).(*observer.GetFlowsResponse)
 	unknownDirection.GetFlow().TrafficDirection = flowpb.TrafficDirection(42)
 	truncated := proto.Clone(fixtures[1]).(*observer.GetFlowsResponse)
+	// Hubble names a response's node after its flow's, the one that a field
+	// mask keeps.
 	truncated.NodeName = "truncate-me"
+	truncated.GetFlow().NodeName = "truncate-me"
 	truncated.GetFlow().Time = timestamppb.New(fixtures[1].GetFlow().GetTime().AsTime().Add(-time.Millisecond))
 	relay := dataplanetest.NewHubbleRelay([]*observer.GetFlowsResponse{unknownVerdict, unknownDirection, truncated, fixtures[3]})
 	_, cfg := tlsSetup(t, relay, grpctest.TruncateMessages(func(m proto.Message) bool {
