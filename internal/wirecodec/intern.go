@@ -1,6 +1,10 @@
 package wirecodec
 
-import "unicode/utf8"
+import (
+	"hash/maphash"
+	"slices"
+	"unicode/utf8"
+)
 
 // Interner returns one string for equal byte strings: a stream's flows name
 // the same namespaces, pods, workloads, labels and addresses again and again,
@@ -40,4 +44,43 @@ func (in *Interner) String(b []byte) (string, error) {
 	s := string(b)
 	in.strings[s] = s
 	return s, nil
+}
+
+// Lists returns one slice for equal lists of interned strings: the label sets
+// of a stream's flows repeat as their pods do. The slice it returns is shared,
+// and must not be changed. It holds at most a bounded number of lists, and
+// starts afresh past it. It is used by one goroutine.
+type Lists struct {
+	lists map[uint64][]string
+	seed  maphash.Seed
+	max   int
+}
+
+// NewLists returns a Lists that holds at most size lists.
+func NewLists(size int) *Lists {
+	return &Lists{lists: make(map[uint64][]string, 256), seed: maphash.MakeSeed(), max: size}
+}
+
+// List returns a shared copy of list, the same one as for every equal list
+// before; nil for an empty list.
+func (l *Lists) List(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	var h maphash.Hash
+	h.SetSeed(l.seed)
+	for _, s := range list {
+		h.WriteString(s)
+		h.WriteByte(0) // ["ab"] is not ["a", "b"]
+	}
+	k := h.Sum64()
+	if held, ok := l.lists[k]; ok && slices.Equal(held, list) {
+		return held
+	}
+	if len(l.lists) >= l.max {
+		clear(l.lists)
+	}
+	held := slices.Clone(list)
+	l.lists[k] = held
+	return held
 }

@@ -81,3 +81,24 @@ func TestReaderReadsEveryWireTypeAndStopsOnMalformedInput(t *testing.T) {
 		}
 	}
 }
+
+func TestListsReturnsOneSliceForEqualLists(t *testing.T) {
+	l := NewLists(2)
+	a := l.List([]string{"app=web", "tier=front"})
+	b := l.List([]string{"app=web", "tier=front"})
+	if &a[0] != &b[0] || len(b) != 2 {
+		t.Fatalf("equal lists gave two slices: %v %v", a, b)
+	}
+	if c := l.List([]string{"app=webtier=front"}); len(c) != 1 || c[0] != "app=webtier=front" {
+		t.Fatalf("a list of one got %v", c)
+	}
+	if l.List(nil) != nil {
+		t.Fatal("an empty list is not nil")
+	}
+	for _, s := range []string{"a", "b", "c"} {
+		l.List([]string{s})
+	}
+	if len(l.lists) > 2 {
+		t.Fatalf("%d lists held, at most 2 allowed", len(l.lists))
+	}
+}

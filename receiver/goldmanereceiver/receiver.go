@@ -13,6 +13,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
+	"github.com/kubewarden/network-enforcer/internal/wirecodec"
 	"github.com/kubewarden/network-enforcer/receiver/goldmanereceiver/internal/metadata"
 )
 
@@ -25,6 +26,8 @@ type goldmaneReceiver struct {
 	*flowsource.GRPCReceiver
 	cfg    *Config
 	client pb.FlowsClient
+	// decoder is used only by the goroutine that drains the stream.
+	decoder *flowDecoder
 
 	// resumeFrom is the start time (unix seconds) of the newest flow received. A
 	// re-opened stream starts at that bucket again: Goldmane's buckets are 15 s,
@@ -35,7 +38,7 @@ type goldmaneReceiver struct {
 }
 
 func newGoldmaneReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*goldmaneReceiver, error) {
-	r := &goldmaneReceiver{cfg: cfg}
+	r := &goldmaneReceiver{cfg: cfg, decoder: newFlowDecoder()}
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
@@ -72,14 +75,18 @@ func (r *goldmaneReceiver) request() *pb.FlowStreamRequest {
 	return req
 }
 
-// stream runs one Flows.Stream until it breaks or ctx ends.
+// stream runs one Flows.Stream until it breaks or ctx ends. Its messages are
+// decoded by the receiver's own decoder, which reads only the fields that the
+// flow schema needs, into memory that each message reuses.
 func (r *goldmaneReceiver) stream(ctx context.Context) (bool, error) {
-	stream, err := r.client.Stream(ctx, r.request())
+	stream, err := r.client.Stream(ctx, r.request(), wirecodec.CallOption())
 	if err != nil {
 		return false, err
 	}
-	return flowsource.Drain(ctx, r.GRPCReceiver, stream.Recv, func(ctx context.Context, res *pb.FlowResult) {
-		r.handleFlow(ctx, res.GetFlow())
+	res := &result{dec: r.decoder}
+	recv := func() (*result, error) { return res, stream.RecvMsg(res) }
+	return flowsource.Drain(ctx, r.GRPCReceiver, recv, func(ctx context.Context, res *result) {
+		r.handleFlow(ctx, res.flow)
 	})
 }
 

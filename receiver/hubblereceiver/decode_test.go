@@ -199,15 +199,19 @@ func TestFieldMaskKeepsWhatIsRead(t *testing.T) {
 // the decoder may take when the fault is in a field it skips: it reads only
 // what it uses.)
 func FuzzDecode(f *testing.F) {
-	// Every encoding of the fixture's messages, and a real agent's flows as
-	// sent: the corpus stays small enough to start fuzzing at once.
+	// Every encoding of the fixture's messages, and the first flows of each
+	// real agent's recording as sent: the corpus stays small enough to start
+	// fuzzing at once.
 	for _, m := range loadFixtures(f) {
 		for _, v := range wirecodectest.Variants(f, m) {
 			f.Add(v.Wire)
 		}
 	}
-	for _, m := range allResponses(f) {
-		f.Add(wirecodectest.Variants(f, m)[0].Wire)
+	for _, name := range realAgentRecordings {
+		for _, fl := range loadRealAgent(f, name)[:100] {
+			resp := &observer.GetFlowsResponse{ResponseTypes: &observer.GetFlowsResponse_Flow{Flow: fl}}
+			f.Add(wirecodectest.Variants(f, resp)[0].Wire)
+		}
 	}
 	resp := &response{dec: newFlowDecoder()}
 	f.Fuzz(func(t *testing.T, wire []byte) {
