@@ -195,15 +195,35 @@ func endpointOf(ep *flowpb.Endpoint, addr string, port uint32, destination bool)
 	if w := ep.GetWorkloads(); len(w) > 0 {
 		e.WorkloadKind, e.WorkloadName = w[0].GetKind(), w[0].GetName()
 	}
+	// The pod's labels, in one allocation: counted first.
+	n := 0
 	for _, l := range ep.GetLabels() {
-		if kv, ok := strings.CutPrefix(l, "k8s:"); ok && !strings.HasPrefix(kv, "io.kubernetes.pod.namespace=") && !strings.HasPrefix(kv, "io.cilium.k8s.") {
-			e.Labels = append(e.Labels, kv)
+		if _, ok := podLabel(l); ok {
+			n++
+		}
+	}
+	if n > 0 {
+		e.Labels = make([]string, 0, n)
+		for _, l := range ep.GetLabels() {
+			if kv, ok := podLabel(l); ok {
+				e.Labels = append(e.Labels, kv)
+			}
 		}
 	}
 	if e.Pod == "" {
 		e.External = externalOf(ep, destination)
 	}
 	return e
+}
+
+// podLabel returns a Cilium endpoint label as the pod's label key=value, or
+// false for a label of another source or one that Cilium adds itself.
+func podLabel(l string) (string, bool) {
+	kv, ok := strings.CutPrefix(l, "k8s:")
+	if !ok || strings.HasPrefix(kv, "io.kubernetes.pod.namespace=") || strings.HasPrefix(kv, "io.cilium.k8s.") {
+		return "", false
+	}
+	return kv, true
 }
 
 // externalOf classifies an end with no pod by its reserved identity or labels.
