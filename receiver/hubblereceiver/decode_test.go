@@ -145,24 +145,7 @@ func prototext(m proto.Message) string {
 // field.
 func TestDecodeMatchesGenerated(t *testing.T) {
 	resp := &response{dec: newFlowDecoder()}
-	n := 0
-	for i, m := range allResponses(t) {
-		for _, v := range wirecodectest.Variants(t, m) {
-			want, err := reference(v.Wire)
-			if err != nil {
-				t.Fatalf("message %d, %s: the generated code refuses it: %v", i, v.Name, err)
-			}
-			got, err := fast(resp, v.Wire)
-			if err != nil {
-				t.Fatalf("message %d, %s: %v", i, v.Name, err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("message %d, %s:\n got %+v\nwant %+v", i, v.Name, got, want)
-			}
-			n++
-		}
-	}
-	t.Logf("%d encodings decoded alike", n)
+	wirecodectest.Differential(t, allResponses(t), reference, func(wire []byte) (conversion, error) { return fast(resp, wire) })
 }
 
 // TestFieldMaskKeepsWhatIsRead applies the receiver's field mask as Cilium's
@@ -194,37 +177,18 @@ func TestFieldMaskKeepsWhatIsRead(t *testing.T) {
 }
 
 // FuzzDecode feeds the decoder arbitrary bytes, seeded with every fixture in
-// every encoding: it never panics, and whatever the generated code decodes,
-// the decoder decodes to the same record. (What the generated code refuses,
-// the decoder may take when the fault is in a field it skips: it reads only
-// what it uses.)
+// every encoding and the first flows of each real agent's recording as sent
+// (the corpus stays small enough to start fuzzing at once): it never panics,
+// and whatever the generated code decodes, the decoder decodes to the same
+// record.
 func FuzzDecode(f *testing.F) {
-	// Every encoding of the fixture's messages, and the first flows of each
-	// real agent's recording as sent: the corpus stays small enough to start
-	// fuzzing at once.
-	for _, m := range loadFixtures(f) {
-		for _, v := range wirecodectest.Variants(f, m) {
-			f.Add(v.Wire)
-		}
-	}
+	seeds := wirecodectest.Seeds(f, loadFixtures(f))
 	for _, name := range realAgentRecordings {
 		for _, fl := range loadRealAgent(f, name)[:100] {
 			resp := &observer.GetFlowsResponse{ResponseTypes: &observer.GetFlowsResponse_Flow{Flow: fl}}
-			f.Add(wirecodectest.Variants(f, resp)[0].Wire)
+			seeds = append(seeds, wirecodectest.Variants(f, resp)[0].Wire)
 		}
 	}
 	resp := &response{dec: newFlowDecoder()}
-	f.Fuzz(func(t *testing.T, wire []byte) {
-		got, gotErr := fast(resp, wire)
-		want, wantErr := reference(wire)
-		if wantErr != nil {
-			return
-		}
-		if gotErr != nil {
-			t.Fatalf("the generated code decodes it, the decoder refuses it: %v", gotErr)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("\n got %+v\nwant %+v", got, want)
-		}
-	})
+	wirecodectest.Fuzz(f, seeds, reference, func(wire []byte) (conversion, error) { return fast(resp, wire) })
 }
