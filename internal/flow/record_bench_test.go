@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/featuregate"
 	"go.opentelemetry.io/collector/pdata/plog"
 )
 
@@ -22,20 +23,49 @@ func benchRecord() Record {
 	}
 }
 
+// poolingGate is the collector's gate that has pdata take its values from
+// pools, which only pays where batches are released back to them.
+const poolingGate = "pdata.useProtoPooling"
+
 // BenchmarkWriteTo writes a batch of records into fresh log records, as a
-// receiver's batch does.
+// receiver's batch does: WriteTo ("template") against writing each attribute
+// with Put ("put"), each with pdata's pooling gate off and on, in one run.
 func BenchmarkWriteTo(b *testing.B) {
 	const batch = 1024
 	rec := benchRecord()
-	b.ReportAllocs()
-	for b.Loop() {
-		lrs := plog.NewLogRecordSlice()
-		lrs.EnsureCapacity(batch)
-		for range batch {
-			rec.WriteTo(lrs.AppendEmpty())
+	for _, pooling := range []bool{false, true} {
+		for _, w := range []struct {
+			name  string
+			write func(*Record, plog.LogRecord)
+		}{{"template", (*Record).WriteTo}, {"put", (*Record).writeByPut}} {
+			name := w.name + "/pooling=off"
+			if pooling {
+				name = w.name + "/pooling=on"
+			}
+			b.Run(name, func(b *testing.B) {
+				setGate(b, poolingGate, pooling)
+				b.ReportAllocs()
+				for b.Loop() {
+					lrs := plog.NewLogRecordSlice()
+					lrs.EnsureCapacity(batch)
+					for range batch {
+						w.write(&rec, lrs.AppendEmpty())
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/record")
+				b.ReportMetric(float64(testing.AllocsPerRun(1, func() { w.write(&rec, plog.NewLogRecord()) })), "allocs/record")
+			})
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/record")
+}
+
+// setGate sets a feature gate for the benchmark, and back after it.
+func setGate(b *testing.B, id string, on bool) {
+	b.Helper()
+	if err := featuregate.GlobalRegistry().Set(id, on); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = featuregate.GlobalRegistry().Set(id, false) })
 }
 
 // BenchmarkReadFrom reads a record back, as each processor does.
