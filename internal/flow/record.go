@@ -85,7 +85,13 @@ func (r *Record) WriteTo(lr plog.LogRecord) {
 
 // ReadFrom fills r from a log record written by WriteTo. It reads the attributes
 // in one pass: looking each key up would scan the map once per field.
-func (r *Record) ReadFrom(lr plog.LogRecord) {
+func (r *Record) ReadFrom(lr plog.LogRecord) { r.read(lr, true) }
+
+// ReadSkippingLabels is ReadFrom for a reader that has no use for the ends' pod
+// labels: splitting them is the only part of reading a record that allocates.
+func (r *Record) ReadSkippingLabels(lr plog.LogRecord) { r.read(lr, false) }
+
+func (r *Record) read(lr plog.LogRecord, labels bool) {
 	*r = Record{Time: lr.Timestamp().AsTime()}
 	lr.Attributes().Range(func(k string, v pcommon.Value) bool {
 		if f := r.stringField(k); f != nil {
@@ -100,9 +106,13 @@ func (r *Record) ReadFrom(lr plog.LogRecord) {
 		case destinationKeys.port:
 			r.Destination.Port = uint32(v.Int())
 		case sourceKeys.labels:
-			r.Source.Labels = readLabels(v)
+			if labels {
+				r.Source.Labels = readLabels(v)
+			}
 		case destinationKeys.labels:
-			r.Destination.Labels = readLabels(v)
+			if labels {
+				r.Destination.Labels = readLabels(v)
+			}
 		}
 		return true
 	})

@@ -79,3 +79,16 @@ func BenchmarkReadFrom(b *testing.B) {
 		back.ReadFrom(lr)
 	}
 }
+
+// BenchmarkReadSkippingLabels reads a record back without its labels, as the
+// learning processor does.
+func BenchmarkReadSkippingLabels(b *testing.B) {
+	rec := benchRecord()
+	lr := plog.NewLogRecord()
+	rec.WriteTo(lr)
+	var back Record
+	b.ReportAllocs()
+	for b.Loop() {
+		back.ReadSkippingLabels(lr)
+	}
+}

@@ -53,6 +53,19 @@ func TestCountDefaultsToOne(t *testing.T) {
 	}
 }
 
+// ReadSkippingLabels reads all of a record but its labels.
+func TestReadSkippingLabels(t *testing.T) {
+	in := benchRecord()
+	lr := plog.NewLogRecord()
+	in.WriteTo(lr)
+	var out Record
+	out.ReadSkippingLabels(lr)
+	in.Source.Labels, in.Destination.Labels = nil, nil
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("got %+v\nwant %+v", out, in)
+	}
+}
+
 // Records of earlier versions have the labels as a slice.
 func TestReadsLabelsAsASlice(t *testing.T) {
 	lr := plog.NewLogRecord()

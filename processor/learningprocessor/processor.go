@@ -102,7 +102,7 @@ func (p *learningProcessor) learnBatch(ld plog.Logs) (plog.Logs, counts) {
 			lr.CopyTo(sl.LogRecords().AppendEmpty()) // not ours to judge
 			return
 		}
-		rec.ReadFrom(lr)
+		rec.ReadSkippingLabels(lr) // learning has no use for the pod labels
 		p.learn(&rec, lr, sl, &c, m)
 	})
 	if p.cfg.Observe {
