@@ -143,9 +143,10 @@ func (a *attrValues) endpoint(first slot, e *Endpoint) {
 
 // writeAttributes replaces m's entries with a's. It copies the template of a's
 // shape, which has the keys in order, and then sets each value in place:
-// pcommon.Map's Put looks its key up among those already there, which for a
-// record's two dozen attributes costs more than the rest of writing it.
-// Setting a value of the template's type reuses the value the copy made.
+// pcommon.Map's Put looks its key up among those already there, some three
+// hundred key compares for a record's two dozen attributes. Setting a value of
+// the template's type reuses the value the copy made, so this allocates no
+// more than Put.
 func (a *attrValues) writeAttributes(m pcommon.Map) {
 	templateOf(a.shape).CopyTo(m)
 	i := 0
