@@ -78,31 +78,20 @@ func (r *Record) WriteTo(lr plog.LogRecord) {
 	} else {
 		lr.SetSeverityNumber(plog.SeverityNumberWarn)
 	}
-	a := lr.Attributes()
-	if a.Len() > 0 {
-		a.Clear()
-	}
-	a.EnsureCapacity(r.attributeCount())
-	putStr(a, AttrProvider, string(r.Provider))
-	putStr(a, AttrOutcome, string(r.Outcome))
-	putStr(a, AttrPendingOutcome, string(r.PendingOutcome))
-	putStr(a, AttrReporter, string(r.Reporter))
-	putStr(a, AttrDirection, string(r.Direction))
-	putStr(a, AttrTransport, string(r.Transport))
-	count := r.Count
-	if count < 1 {
-		count = 1
-	}
-	a.PutInt(AttrCount, count)
-	writePolicy(a, AttrPolicyKind, AttrPolicyNamespace, AttrPolicyName, r.Policy)
-	writePolicy(a, AttrPendingPolicyKind, AttrPendingPolicyNamespace, AttrPendingPolicyName, r.PendingPolicy)
-	writeEndpoint(a, &sourceKeys, &r.Source)
-	writeEndpoint(a, &destinationKeys, &r.Destination)
+	var a attrValues
+	a.collect(r)
+	a.writeAttributes(lr.Attributes())
 }
 
 // ReadFrom fills r from a log record written by WriteTo. It reads the attributes
 // in one pass: looking each key up would scan the map once per field.
-func (r *Record) ReadFrom(lr plog.LogRecord) {
+func (r *Record) ReadFrom(lr plog.LogRecord) { r.read(lr, true) }
+
+// ReadSkippingLabels is ReadFrom for a reader that has no use for the ends' pod
+// labels: splitting them is the only part of reading a record that allocates.
+func (r *Record) ReadSkippingLabels(lr plog.LogRecord) { r.read(lr, false) }
+
+func (r *Record) read(lr plog.LogRecord, labels bool) {
 	*r = Record{Time: lr.Timestamp().AsTime()}
 	lr.Attributes().Range(func(k string, v pcommon.Value) bool {
 		if f := r.stringField(k); f != nil {
@@ -117,9 +106,13 @@ func (r *Record) ReadFrom(lr plog.LogRecord) {
 		case destinationKeys.port:
 			r.Destination.Port = uint32(v.Int())
 		case sourceKeys.labels:
-			r.Source.Labels = readLabels(v)
+			if labels {
+				r.Source.Labels = readLabels(v)
+			}
 		case destinationKeys.labels:
-			r.Destination.Labels = readLabels(v)
+			if labels {
+				r.Destination.Labels = readLabels(v)
+			}
 		}
 		return true
 	})
@@ -198,71 +191,4 @@ func readLabels(v pcommon.Value) []string {
 		out = append(out, s.At(i).AsString())
 	}
 	return out
-}
-
-// attributeCount is the number of attributes WriteTo writes, so that the map is
-// allocated once at its size: the attribute map is most of the cost of a record.
-func (r *Record) attributeCount() int {
-	n := 1 // flow.count
-	for _, v := range [...]string{
-		string(r.Provider), string(r.Outcome), string(r.PendingOutcome), string(r.Reporter),
-		string(r.Direction), string(r.Transport),
-		r.Policy.Kind, r.Policy.Namespace, r.Policy.Name,
-		r.PendingPolicy.Kind, r.PendingPolicy.Namespace, r.PendingPolicy.Name,
-	} {
-		if v != "" {
-			n++
-		}
-	}
-	return n + r.Source.attributeCount() + r.Destination.attributeCount()
-}
-
-func (e *Endpoint) attributeCount() int {
-	n := 0
-	for _, v := range [...]string{e.Address, e.Namespace, e.Pod, e.WorkloadKind, e.WorkloadName, e.Identity, string(e.External)} {
-		if v != "" {
-			n++
-		}
-	}
-	if e.Port != 0 {
-		n++
-	}
-	if len(e.Labels) > 0 {
-		n++
-	}
-	return n
-}
-
-func writeEndpoint(a pcommon.Map, k *endKeys, e *Endpoint) {
-	putStr(a, k.address, e.Address)
-	if e.Port != 0 {
-		a.PutInt(k.port, int64(e.Port))
-	}
-	putStr(a, k.namespace, e.Namespace)
-	putStr(a, k.pod, e.Pod)
-	putStr(a, k.workloadKind, e.WorkloadKind)
-	putStr(a, k.workloadName, e.WorkloadName)
-	putStr(a, k.identity, e.Identity)
-	switch len(e.Labels) {
-	case 0:
-	case 1:
-		a.PutStr(k.labels, e.Labels[0])
-	default:
-		// One string, not a slice: a slice value costs an allocation a label.
-		a.PutStr(k.labels, strings.Join(e.Labels, LabelSeparator))
-	}
-	putStr(a, k.external, string(e.External))
-}
-
-func writePolicy(a pcommon.Map, kind, ns, name string, p PolicyRef) {
-	putStr(a, kind, p.Kind)
-	putStr(a, ns, p.Namespace)
-	putStr(a, name, p.Name)
-}
-
-// putStr sets a string attribute, leaving empty values out: absent means unknown.
-func putStr(a pcommon.Map, key, v string) {
-	if v != "" {
-		a.PutStr(key, v)
-	}
 }

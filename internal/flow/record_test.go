@@ -53,21 +53,16 @@ func TestCountDefaultsToOne(t *testing.T) {
 	}
 }
 
-// The map is sized exactly: WriteTo writes as many attributes as it counts.
-func TestAttributeCountIsExact(t *testing.T) {
-	for _, r := range []Record{
-		{},
-		{Outcome: OutcomeAllowed, Source: Endpoint{Pod: "a", Labels: []string{"x=y"}, Port: 1}},
-		{Provider: ProviderIstio, Outcome: OutcomeDenied, Reporter: ReporterBoth, Direction: DirectionIngress, Transport: TransportTCP,
-			Policy: PolicyRef{"k", "n", "p"}, PendingPolicy: PolicyRef{"k", "n", "p"}, PendingOutcome: OutcomeDenied,
-			Source:      Endpoint{"1.2.3.4", 5, "ns", "pod", "Deployment", "web", "id", []string{"a=b"}, ExternalWorld},
-			Destination: Endpoint{"1.2.3.4", 5, "ns", "pod", "Deployment", "web", "id", []string{"a=b"}, ExternalWorld}},
-	} {
-		lr := plog.NewLogRecord()
-		r.WriteTo(lr)
-		if got, want := lr.Attributes().Len(), r.attributeCount(); got != want {
-			t.Errorf("%+v: wrote %d attributes, counted %d", r, got, want)
-		}
+// ReadSkippingLabels reads all of a record but its labels.
+func TestReadSkippingLabels(t *testing.T) {
+	in := benchRecord()
+	lr := plog.NewLogRecord()
+	in.WriteTo(lr)
+	var out Record
+	out.ReadSkippingLabels(lr)
+	in.Source.Labels, in.Destination.Labels = nil, nil
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("got %+v\nwant %+v", out, in)
 	}
 }
 

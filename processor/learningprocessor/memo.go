@@ -11,10 +11,15 @@ import (
 
 // memo remembers, for one batch, the answers of the enforcer's cache: a batch's
 // flows come from few pods, and asking the cache again for each flow would be
-// most of the cost of learning. It lives for one batch only, so a pod that is
+// most of the cost of learning. It remembers too what was decided for each
+// flow key (decision.go), so that a flow that repeats one of the batch costs a
+// map lookup; the enforcer's answers, the policy that names a target
+// included, hold for the batch. It lives for one batch only, so a pod that is
 // replaced is seen as soon as the next batch.
 type memo struct {
-	p        *learningProcessor
+	p *learningProcessor
+	// flows holds what was decided for each flow key of the batch.
+	flows    map[flowKey]decisions
 	ends     map[endKey]resolved
 	policies map[policyKey]bool
 	// edges finds a learned edge of the batch in observations.
@@ -42,11 +47,16 @@ type policyKey struct {
 }
 
 func newMemo(p *learningProcessor) *memo {
-	return &memo{p: p, ends: map[endKey]resolved{}, policies: map[policyKey]bool{}, edges: map[learning.Edge]int{}}
+	return &memo{p: p, flows: map[flowKey]decisions{}, ends: map[endKey]resolved{}, policies: map[policyKey]bool{}, edges: map[learning.Edge]int{}}
+}
+
+// endKeyOf is what of an end its resolution reads.
+func endKeyOf(e *flow.Endpoint) endKey {
+	return endKey{external: e.External, namespace: e.Namespace, pod: e.Pod, address: e.Address}
 }
 
 func (m *memo) resolve(e *flow.Endpoint) (workload.Ref, workload.Unresolved) {
-	k := endKey{external: e.External, namespace: e.Namespace, pod: e.Pod, address: e.Address}
+	k := endKeyOf(e)
 	if r, ok := m.ends[k]; ok {
 		return r.workload, r.reason
 	}

@@ -36,24 +36,26 @@ type unlearnedKey struct {
 	address, dnsName string
 }
 
-// learned hands on a learned edge of the batch, once, and counts rec on it.
-// A repeat only counts: the writer keeps a set, so once a batch is enough.
-func (m *memo) learned(e *learning.Edge, class v1alpha1.PeerClass, rec *flow.Record, sl plog.ScopeLogs) {
+// learned hands on a learned edge of the batch, once, and returns the index
+// of its observation, on which the caller counts each of its flows: the
+// writer keeps a set, so once a batch is enough.
+func (m *memo) learned(e *learning.Edge, class v1alpha1.PeerClass, sl plog.ScopeLogs) int {
 	if i, ok := m.edges[*e]; ok {
-		m.observations[i].count(rec)
-		return
+		return i
 	}
 	e.AppendTo(sl)
-	m.edges[*e] = len(m.observations)
+	i := len(m.observations)
+	m.edges[*e] = i
 	m.observations = append(m.observations, observation{
 		Observation: learning.Observation{Edge: *e, Class: class}, record: sl.LogRecords().Len() - 1})
-	m.observations[len(m.observations)-1].count(rec)
+	return i
 }
 
-// unlearned counts rec on the edge e of a peer, end, that learning leaves
-// out: it did not resolve to a workload for reason ("" for an Istio workload
-// without an identity), and is not learned as an address block.
-func (m *memo) unlearned(e learning.Edge, end *flow.Endpoint, reason workload.Unresolved, rec *flow.Record) {
+// unlearned returns the index of the observation of the edge e of a peer,
+// end, that learning leaves out: it did not resolve to a workload for reason
+// ("" for an Istio workload without an identity), and is not learned as an
+// address block.
+func (m *memo) unlearned(e learning.Edge, end *flow.Endpoint, reason workload.Unresolved) int {
 	k := unlearnedKey{class: observed.ClassOf(reason)}
 	if reason == "" {
 		k.class = v1alpha1.PeerClassUnidentified
@@ -77,7 +79,7 @@ func (m *memo) unlearned(e learning.Edge, end *flow.Endpoint, reason workload.Un
 		m.observations = append(m.observations, observation{Observation: learning.Observation{
 			Edge: e, Class: k.class, PeerAddress: k.address, PeerDNSName: k.dnsName}, record: -1})
 	}
-	m.observations[i].count(rec)
+	return i
 }
 
 // flushObservations writes the batch's counts: onto each learned edge's

@@ -32,6 +32,9 @@ type learningProcessor struct {
 	cfg       *Config
 	enforcer  enforcer
 	telemetry *telemetry
+	// decideEachFlow decides every flow afresh, as before flows were
+	// remembered by their key: the tests hold the memo to its output.
+	decideEachFlow bool
 }
 
 func newLearningProcessor(set processor.Settings, cfg *Config) (*learningProcessor, error) {
@@ -79,6 +82,16 @@ func backendOf(p flow.Provider) v1alpha1.Backend {
 }
 
 func (p *learningProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	out, c := p.learnBatch(ld)
+	p.telemetry.record(ctx, &c)
+	if out.LogRecordCount() == 0 {
+		return out, processorhelper.ErrSkipProcessingData
+	}
+	return out, nil
+}
+
+// learnBatch learns from a batch: it returns what to hand on and the counts.
+func (p *learningProcessor) learnBatch(ld plog.Logs) (plog.Logs, counts) {
 	out := plog.NewLogs()
 	sl := out.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
 	var c counts
@@ -89,88 +102,98 @@ func (p *learningProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog
 			lr.CopyTo(sl.LogRecords().AppendEmpty()) // not ours to judge
 			return
 		}
-		rec.ReadFrom(lr)
+		rec.ReadSkippingLabels(lr) // learning has no use for the pod labels
 		p.learn(&rec, lr, sl, &c, m)
 	})
 	if p.cfg.Observe {
 		m.flushObservations(sl, time.Now())
 	}
-	p.telemetry.record(ctx, &c)
-	if sl.LogRecords().Len() == 0 {
-		return out, processorhelper.ErrSkipProcessingData
-	}
-	return out, nil
+	return out, c
 }
 
 // learn emits, for each side of the flow, a learned edge, or a violation
-// candidate when a policy governs that side, or counts why it does neither.
+// candidate when a policy governs that side, or counts why it does neither. A
+// flow whose key the batch has seen repeats what was decided for it.
 func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.ScopeLogs, c *counts, m *memo) {
+	k := keyOf(rec)
+	if d, ok := m.flows[k]; ok {
+		for i := range d.n {
+			d.sides[i].apply(rec, lr, sl, c, m)
+		}
+		return
+	}
+	var d decisions
 	all, n := sides(rec)
-	for _, s := range all[:n] {
-		target, reason := m.resolve(s.target)
-		if reason != "" {
-			if ref, ok := p.namedTarget(rec, s.direction); ok {
-				learning.AppendCandidate(sl, lr, ref, s.direction)
-				c.candidates++
-				continue
-			}
-			c.drop("target_" + string(reason))
-			continue
-		}
-		if m.hasPolicy(target, s.direction) {
-			learning.AppendCandidate(sl, lr, target, s.direction)
-			c.candidates++
-			continue
-		}
-		if rec.Outcome != flow.OutcomeAllowed {
-			c.drop(reasonNotAllowed) // another policy decided it; nothing to learn
-			continue
-		}
-		if rec.Destination.Port == 0 {
-			c.drop(reasonNoPort)
-			continue
-		}
-		edge := learning.Edge{
-			Backend: backendOf(rec.Provider), Workload: target, Direction: s.direction,
-			Protocol: string(rec.Transport), Port: rec.Destination.Port,
-		}
-		class := v1alpha1.PeerClassWorkload
-		if edge.Backend == v1alpha1.BackendIstio {
-			if s.peer.Identity == "" {
-				_, reason := m.resolve(s.peer)
-				cidr, drop := p.outsideBlock(s.peer, reason, true, m)
-				if cidr == "" {
-					p.leftOut(edge, s.peer, reason, rec, m, c, drop)
-					continue
-				}
-				edge.PeerCIDR, class = cidr, observed.ClassOf(reason)
-			}
-			edge.Principal = s.peer.Identity
-		} else {
-			peer, reason := m.resolve(s.peer)
-			if reason != "" {
-				cidr, drop := p.outsideBlock(s.peer, reason, false, m)
-				if cidr == "" {
-					p.leftOut(edge, s.peer, reason, rec, m, c, drop)
-					continue
-				}
-				edge.PeerCIDR, class = cidr, observed.ClassOf(reason)
-			}
-			edge.Peer = peer
-		}
-		c.edges++
-		m.learned(&edge, class, rec, sl)
+	for i, s := range all[:n] {
+		// Each side is applied before the next is decided, so that the
+		// records handed on keep their order.
+		d.sides[i] = p.decide(rec, s, sl, m)
+		d.sides[i].apply(rec, lr, sl, c, m)
+	}
+	d.n = n
+	if !p.decideEachFlow {
+		m.flows[k] = d
 	}
 }
 
-// leftOut counts a flow side whose peer learning leaves out for drop, and
+// decide decides what learning makes of one side of a flow: a violation
+// candidate when a policy governs the target, a learned edge (handed on the
+// first time the batch sees it), or a reason to drop it.
+func (p *learningProcessor) decide(rec *flow.Record, s side, sl plog.ScopeLogs, m *memo) decision {
+	target, reason := m.resolve(s.target)
+	if reason != "" {
+		if ref, ok := p.namedTarget(rec, s.direction); ok {
+			return candidate(ref, s.direction)
+		}
+		return dropped("target_" + string(reason))
+	}
+	if m.hasPolicy(target, s.direction) {
+		return candidate(target, s.direction)
+	}
+	if rec.Outcome != flow.OutcomeAllowed {
+		return dropped(reasonNotAllowed) // another policy decided it; nothing to learn
+	}
+	if rec.Destination.Port == 0 {
+		return dropped(reasonNoPort)
+	}
+	edge := learning.Edge{
+		Backend: backendOf(rec.Provider), Workload: target, Direction: s.direction,
+		Protocol: string(rec.Transport), Port: rec.Destination.Port,
+	}
+	class := v1alpha1.PeerClassWorkload
+	if edge.Backend == v1alpha1.BackendIstio {
+		if s.peer.Identity == "" {
+			_, reason := m.resolve(s.peer)
+			cidr, drop := p.outsideBlock(s.peer, reason, true, m)
+			if cidr == "" {
+				return p.leftOut(edge, s.peer, reason, m, drop)
+			}
+			edge.PeerCIDR, class = cidr, observed.ClassOf(reason)
+		}
+		edge.Principal = s.peer.Identity
+	} else {
+		peer, reason := m.resolve(s.peer)
+		if reason != "" {
+			cidr, drop := p.outsideBlock(s.peer, reason, false, m)
+			if cidr == "" {
+				return p.leftOut(edge, s.peer, reason, m, drop)
+			}
+			edge.PeerCIDR, class = cidr, observed.ClassOf(reason)
+		}
+		edge.Peer = peer
+	}
+	return decision{kind: decidedEdge, observation: m.learned(&edge, class, sl)}
+}
+
+// leftOut drops a flow side whose peer learning leaves out for drop, and
 // observes it, so that the proposal shows it as an edge that protect would
 // block.
-func (p *learningProcessor) leftOut(edge learning.Edge, peer *flow.Endpoint, reason workload.Unresolved, rec *flow.Record, m *memo, c *counts, drop string) {
-	c.drop(drop)
+func (p *learningProcessor) leftOut(edge learning.Edge, peer *flow.Endpoint, reason workload.Unresolved, m *memo, drop string) decision {
+	d := dropped(drop)
 	if p.cfg.Observe {
-		m.unlearned(edge, peer, reason, rec)
+		d.observation = m.unlearned(edge, peer, reason)
 	}
+	return d
 }
 
 // namedTarget finds the target of a flow whose target end is unknown through
