@@ -28,6 +28,7 @@ func AppendCandidate(sl plog.ScopeLogs, flow plog.LogRecord, target workload.Ref
 	flow.CopyTo(lr)
 	lr.SetEventName(CandidateEventName)
 	a := lr.Attributes()
+	a.EnsureCapacity(a.Len() + 4) // the copy is sized to the flow's: grown once, not twice
 	a.PutStr(AttrTargetNamespace, target.Namespace)
 	a.PutStr(AttrTargetKind, string(target.Kind))
 	a.PutStr(AttrTargetName, target.Name)
