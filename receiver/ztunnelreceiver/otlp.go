@@ -102,12 +102,12 @@ func (r *ztunnelReceiver) takeRecord(lr plog.LogRecord, in input, now time.Time,
 	var reason flowsource.DropReason
 	switch body.Type() {
 	case pcommon.ValueTypeStr:
-		result, reason = r.decodeText(filePath(attrs), []byte(body.Str()), true, &l)
+		result, reason = r.decodeString(filePath(attrs), body.Str(), true, &l)
 	case pcommon.ValueTypeBytes:
 		result, reason = r.decodeText(filePath(attrs), body.Bytes().AsRaw(), true, &l)
 	case pcommon.ValueTypeMap:
 		if log, ok := body.Map().Get("log"); ok && log.Type() == pcommon.ValueTypeStr {
-			result, reason = r.decodeText(filePath(attrs), []byte(log.Str()), false, &l)
+			result, reason = r.decodeString(filePath(attrs), log.Str(), false, &l)
 		} else {
 			l.decodeMap(body.Map())
 		}
