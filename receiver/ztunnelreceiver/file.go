@@ -63,15 +63,18 @@ func (r *ztunnelReceiver) consumeFileLines(ctx context.Context, tokens [][]byte,
 	path, _ := attributes[attrs.LogFilePath].(string)
 	out := joined{records: make([]flow.Record, 0, len(tokens))}
 	now := time.Now()
+	b := getBatch()
+	defer b.release()
 	for _, tok := range tokens {
 		var l line
 		switch result, reason := r.decodeText(path, tok, false, &l); result {
 		case textLine:
-			r.take(&l, inputFile, now, &out)
+			r.take(b, &l, inputFile, now, &out)
 		case textMalformed:
 			out.drops = append(out.drops, reason)
 		case textPartial: // held until its final part arrives
 		}
 	}
+	r.join(b, &out)
 	return r.emit(ctx, &out)
 }

@@ -52,14 +52,14 @@ func FuzzLine(f *testing.F) {
 			return
 		}
 		var ev event
-		reason, ok := r.conv.convert(&l, now, &ev)
+		reason, ok := r.conv.convert(&l, now, &ev, newInterner())
 		if !ok {
 			if reason == "" {
 				t.Fatal("a dropped line without a reason")
 			}
 			return
 		}
-		flowsourcetest.CheckRecord(t, ev.rec)
+		flowsourcetest.CheckRecord(t, ev.record())
 		var out joined
 		r.joiner.add(&ev, now, &out)
 		r.joiner.flush(&out)

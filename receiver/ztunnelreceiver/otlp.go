@@ -80,17 +80,23 @@ func (r *ztunnelReceiver) consumeOTLP(ctx context.Context, in input, ld plog.Log
 	}
 	out := joined{records: make([]flow.Record, 0, ld.LogRecordCount())}
 	now := time.Now()
+	b := getBatch()
+	defer b.release()
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
-		if !flowRecord(lr, in, &out) {
-			r.takeRecord(lr, in, now, &out)
+		if lr.EventName() == flow.EventName {
+			r.join(b, &out) // the lines before it go first, as they came
+			flowRecord(lr, in, &out)
+			return
 		}
+		r.takeRecord(b, lr, in, now, &out)
 	})
+	r.join(b, &out)
 	return r.emit(ctx, &out)
 }
 
 // takeRecord decodes one OTLP log record of input in, in any of its shapes.
 // Fields come from the attributes first and then from the body, which wins.
-func (r *ztunnelReceiver) takeRecord(lr plog.LogRecord, in input, now time.Time, out *joined) {
+func (r *ztunnelReceiver) takeRecord(b *batch, lr plog.LogRecord, in input, now time.Time, out *joined) {
 	var l line
 	attrs := lr.Attributes()
 	l.decodeMap(attrs)
@@ -117,7 +123,7 @@ func (r *ztunnelReceiver) takeRecord(lr plog.LogRecord, in input, now time.Time,
 	}
 	switch result {
 	case textLine:
-		r.take(&l, in, now, out)
+		r.take(b, &l, in, now, out)
 	case textMalformed:
 		out.drops = append(out.drops, reason)
 	case textPartial: // held until its final part arrives
