@@ -11,8 +11,6 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver"
-
-	"github.com/kubewarden/network-enforcer/internal/flow"
 )
 
 // fileInput tails ztunnel's container log files with contrib's file consumer:
@@ -61,7 +59,7 @@ func (f *fileInput) Shutdown(ctx context.Context) error {
 // consumeFileLines takes a batch of CRI lines from one file.
 func (r *ztunnelReceiver) consumeFileLines(ctx context.Context, tokens [][]byte, attributes map[string]any, _ int64, _ []int64) error {
 	path, _ := attributes[attrs.LogFilePath].(string)
-	out := joined{records: make([]flow.Record, 0, len(tokens))}
+	var out joined
 	now := time.Now()
 	b := getBatch()
 	defer b.release()

@@ -63,7 +63,7 @@ func FuzzLine(f *testing.F) {
 		var out joined
 		r.joiner.add(&ev, now, &out)
 		r.joiner.flush(&out)
-		for _, rec := range out.records {
+		for _, rec := range outRecords(&out) {
 			flowsourcetest.CheckRecord(t, rec)
 		}
 	})

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/plog"
+
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
@@ -63,15 +65,22 @@ type heldAccess struct {
 	// older is the sequence number of the peer's next older line; 0 or a line
 	// that has left the queue ends the peer's list.
 	older uint64
+	// newest is the newest line of its peer, the one accesses names.
+	newest bool
 	// held is a denial not yet emitted: it waits for its deny decision.
 	held bool
 	// denied is a denial already emitted with a deny decision.
 	denied bool
 }
 
-// joined is what the joiner hands on after taking a line or a tick.
+// joined is what the joiner hands on after taking a line or a tick: its
+// records are written as log records at once, for the batch that emit hands to
+// the pipeline.
 type joined struct {
-	records []flow.Record
+	logs plog.Logs
+	// records are the log records of logs, n of them.
+	records plog.LogRecordSlice
+	n       int
 	// from counts the records by the input of their line.
 	from  [numInputs]int
 	drops []flowsource.DropReason
@@ -83,8 +92,13 @@ type joined struct {
 }
 
 // add hands on rec, made from a line of input in.
-func (o *joined) add(rec flow.Record, in input) {
-	o.records = append(o.records, rec)
+func (o *joined) add(rec *flow.Record, in input) {
+	if o.n == 0 {
+		o.logs = plog.NewLogs()
+		o.records = o.logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	}
+	rec.WriteTo(o.records.AppendEmpty())
+	o.n++
 	o.from[in]++
 }
 
@@ -144,14 +158,18 @@ func (j *joiner) addAccess(ev *event, out *joined) {
 	}
 	switch {
 	case ev.outcome != outcomeDenied:
-		out.add(ev.record(), ev.in)
+		rec := ev.record()
+		out.add(&rec, ev.in)
 		if ev.received.Sub(j.decisionsSeen) > decisionsHorizon {
 			return
 		}
 	case !a.denied:
 		a.held = true
 	}
-	a.older = j.accesses[ev.peer]
+	a.older, a.newest = j.accesses[ev.peer], true
+	if newer := j.queue.at(a.older); newer != nil {
+		newer.newest = false
+	}
 	seq := j.queue.push(a)
 	j.accesses[ev.peer] = seq
 	// Past maxPerPeer lines the older ones leave the peer's list: they stay
@@ -201,7 +219,8 @@ func (j *joiner) hold(ev *event, out *joined) {
 	ds := j.decisions[ev.peer]
 	switch {
 	case len(ds) >= maxPerPeer:
-		out.add(ds[0].record(), ds[0].in)
+		rec := ds[0].record()
+		out.add(&rec, ds[0].in)
 		out.unjoined++
 		out.evicted++
 		copy(ds, ds[1:])
@@ -209,7 +228,8 @@ func (j *joiner) hold(ev *event, out *joined) {
 		ds = ds[:len(ds)-1]
 		j.waiting--
 	case j.waiting >= j.maxHeld:
-		out.add(ev.record(), ev.in)
+		rec := ev.record()
+		out.add(&rec, ev.in)
 		out.unjoined++
 		out.evicted++
 		return
@@ -234,7 +254,7 @@ func (j *joiner) pair(a *heldAccess, d *event, out *joined) {
 	if d.policy != nil {
 		rec.Policy = *d.policy
 	}
-	out.add(rec, a.ev.in)
+	out.add(&rec, a.ev.in)
 }
 
 // expire hands on what has waited its window by now: decisions without an access
@@ -249,7 +269,8 @@ func (j *joiner) expire(now time.Time, out *joined) {
 				kept = append(kept, d)
 				continue
 			}
-			out.add(d.record(), d.in)
+			rec := d.record()
+			out.add(&rec, d.in)
 			out.unjoined++
 			j.waiting--
 		}
@@ -267,11 +288,12 @@ func (j *joiner) expires(ev *event) time.Time { return ev.received.Add(j.window)
 // release lets the oldest access line go: a held denial goes out without a
 // decision.
 func (j *joiner) release(out *joined) {
-	a, seq := j.queue.front(), j.queue.head
+	a := j.queue.front()
 	if a.held {
-		out.add(a.ev.record(), a.ev.in)
+		rec := a.ev.record()
+		out.add(&rec, a.ev.in)
 	}
-	if j.accesses[a.ev.peer] == seq { // the newest of its peer: the list is all gone
+	if a.newest { // the list of its peer is all gone
 		delete(j.accesses, a.ev.peer)
 	}
 	j.queue.pop()

@@ -63,7 +63,7 @@ func joinRun(t *testing.T, ls ...*line) ([]string, []string, int) {
 	}
 	j.expire(wall.Add(2*time.Second), &out)
 	var got, drops []string
-	for _, r := range out.records {
+	for _, r := range outRecords(&out) {
 		got = append(got, flowsourcetest.Describe(r))
 	}
 	for _, d := range out.drops {
@@ -201,8 +201,8 @@ func TestJoinHoldsNothingPastTheWindow(t *testing.T) {
 	if len(j.accesses) != 0 || len(j.decisions) != 0 || j.queue.len() != 0 {
 		t.Fatalf("held %d peers, %d access lines, %d decisions", len(j.accesses), j.queue.len(), len(j.decisions))
 	}
-	if len(out.records) != 100 {
-		t.Fatalf("%d records", len(out.records))
+	if out.n != 100 {
+		t.Fatalf("%d records", out.n)
 	}
 }
 
@@ -252,8 +252,8 @@ func TestJoinHoldsAtMostMaxHeld(t *testing.T) {
 	if j.queue.len() != 10 || len(j.accesses) != 10 {
 		t.Fatalf("held %d access lines of %d peers, want 10", j.queue.len(), len(j.accesses))
 	}
-	if out.evicted != 90 || len(out.records) != 100 {
-		t.Fatalf("evicted %d, records %d; want 90 and 100 (99 allowed, the evicted denial)", out.evicted, len(out.records))
+	if out.evicted != 90 || out.n != 100 {
+		t.Fatalf("evicted %d, records %d; want 90 and 100 (99 allowed, the evicted denial)", out.evicted, out.n)
 	}
 	for i := range 100 {
 		var ev event

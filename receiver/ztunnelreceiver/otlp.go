@@ -78,7 +78,7 @@ func (r *ztunnelReceiver) consumeOTLP(ctx context.Context, in input, ld plog.Log
 		r.obs.refuse(ctx, in, n, errStandby)
 		return errStandby
 	}
-	out := joined{records: make([]flow.Record, 0, ld.LogRecordCount())}
+	var out joined
 	now := time.Now()
 	b := getBatch()
 	defer b.release()

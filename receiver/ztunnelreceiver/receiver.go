@@ -158,17 +158,11 @@ func (r *ztunnelReceiver) emit(ctx context.Context, out *joined) error {
 	if out.evicted > 0 {
 		r.evicted.Add(ctx, int64(out.evicted), metric.WithAttributes(attribute.String("receiver", r.set.ID.String())))
 	}
-	if len(out.records) == 0 {
+	if out.n == 0 {
 		return nil
 	}
-	logs := plog.NewLogs()
-	sl := logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
-	sl.LogRecords().EnsureCapacity(len(out.records))
-	for i := range out.records {
-		out.records[i].AppendTo(sl)
-	}
-	r.telemetry.Accepted(ctx, len(out.records))
-	return r.obs.consume(ctx, r.next, logs, &out.from)
+	r.telemetry.Accepted(ctx, out.n)
+	return r.obs.consume(ctx, r.next, out.logs, &out.from)
 }
 
 func (r *ztunnelReceiver) warnForeignDomain(domain string) {
@@ -183,5 +177,5 @@ func (r *ztunnelReceiver) warnForeignDomain(domain string) {
 func flowRecord(lr plog.LogRecord, in input, out *joined) {
 	var rec flow.Record
 	rec.ReadFrom(lr)
-	out.add(rec, in)
+	out.add(&rec, in)
 }
