@@ -101,3 +101,26 @@ func movePorts(line string, k int) string {
 		return fmt.Sprintf(`%q:"%s:%d"`, sub[1], sub[2], 1024+(port+k)%64000)
 	})
 }
+
+// BenchmarkScanJSON reads the fixture's lines with the scanner and, for
+// comparison, with fastjson (decodeJSON): the parse's share of a line's cost.
+func BenchmarkScanJSON(b *testing.B) {
+	fixture := loadFixture(b)
+	for _, bench := range []struct {
+		name   string
+		decode func(*line, string)
+	}{
+		{"scanner", func(l *line, s string) { _, _ = decodeJSONLine(s, l) }},
+		{"fastjson", func(l *line, s string) { _ = l.decodeJSON(s) }},
+	} {
+		b.Run(bench.name, func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				var l line
+				bench.decode(&l, fixture[n%len(fixture)])
+				n++
+			}
+		})
+	}
+}

@@ -112,11 +112,17 @@ func (sc *scanner) object(s string, l *line, depth int) (string, bool) {
 // jsonString reads a string after its opening quote: its text and what follows
 // the closing quote. A string with an escape is left to decodeJSON.
 func jsonString(s string) (val, rest string, ok bool) {
-	n := strings.IndexByte(s, '"')
-	if n < 0 || strings.IndexByte(s[:n], '\\') >= 0 {
-		return "", s, false
+	// One pass for both bytes: ztunnel's values are short, too short for
+	// two calls of strings.IndexByte to pay.
+	for i := range len(s) {
+		switch s[i] {
+		case '"':
+			return s[:i], s[i+1:], true
+		case '\\':
+			return "", s, false
+		}
 	}
-	return s[:n], s[n+1:], true
+	return "", s, false
 }
 
 // jsonScalar steps over a number, true, false or null. A number is what
