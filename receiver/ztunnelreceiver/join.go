@@ -45,7 +45,7 @@ type joiner struct {
 	// accesses is the newest access line held of each peer, by its sequence
 	// number in queue; each line has the next older one of its peer.
 	accesses  map[peerKey]uint64
-	decisions map[peerKey][]event
+	decisions map[peerKey][]heldDecision
 	// queue holds the access lines in arrival order, which is the order they
 	// expire in, so that expiring costs only what expires.
 	queue accessQueue
@@ -71,6 +71,34 @@ type heldAccess struct {
 	held bool
 	// denied is a denial already emitted with a deny decision.
 	denied bool
+}
+
+// heldDecision is a decision line waiting for its access line: its event less
+// what a decision line does not have (a destination, a duration) and its peer,
+// the key it is held under.
+type heldDecision struct {
+	time, received time.Time
+	policy         *flow.PolicyRef
+	src            *endpoint
+	srcPort        uint16
+	outcome        outcome
+	protect        bool
+	in             input
+}
+
+func heldDecisionOf(ev *event) heldDecision {
+	return heldDecision{
+		time: ev.time, received: ev.received, policy: ev.policy, src: ev.src, srcPort: ev.srcPort,
+		outcome: ev.outcome, protect: ev.protect, in: ev.in,
+	}
+}
+
+// event is the decision's event again; peer is the key it was held under.
+func (d *heldDecision) event(peer peerKey) event {
+	return event{
+		kind: kindDecision, time: d.time, received: d.received, policy: d.policy, src: d.src, srcPort: d.srcPort,
+		peer: peer, outcome: d.outcome, protect: d.protect, in: d.in,
+	}
 }
 
 // joined is what the joiner hands on after taking a line or a tick: its
@@ -103,7 +131,7 @@ func (o *joined) add(rec *flow.Record, in input) {
 }
 
 func newJoiner(window time.Duration, maxHeld int) *joiner {
-	return &joiner{window: window, maxHeld: maxHeld, accesses: map[peerKey]uint64{}, decisions: map[peerKey][]event{}}
+	return &joiner{window: window, maxHeld: maxHeld, accesses: map[peerKey]uint64{}, decisions: map[peerKey][]heldDecision{}}
 }
 
 // decisionsHorizon is how long after the last decision line allowed access
@@ -145,9 +173,10 @@ func (j *joiner) addAccess(ev *event, out *joined) {
 	a := heldAccess{ev: *ev}
 	if waiting, ok := j.decisions[ev.peer]; ok {
 		kept := waiting[:0]
-		for _, d := range waiting {
+		for _, held := range waiting {
+			d := held.event(ev.peer)
 			if !j.within(d.at(), ev.at()) {
-				kept = append(kept, d)
+				kept = append(kept, held)
 				continue
 			}
 			j.pair(&a, &d, out)
@@ -219,12 +248,13 @@ func (j *joiner) hold(ev *event, out *joined) {
 	ds := j.decisions[ev.peer]
 	switch {
 	case len(ds) >= maxPerPeer:
-		rec := ds[0].record()
-		out.add(&rec, ds[0].in)
+		oldest := ds[0].event(ev.peer)
+		rec := oldest.record()
+		out.add(&rec, oldest.in)
 		out.unjoined++
 		out.evicted++
 		copy(ds, ds[1:])
-		ds[len(ds)-1] = event{}
+		ds[len(ds)-1] = heldDecision{}
 		ds = ds[:len(ds)-1]
 		j.waiting--
 	case j.waiting >= j.maxHeld:
@@ -234,7 +264,7 @@ func (j *joiner) hold(ev *event, out *joined) {
 		out.evicted++
 		return
 	}
-	j.decisions[ev.peer] = append(ds, *ev)
+	j.decisions[ev.peer] = append(ds, heldDecisionOf(ev))
 	j.waiting++
 }
 
@@ -264,11 +294,12 @@ func (j *joiner) expire(now time.Time, out *joined) {
 	defer j.mu.Unlock()
 	for peer, ds := range j.decisions {
 		kept := ds[:0]
-		for _, d := range ds {
-			if j.expires(&d).After(now) {
-				kept = append(kept, d)
+		for _, held := range ds {
+			if held.received.Add(j.window).After(now) {
+				kept = append(kept, held)
 				continue
 			}
+			d := held.event(peer)
 			rec := d.record()
 			out.add(&rec, d.in)
 			out.unjoined++
@@ -304,7 +335,7 @@ func (j *joiner) flush(out *joined) {
 	j.expire(time.Unix(1<<62, 0), out)
 }
 
-func (j *joiner) setDecisions(peer peerKey, ds []event) {
+func (j *joiner) setDecisions(peer peerKey, ds []heldDecision) {
 	if len(ds) == 0 {
 		delete(j.decisions, peer)
 	} else {
