@@ -185,8 +185,8 @@ func (c *converter) access(l *line, now time.Time, ev *event, names *interner) (
 	if err != nil {
 		return flowsource.DropMalformed, false
 	}
-	outcome, policy := accessOutcome(l.Error)
-	srcIdentity, reason, ok := c.sourceIdentity(l.SrcIdentity, outcome)
+	result, policy := accessOutcome(l.Error)
+	srcIdentity, reason, ok := c.sourceIdentity(l.SrcIdentity, result)
 	if !ok {
 		return reason, false
 	}
@@ -199,7 +199,7 @@ func (c *converter) access(l *line, now time.Time, ev *event, names *interner) (
 	}
 	*ev = event{
 		kind: kindAccess, peer: newPeerKey(src, l.SrcAddr), time: t, duration: duration,
-		outcome: outcomeOf(outcome), policy: names.policy(policy),
+		outcome: outcomeOf(result), policy: names.policy(policy),
 		src: names.endpoint(endpoint{
 			Address: host(l.SrcAddr), Namespace: l.SrcNamespace, Pod: l.SrcWorkload, Identity: srcIdentity,
 		}),
@@ -271,13 +271,13 @@ func (c *converter) decision(l *line, now time.Time, protect bool, ev *event, na
 	if err != nil {
 		return flowsource.DropMalformed, false
 	}
-	outcome := outcomeDryRunDenied
+	decided := outcomeDryRunDenied
 	if protect {
-		outcome = outcomeDenied
+		decided = outcomeDenied
 	}
 	*ev = event{
 		kind: kindDecision, protect: protect, peer: newPeerKey(peer, l.Inbound.Peer), time: lineTime(l.Time, now),
-		outcome: outcome, policy: names.policy(policyRef(l.Policy)),
+		outcome: decided, policy: names.policy(policyRef(l.Policy)),
 		src: names.endpoint(endpoint{Address: host(l.Inbound.Peer)}), srcPort: peer.Port(),
 	}
 	return "", true
