@@ -11,6 +11,15 @@ import (
 type batch struct {
 	names  *interner
 	events []event
+	// line is the line being decoded: one for the batch, as it would escape to
+	// the heap, one allocation a line, if each were its own variable.
+	line line
+}
+
+// newLine returns b's line, emptied.
+func (b *batch) newLine() *line {
+	b.line = line{}
+	return &b.line
 }
 
 // batches are reused, and with them their interners' tables: a node's ends and

@@ -97,7 +97,7 @@ func (r *ztunnelReceiver) consumeOTLP(ctx context.Context, in input, ld plog.Log
 // takeRecord decodes one OTLP log record of input in, in any of its shapes.
 // Fields come from the attributes first and then from the body, which wins.
 func (r *ztunnelReceiver) takeRecord(b *batch, lr plog.LogRecord, in input, now time.Time, out *joined) {
-	var l line
+	l := b.newLine()
 	attrs := lr.Attributes()
 	l.decodeMap(attrs)
 	if ts := lr.Timestamp(); ts != 0 {
@@ -108,12 +108,12 @@ func (r *ztunnelReceiver) takeRecord(b *batch, lr plog.LogRecord, in input, now 
 	var reason flowsource.DropReason
 	switch body.Type() {
 	case pcommon.ValueTypeStr:
-		result, reason = r.decodeString(filePath(attrs), body.Str(), true, &l)
+		result, reason = r.decodeString(filePath(attrs), body.Str(), true, l)
 	case pcommon.ValueTypeBytes:
-		result, reason = r.decodeText(filePath(attrs), body.Bytes().AsRaw(), true, &l)
+		result, reason = r.decodeText(filePath(attrs), body.Bytes().AsRaw(), true, l)
 	case pcommon.ValueTypeMap:
 		if log, ok := body.Map().Get("log"); ok && log.Type() == pcommon.ValueTypeStr {
-			result, reason = r.decodeString(filePath(attrs), log.Str(), false, &l)
+			result, reason = r.decodeString(filePath(attrs), log.Str(), false, l)
 		} else {
 			l.decodeMap(body.Map())
 		}
@@ -123,7 +123,7 @@ func (r *ztunnelReceiver) takeRecord(b *batch, lr plog.LogRecord, in input, now 
 	}
 	switch result {
 	case textLine:
-		r.take(b, &l, in, now, out)
+		r.take(b, l, in, now, out)
 	case textMalformed:
 		out.drops = append(out.drops, reason)
 	case textPartial: // held until its final part arrives
