@@ -6,12 +6,14 @@ import "strings"
 // values: it reads the flat object ztunnel writes, keeps the string values of
 // the keys line reads (l's fields then share s's memory) and only steps over
 // the others. It reads a subset of what decodeJSON accepts and reports false
-// for anything else: an escape in a string, an array, an object nested deeper
+// for anything else: a backslash anywhere, an array, an object nested deeper
 // than the inbound span, a syntax error. The caller then decodes the line with
 // decodeJSON, so that a line gives the same fields, or the same error, either
 // way; only the cost differs. l is changed only when scanJSON reports true.
 func (l *line) scanJSON(s string) bool {
-	if s == "" || s[0] != '{' {
+	// A line with an escape anywhere is left to decodeJSON: then no string
+	// needs to be searched for one.
+	if s == "" || s[0] != '{' || strings.IndexByte(s, '\\') >= 0 {
 		return false
 	}
 	var sc scanner
@@ -110,19 +112,14 @@ func (sc *scanner) object(s string, l *line, depth int) (string, bool) {
 }
 
 // jsonString reads a string after its opening quote: its text and what follows
-// the closing quote. A string with an escape is left to decodeJSON.
+// the closing quote. The line has no escape (scanJSON made sure), so the next
+// quote ends the string.
 func jsonString(s string) (val, rest string, ok bool) {
-	// One pass for both bytes: ztunnel's values are short, too short for
-	// two calls of strings.IndexByte to pay.
-	for i := range len(s) {
-		switch s[i] {
-		case '"':
-			return s[:i], s[i+1:], true
-		case '\\':
-			return "", s, false
-		}
+	n := strings.IndexByte(s, '"')
+	if n < 0 {
+		return "", s, false
 	}
-	return "", s, false
+	return s[:n], s[n+1:], true
 }
 
 // jsonScalar steps over a number, true, false or null. A number is what
