@@ -52,28 +52,89 @@ const (
 )
 
 // lineKind says what a line is to the joiner.
-type lineKind int
+type lineKind uint8
 
 const (
 	kindAccess lineKind = iota + 1
 	kindDecision
+	// kindSeen is a decision line that the joiner only notes: it tells that
+	// decision logging is on.
+	kindSeen
 )
 
-// event is one converted line: the flow record it stands for and what the joiner
-// needs to pair a policy decision with its connection's access line.
+// event is one converted line: what the joiner needs to pair a policy decision
+// with its connection's access line, and the few fields its flow record is
+// made of, in a small struct whose strings are kept once (an interner's), so
+// that what the joiner holds for its window is small and holds no line.
 type event struct {
-	kind lineKind
-	rec  flow.Record
+	// time is the line's time, the record's.
+	time time.Time
+	// received is when the line arrived: its window starts then.
+	received time.Time
+	// duration is an access line's connection duration: ztunnel logs the line
+	// when the connection ends.
+	duration time.Duration
+	policy   *flow.PolicyRef
+	src, dst *endpoint
 	// peer is the connection's source address: src.addr of an access line,
 	// inbound.peer of a decision line.
-	peer string
-	// at is when the connection started: an access line's time less its duration
-	// (ztunnel logs it when the connection ends), a decision line's time.
-	at time.Time
+	peer peerKey
+	// srcPort and dstPort are the ends' ports.
+	srcPort, dstPort uint16
+	kind             lineKind
+	outcome          outcome
 	// protect is a decision of an enforced policy, as opposed to a dry-run one.
 	protect bool
 	// in is the input that the line came from.
 	in input
+}
+
+// outcome is a flow.Outcome in a byte.
+type outcome uint8
+
+const (
+	outcomeAllowed outcome = iota
+	outcomeDenied
+	outcomeDryRunDenied
+)
+
+var outcomes = [...]flow.Outcome{
+	outcomeAllowed: flow.OutcomeAllowed, outcomeDenied: flow.OutcomeDenied, outcomeDryRunDenied: flow.OutcomeDryRunDenied,
+}
+
+// outcomeOf is an access line's outcome, allowed or denied, in a byte.
+func outcomeOf(o flow.Outcome) outcome {
+	if o == flow.OutcomeDenied {
+		return outcomeDenied
+	}
+	return outcomeAllowed
+}
+
+// at is when the connection started: an access line's time less its duration,
+// a decision line's time.
+func (ev *event) at() time.Time { return ev.time.Add(-ev.duration) }
+
+// record is the flow record the line stands for.
+func (ev *event) record() flow.Record {
+	rec := flow.Record{
+		Time: ev.time, Provider: flow.ProviderIstio, Outcome: outcomes[ev.outcome],
+		Reporter: flow.ReporterDestination, Direction: flow.DirectionIngress, Transport: flow.TransportTCP,
+		Count: 1,
+	}
+	if ev.policy != nil {
+		rec.Policy = *ev.policy
+	}
+	if ev.src != nil {
+		rec.Source = ev.src.flowEndpoint(ev.srcPort)
+	}
+	if ev.dst != nil {
+		rec.Destination = ev.dst.flowEndpoint(ev.dstPort)
+	}
+	return rec
+}
+
+func (e *endpoint) flowEndpoint(port uint16) flow.Endpoint {
+	return flow.Endpoint{Address: e.Address, Port: uint32(port), Namespace: e.Namespace, Pod: e.Pod, Identity: e.Identity}
 }
 
 // converter turns ztunnel lines into events.
@@ -85,15 +146,15 @@ type converter struct {
 }
 
 // convert turns l into an event, or says why it drops it. now is the time to use
-// when the line has none.
-func (c *converter) convert(l *line, now time.Time, ev *event) (flowsource.DropReason, bool) {
+// when the line has none. The event's strings are names' copies.
+func (c *converter) convert(l *line, now time.Time, ev *event, names *interner) (flowsource.DropReason, bool) {
 	switch l.Message {
 	case msgConnectionComplete, msgConnectionFailed:
-		return c.access(l, now, ev)
+		return c.access(l, now, ev, names)
 	case msgDryRunDenyMatch, msgDryRunNoAllowMatch:
-		return c.decision(l, now, false, ev)
+		return c.decision(l, now, false, ev, names)
 	case msgDenyMatch, msgNoAllowMatched:
-		return c.decision(l, now, true, ev)
+		return c.decision(l, now, true, ev, names)
 	case msgAllowMatch, msgNoAllowPolicies, msgDryRunAllowMatch:
 		return DropAllowDecision, false
 	case msgConnectionOpened:
@@ -104,7 +165,7 @@ func (c *converter) convert(l *line, now time.Time, ev *event) (flowsource.DropR
 
 // access converts an access line: inbound only, the real port from the HBONE
 // address, the outcome from the error text.
-func (c *converter) access(l *line, now time.Time, ev *event) (flowsource.DropReason, bool) {
+func (c *converter) access(l *line, now time.Time, ev *event, names *interner) (flowsource.DropReason, bool) {
 	switch l.Direction {
 	case "inbound":
 	case "outbound":
@@ -124,35 +185,29 @@ func (c *converter) access(l *line, now time.Time, ev *event) (flowsource.DropRe
 	if err != nil {
 		return flowsource.DropMalformed, false
 	}
-	outcome, policy := accessOutcome(l.Error)
-	srcIdentity, reason, ok := c.sourceIdentity(l.SrcIdentity, outcome)
+	result, policy := accessOutcome(l.Error)
+	srcIdentity, reason, ok := c.sourceIdentity(l.SrcIdentity, result)
 	if !ok {
 		return reason, false
 	}
 	dstIdentity, _ := strings.CutPrefix(l.DstIdentity, spiffePrefix)
 
 	t := lineTime(l.Time, now)
-	start := t
+	var duration time.Duration
 	if d, err := time.ParseDuration(l.Duration); err == nil && d > 0 {
-		start = t.Add(-d)
+		duration = d
 	}
 	*ev = event{
-		kind: kindAccess,
-		peer: l.SrcAddr,
-		at:   start,
-		rec: flow.Record{
-			Time: t, Provider: flow.ProviderIstio, Outcome: outcome, Policy: policy,
-			Reporter: flow.ReporterDestination, Direction: flow.DirectionIngress, Transport: flow.TransportTCP,
-			Source: flow.Endpoint{
-				Address: host(l.SrcAddr), Port: uint32(src.Port()),
-				Namespace: l.SrcNamespace, Pod: l.SrcWorkload, Identity: srcIdentity,
-			},
-			Destination: flow.Endpoint{
-				Address: host(dstAddr), Port: uint32(dst.Port()),
-				Namespace: l.DstNamespace, Pod: l.DstWorkload, Identity: dstIdentity,
-			},
-			Count: 1,
-		},
+		kind: kindAccess, peer: newPeerKey(src, l.SrcAddr), time: t, duration: duration,
+		outcome: outcomeOf(result), policy: names.policy(policy),
+		src: names.endpoint(endpoint{
+			Address: host(l.SrcAddr), Namespace: l.SrcNamespace, Pod: l.SrcWorkload, Identity: srcIdentity,
+		}),
+		srcPort: src.Port(),
+		dst: names.endpoint(endpoint{
+			Address: host(dstAddr), Namespace: l.DstNamespace, Pod: l.DstWorkload, Identity: dstIdentity,
+		}),
+		dstPort: dst.Port(),
 	}
 	return "", true
 }
@@ -211,27 +266,19 @@ func accessOutcome(errText string) (flow.Outcome, flow.PolicyRef) {
 
 // decision converts a policy-decision line. It has the source address and the
 // policy but no destination: the joiner adds that from the access line.
-func (c *converter) decision(l *line, now time.Time, protect bool, ev *event) (flowsource.DropReason, bool) {
+func (c *converter) decision(l *line, now time.Time, protect bool, ev *event, names *interner) (flowsource.DropReason, bool) {
 	peer, err := netip.ParseAddrPort(l.Inbound.Peer)
 	if err != nil {
 		return flowsource.DropMalformed, false
 	}
-	outcome := flow.OutcomeDryRunDenied
+	decided := outcomeDryRunDenied
 	if protect {
-		outcome = flow.OutcomeDenied
+		decided = outcomeDenied
 	}
-	t := lineTime(l.Time, now)
 	*ev = event{
-		kind:    kindDecision,
-		peer:    l.Inbound.Peer,
-		at:      t,
-		protect: protect,
-		rec: flow.Record{
-			Time: t, Provider: flow.ProviderIstio, Outcome: outcome, Policy: policyRef(l.Policy),
-			Reporter: flow.ReporterDestination, Direction: flow.DirectionIngress, Transport: flow.TransportTCP,
-			Source: flow.Endpoint{Address: host(l.Inbound.Peer), Port: uint32(peer.Port())},
-			Count:  1,
-		},
+		kind: kindDecision, protect: protect, peer: newPeerKey(peer, l.Inbound.Peer), time: lineTime(l.Time, now),
+		outcome: decided, policy: names.policy(policyRef(l.Policy)),
+		src: names.endpoint(endpoint{Address: host(l.Inbound.Peer)}), srcPort: peer.Port(),
 	}
 	return "", true
 }

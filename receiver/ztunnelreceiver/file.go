@@ -11,8 +11,6 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver"
-
-	"github.com/kubewarden/network-enforcer/internal/flow"
 )
 
 // fileInput tails ztunnel's container log files with contrib's file consumer:
@@ -61,17 +59,20 @@ func (f *fileInput) Shutdown(ctx context.Context) error {
 // consumeFileLines takes a batch of CRI lines from one file.
 func (r *ztunnelReceiver) consumeFileLines(ctx context.Context, tokens [][]byte, attributes map[string]any, _ int64, _ []int64) error {
 	path, _ := attributes[attrs.LogFilePath].(string)
-	out := joined{records: make([]flow.Record, 0, len(tokens))}
+	var out joined
 	now := time.Now()
+	b := getBatch()
+	defer b.release()
 	for _, tok := range tokens {
 		var l line
 		switch result, reason := r.decodeText(path, tok, false, &l); result {
 		case textLine:
-			r.take(&l, inputFile, now, &out)
+			r.take(b, &l, inputFile, now, &out)
 		case textMalformed:
 			out.drops = append(out.drops, reason)
 		case textPartial: // held until its final part arrives
 		}
 	}
+	r.join(b, &out)
 	return r.emit(ctx, &out)
 }

@@ -52,18 +52,18 @@ func FuzzLine(f *testing.F) {
 			return
 		}
 		var ev event
-		reason, ok := r.conv.convert(&l, now, &ev)
+		reason, ok := r.conv.convert(&l, now, &ev, newInterner())
 		if !ok {
 			if reason == "" {
 				t.Fatal("a dropped line without a reason")
 			}
 			return
 		}
-		flowsourcetest.CheckRecord(t, ev.rec)
+		flowsourcetest.CheckRecord(t, ev.record())
 		var out joined
 		r.joiner.add(&ev, now, &out)
 		r.joiner.flush(&out)
-		for _, rec := range out.records {
+		for _, rec := range outRecords(&out) {
 			flowsourcetest.CheckRecord(t, rec)
 		}
 	})
@@ -100,6 +100,39 @@ func FuzzOTLPBody(f *testing.F) {
 					flowsourcetest.CheckRecord(t, rec)
 				}
 			})
+		}
+	})
+}
+
+// FuzzScanJSON checks the scanner against the full parser: a line the scanner
+// takes, the parser takes too, with the same fields; a line it does not take, it
+// leaves l as it was. Both start from fields set before, as attributes set them.
+func FuzzScanJSON(f *testing.F) {
+	for _, l := range loadFixture(f) {
+		f.Add(l)
+	}
+	for _, s := range []string{
+		`{}`, ` { } `, `{"message":1,"message":"a"}`, `{"inbound":"x","inbound":{"peer":1,"peer":"b"}}`,
+		`{"inbound":{"id":"1","peer":"10.0.0.1:1"},"inbound.peer":"c"}`, `{"a":[1],"message":"m"}`,
+		`{"a":-1.5e+3,"b":true,"c":null,"d":false}`, `{"a":-}`, `{"a":"\"","message":"m"}`, `{"a":1,}`,
+		`{"message":"m"} x`, `{"a":{"b":{}}}`, `{"a":nan}`, `{"a":+1}`,
+	} {
+		f.Add(s)
+	}
+	preset := line{Message: "set before", SrcAddr: "10.9.9.9:9"}
+	preset.Inbound.Peer = "10.8.8.8:8"
+	f.Fuzz(func(t *testing.T, s string) {
+		scanned, parsed := preset, preset
+		ok := scanned.scanJSON(s)
+		err := parsed.decodeJSON(s)
+		switch {
+		case !ok && scanned != preset:
+			t.Fatalf("the scanner did not take %q but changed the line: %+v", s, scanned)
+		case !ok:
+		case err != nil:
+			t.Fatalf("the scanner took %q, which the parser refuses: %v", s, err)
+		case scanned != parsed:
+			t.Fatalf("%q:\nscanned %+v\n parsed %+v", s, scanned, parsed)
 		}
 	})
 }

@@ -6,8 +6,18 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 )
+
+// outRecords reads back the records that out holds.
+func outRecords(out *joined) []flow.Record {
+	recs := make([]flow.Record, out.n)
+	for i := range recs {
+		recs[i].ReadFrom(out.records.At(i))
+	}
+	return recs
+}
 
 func lines(s []string) string { return strings.Join(s, "\n") }
 

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/plog"
+
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
@@ -39,12 +41,14 @@ type joiner struct {
 	// decisionsSeen is when the last decision line (of any kind) arrived.
 	decisionsSeen time.Time
 
-	mu        sync.Mutex
-	accesses  map[string]*heldAccess
-	decisions map[string][]*heldDecision
+	mu sync.Mutex
+	// accesses is the newest access line held of each peer, by its sequence
+	// number in queue; each line has the next older one of its peer.
+	accesses  map[peerKey]uint64
+	decisions map[peerKey][]heldDecision
 	// queue holds the access lines in arrival order, which is the order they
 	// expire in, so that expiring costs only what expires.
-	queue []*heldAccess
+	queue accessQueue
 	// waiting counts the decisions held in decisions.
 	waiting int
 }
@@ -55,28 +59,56 @@ type joiner struct {
 // decisions that never find their access line) keeps its newest.
 const maxPerPeer = 8
 
-// heldAccess is an access line kept for the window; the lines of one peer
-// address form a list, newest first.
+// heldAccess is an access line kept for the window.
 type heldAccess struct {
-	ev      event
-	expires time.Time
-	older   *heldAccess
+	ev event
+	// older is the sequence number of the peer's next older line; 0 or a line
+	// that has left the queue ends the peer's list.
+	older uint64
+	// newest is the newest line of its peer, the one accesses names.
+	newest bool
 	// held is a denial not yet emitted: it waits for its deny decision.
 	held bool
 	// denied is a denial already emitted with a deny decision.
 	denied bool
-	// gone is set when the line has expired.
-	gone bool
 }
 
+// heldDecision is a decision line waiting for its access line: its event less
+// what a decision line does not have (a destination, a duration) and its peer,
+// the key it is held under.
 type heldDecision struct {
-	ev      event
-	expires time.Time
+	time, received time.Time
+	policy         *flow.PolicyRef
+	src            *endpoint
+	srcPort        uint16
+	outcome        outcome
+	protect        bool
+	in             input
 }
 
-// joined is what the joiner hands on after taking a line or a tick.
+func heldDecisionOf(ev *event) heldDecision {
+	return heldDecision{
+		time: ev.time, received: ev.received, policy: ev.policy, src: ev.src, srcPort: ev.srcPort,
+		outcome: ev.outcome, protect: ev.protect, in: ev.in,
+	}
+}
+
+// event is the decision's event again; peer is the key it was held under.
+func (d *heldDecision) event(peer peerKey) event {
+	return event{
+		kind: kindDecision, time: d.time, received: d.received, policy: d.policy, src: d.src, srcPort: d.srcPort,
+		peer: peer, outcome: d.outcome, protect: d.protect, in: d.in,
+	}
+}
+
+// joined is what the joiner hands on after taking a line or a tick: its
+// records are written as log records at once, for the batch that emit hands to
+// the pipeline.
 type joined struct {
-	records []flow.Record
+	logs plog.Logs
+	// records are the log records of logs, n of them.
+	records plog.LogRecordSlice
+	n       int
 	// from counts the records by the input of their line.
 	from  [numInputs]int
 	drops []flowsource.DropReason
@@ -88,13 +120,18 @@ type joined struct {
 }
 
 // add hands on rec, made from a line of input in.
-func (o *joined) add(rec flow.Record, in input) {
-	o.records = append(o.records, rec)
+func (o *joined) add(rec *flow.Record, in input) {
+	if o.n == 0 {
+		o.logs = plog.NewLogs()
+		o.records = o.logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	}
+	rec.WriteTo(o.records.AppendEmpty())
+	o.n++
 	o.from[in]++
 }
 
 func newJoiner(window time.Duration, maxHeld int) *joiner {
-	return &joiner{window: window, maxHeld: maxHeld, accesses: map[string]*heldAccess{}, decisions: map[string][]*heldDecision{}}
+	return &joiner{window: window, maxHeld: maxHeld, accesses: map[peerKey]uint64{}, decisions: map[peerKey][]heldDecision{}}
 }
 
 // decisionsHorizon is how long after the last decision line allowed access
@@ -111,72 +148,94 @@ func (j *joiner) sawDecision(now time.Time) {
 
 // add takes one converted line at wall-clock time now.
 func (j *joiner) add(ev *event, now time.Time, out *joined) {
+	ev.received = now
+	j.addAll([]event{*ev}, out)
+}
+
+// addAll takes converted lines in order, each at its received time: a batch
+// under one lock. A line of kindSeen only notes a decision line.
+func (j *joiner) addAll(evs []event, out *joined) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if ev.kind == kindAccess {
-		j.addAccess(ev, now, out)
-	} else {
-		j.addDecision(ev, now, out)
+	for i := range evs {
+		switch ev := &evs[i]; ev.kind {
+		case kindAccess:
+			j.addAccess(ev, out)
+		case kindDecision:
+			j.addDecision(ev, out)
+		case kindSeen:
+			j.decisionsSeen = ev.received
+		}
 	}
 }
 
-func (j *joiner) addAccess(ev *event, now time.Time, out *joined) {
-	a := &heldAccess{ev: *ev, expires: now.Add(j.window)}
+func (j *joiner) addAccess(ev *event, out *joined) {
+	a := heldAccess{ev: *ev}
 	if waiting, ok := j.decisions[ev.peer]; ok {
 		kept := waiting[:0]
-		for _, d := range waiting {
-			if !j.within(d.ev.at, ev.at) {
-				kept = append(kept, d)
+		for _, held := range waiting {
+			d := held.event(ev.peer)
+			if !j.within(d.at(), ev.at()) {
+				kept = append(kept, held)
 				continue
 			}
-			j.pair(a, &d.ev, out)
+			j.pair(&a, &d, out)
 			j.waiting--
 		}
+		clear(waiting[len(kept):])
 		j.setDecisions(ev.peer, kept)
 	}
 	switch {
-	case ev.rec.Outcome != flow.OutcomeDenied:
-		out.add(ev.rec, ev.in)
-		if now.Sub(j.decisionsSeen) > decisionsHorizon {
+	case ev.outcome != outcomeDenied:
+		rec := ev.record()
+		out.add(&rec, ev.in)
+		if ev.received.Sub(j.decisionsSeen) > decisionsHorizon {
 			return
 		}
 	case !a.denied:
 		a.held = true
 	}
-	a.older = j.accesses[ev.peer]
-	j.accesses[ev.peer] = a
+	a.older, a.newest = j.accesses[ev.peer], true
+	if newer := j.queue.at(a.older); newer != nil {
+		newer.newest = false
+	}
+	seq := j.queue.push(a)
+	j.accesses[ev.peer] = seq
 	// Past maxPerPeer lines the older ones leave the peer's list: they stay
 	// queued, so that a held denial among them still goes out when it expires.
 	n := 1
-	for b := a; b.older != nil && !b.older.gone; b = b.older {
+	for b := j.queue.at(seq); ; {
+		older := j.queue.at(b.older)
+		if older == nil {
+			break
+		}
 		n++
 		if n > maxPerPeer {
-			b.older = nil
+			b.older = 0
 			out.evicted++
 			break
 		}
+		b = older
 	}
-	j.queue = append(j.queue, a)
-	if len(j.queue) > j.maxHeld {
-		j.release(j.queue[0], out)
-		j.queue[0] = nil
-		j.queue = j.queue[1:]
+	if j.queue.len() > j.maxHeld {
+		j.release(out)
 		out.evicted++
 	}
 }
 
-func (j *joiner) addDecision(ev *event, now time.Time, out *joined) {
-	j.decisionsSeen = now
+func (j *joiner) addDecision(ev *event, out *joined) {
+	j.decisionsSeen = ev.received
 	var best *heldAccess
 	var bestGap time.Duration
-	for a := j.accesses[ev.peer]; a != nil && !a.gone; a = a.older {
-		gap := absDuration(a.ev.at.Sub(ev.at))
+	at := ev.at()
+	for a := j.queue.at(j.accesses[ev.peer]); a != nil; a = j.queue.at(a.older) {
+		gap := absDuration(a.ev.at().Sub(at))
 		if gap <= j.window && (best == nil || gap < bestGap) {
 			best, bestGap = a, gap
 		}
 	}
 	if best == nil {
-		j.hold(ev, now, out)
+		j.hold(ev, out)
 		return
 	}
 	j.pair(best, ev, out)
@@ -185,43 +244,47 @@ func (j *joiner) addDecision(ev *event, now time.Time, out *joined) {
 // hold keeps a decision until its access line arrives or its window passes.
 // Over a bound, the oldest decision of the peer goes out unjoined, or, when all
 // the joiner holds is full, the new one does.
-func (j *joiner) hold(ev *event, now time.Time, out *joined) {
+func (j *joiner) hold(ev *event, out *joined) {
 	ds := j.decisions[ev.peer]
 	switch {
 	case len(ds) >= maxPerPeer:
-		out.add(ds[0].ev.rec, ds[0].ev.in)
+		oldest := ds[0].event(ev.peer)
+		rec := oldest.record()
+		out.add(&rec, oldest.in)
 		out.unjoined++
 		out.evicted++
 		copy(ds, ds[1:])
+		ds[len(ds)-1] = heldDecision{}
 		ds = ds[:len(ds)-1]
 		j.waiting--
 	case j.waiting >= j.maxHeld:
-		out.add(ev.rec, ev.in)
+		rec := ev.record()
+		out.add(&rec, ev.in)
 		out.unjoined++
 		out.evicted++
 		return
 	}
-	j.decisions[ev.peer] = append(ds, &heldDecision{ev: *ev, expires: now.Add(j.window)})
+	j.decisions[ev.peer] = append(ds, heldDecisionOf(ev))
 	j.waiting++
 }
 
 // pair emits decision d joined with access line a. An enforced denial and a
 // denied access line are one denial: it goes out once.
 func (j *joiner) pair(a *heldAccess, d *event, out *joined) {
-	if d.protect && a.ev.rec.Outcome == flow.OutcomeDenied {
+	if d.protect && a.ev.outcome == outcomeDenied {
 		if a.denied {
 			out.drops = append(out.drops, DropDuplicateDenial)
 			return
 		}
 		a.held, a.denied = false, true
 	}
-	rec := a.ev.rec
-	rec.Time = d.rec.Time
-	rec.Outcome = d.rec.Outcome
-	if !d.rec.Policy.IsZero() {
-		rec.Policy = d.rec.Policy
+	rec := a.ev.record()
+	rec.Time = d.time
+	rec.Outcome = outcomes[d.outcome]
+	if d.policy != nil {
+		rec.Policy = *d.policy
 	}
-	out.add(rec, a.ev.in)
+	out.add(&rec, a.ev.in)
 }
 
 // expire hands on what has waited its window by now: decisions without an access
@@ -231,35 +294,40 @@ func (j *joiner) expire(now time.Time, out *joined) {
 	defer j.mu.Unlock()
 	for peer, ds := range j.decisions {
 		kept := ds[:0]
-		for _, d := range ds {
-			if d.expires.After(now) {
-				kept = append(kept, d)
+		for _, held := range ds {
+			if held.received.Add(j.window).After(now) {
+				kept = append(kept, held)
 				continue
 			}
-			out.add(d.ev.rec, d.ev.in)
+			d := held.event(peer)
+			rec := d.record()
+			out.add(&rec, d.in)
 			out.unjoined++
 			j.waiting--
 		}
+		clear(ds[len(kept):])
 		j.setDecisions(peer, kept)
 	}
-	n := 0
-	for ; n < len(j.queue) && !j.queue[n].expires.After(now); n++ {
-		j.release(j.queue[n], out)
-		j.queue[n] = nil
+	for a := j.queue.front(); a != nil && !j.expires(&a.ev).After(now); a = j.queue.front() {
+		j.release(out)
 	}
-	j.queue = j.queue[n:]
 }
+
+// expires is when a line's window has passed.
+func (j *joiner) expires(ev *event) time.Time { return ev.received.Add(j.window) }
 
 // release lets the oldest access line go: a held denial goes out without a
 // decision.
-func (j *joiner) release(a *heldAccess, out *joined) {
-	a.gone, a.older = true, nil // everything older has gone before it
+func (j *joiner) release(out *joined) {
+	a := j.queue.front()
 	if a.held {
-		out.add(a.ev.rec, a.ev.in)
+		rec := a.ev.record()
+		out.add(&rec, a.ev.in)
 	}
-	if j.accesses[a.ev.peer] == a { // the newest of its peer: the list is all gone
+	if a.newest { // the list of its peer is all gone
 		delete(j.accesses, a.ev.peer)
 	}
+	j.queue.pop()
 }
 
 // flush hands on everything still waiting, at shutdown.
@@ -267,7 +335,7 @@ func (j *joiner) flush(out *joined) {
 	j.expire(time.Unix(1<<62, 0), out)
 }
 
-func (j *joiner) setDecisions(peer string, ds []*heldDecision) {
+func (j *joiner) setDecisions(peer peerKey, ds []heldDecision) {
 	if len(ds) == 0 {
 		delete(j.decisions, peer)
 	} else {

@@ -2,6 +2,7 @@ package ztunnelreceiver
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -28,6 +29,18 @@ func decisionLine(msg, peer, policy string, at time.Time) *line {
 	return l
 }
 
+// testPeerKey is how the joiner keys peer.
+func testPeerKey(peer string) peerKey { return newPeerKey(netip.MustParseAddrPort(peer), peer) }
+
+// peerLines counts the access lines that j holds for peer.
+func peerLines(j *joiner, peer string) int {
+	n := 0
+	for a := j.queue.at(j.accesses[testPeerKey(peer)]); a != nil; a = j.queue.at(a.older) {
+		n++
+	}
+	return n
+}
+
 // joinRun feeds lines to a joiner, one each wall-clock step, then lets the window
 // pass, and returns the records described and sorted, the drops and unjoined.
 func joinRun(t *testing.T, ls ...*line) ([]string, []string, int) {
@@ -38,7 +51,7 @@ func joinRun(t *testing.T, ls ...*line) ([]string, []string, int) {
 	var out joined
 	for _, l := range ls {
 		var ev event
-		if reason, ok := c.convert(l, wall, &ev); !ok {
+		if reason, ok := c.convert(l, wall, &ev, newInterner()); !ok {
 			if reason != DropAllowDecision {
 				t.Fatalf("line dropped (%s): %+v", reason, l)
 			}
@@ -50,7 +63,7 @@ func joinRun(t *testing.T, ls ...*line) ([]string, []string, int) {
 	}
 	j.expire(wall.Add(2*time.Second), &out)
 	var got, drops []string
-	for _, r := range out.records {
+	for _, r := range outRecords(&out) {
 		got = append(got, flowsourcetest.Describe(r))
 	}
 	for _, d := range out.drops {
@@ -179,17 +192,17 @@ func TestJoinHoldsNothingPastTheWindow(t *testing.T) {
 	var out joined
 	for i := range 100 {
 		var ev event
-		if _, ok := c.convert(accessLine(fmt.Sprintf("10.0.0.1:%d", 1000+i), 8080, t0, 0, ""), wall, &ev); !ok {
+		if _, ok := c.convert(accessLine(fmt.Sprintf("10.0.0.1:%d", 1000+i), 8080, t0, 0, ""), wall, &ev, newInterner()); !ok {
 			t.Fatal("dropped")
 		}
 		j.add(&ev, wall, &out)
 	}
 	j.expire(wall.Add(time.Second), &out)
-	if len(j.accesses) != 0 || len(j.decisions) != 0 || len(j.queue) != 0 {
-		t.Fatalf("held %d peers, %d access lines, %d decisions", len(j.accesses), len(j.queue), len(j.decisions))
+	if len(j.accesses) != 0 || len(j.decisions) != 0 || j.queue.len() != 0 {
+		t.Fatalf("held %d peers, %d access lines, %d decisions", len(j.accesses), j.queue.len(), len(j.decisions))
 	}
-	if len(out.records) != 100 {
-		t.Fatalf("%d records", len(out.records))
+	if out.n != 100 {
+		t.Fatalf("%d records", out.n)
 	}
 }
 
@@ -203,19 +216,16 @@ func TestJoinKeepsABusyPeerShort(t *testing.T) {
 	var out joined
 	for i := range 100 {
 		var ev event
-		if _, ok := c.convert(accessLine(peerA, 8080, t0.Add(time.Duration(i)*100*time.Millisecond), 0, ""), wall, &ev); !ok {
+		if _, ok := c.convert(accessLine(peerA, 8080, t0.Add(time.Duration(i)*100*time.Millisecond), 0, ""), wall, &ev, newInterner()); !ok {
 			t.Fatal("dropped")
 		}
 		j.add(&ev, wall, &out)
 		j.expire(wall, &out)
 		wall = wall.Add(100 * time.Millisecond)
 	}
-	n := 0
-	for a := j.accesses[peerA]; a != nil; a = a.older {
-		n++
-	}
-	if n > 12 || len(j.queue) > 11 {
-		t.Fatalf("a busy peer holds %d lines (%d queued)", n, len(j.queue))
+	n := peerLines(j, peerA)
+	if n > 12 || j.queue.len() > 11 {
+		t.Fatalf("a busy peer holds %d lines (%d queued)", n, j.queue.len())
 	}
 }
 
@@ -234,20 +244,20 @@ func TestJoinHoldsAtMostMaxHeld(t *testing.T) {
 			errText = "connection closed due to policy rejection: explicitly denied by: store/p"
 		}
 		var ev event
-		if _, ok := c.convert(accessLine(fmt.Sprintf("10.0.0.1:%d", 1000+i), 8080, t0, 0, errText), wall, &ev); !ok {
+		if _, ok := c.convert(accessLine(fmt.Sprintf("10.0.0.1:%d", 1000+i), 8080, t0, 0, errText), wall, &ev, newInterner()); !ok {
 			t.Fatal("dropped")
 		}
 		j.add(&ev, wall, &out)
 	}
-	if len(j.queue) != 10 || len(j.accesses) != 10 {
-		t.Fatalf("held %d access lines of %d peers, want 10", len(j.queue), len(j.accesses))
+	if j.queue.len() != 10 || len(j.accesses) != 10 {
+		t.Fatalf("held %d access lines of %d peers, want 10", j.queue.len(), len(j.accesses))
 	}
-	if out.evicted != 90 || len(out.records) != 100 {
-		t.Fatalf("evicted %d, records %d; want 90 and 100 (99 allowed, the evicted denial)", out.evicted, len(out.records))
+	if out.evicted != 90 || out.n != 100 {
+		t.Fatalf("evicted %d, records %d; want 90 and 100 (99 allowed, the evicted denial)", out.evicted, out.n)
 	}
 	for i := range 100 {
 		var ev event
-		if _, ok := c.convert(decisionLine(msgDryRunNoAllowMatch, fmt.Sprintf("10.9.0.1:%d", i), "store/p", t0), wall, &ev); !ok {
+		if _, ok := c.convert(decisionLine(msgDryRunNoAllowMatch, fmt.Sprintf("10.9.0.1:%d", i), "store/p", t0), wall, &ev, newInterner()); !ok {
 			t.Fatal("dropped")
 		}
 		j.add(&ev, wall, &out)
@@ -267,12 +277,12 @@ func TestJoinBoundsAPeer(t *testing.T) {
 	var out joined
 	for range 100 {
 		var ev event
-		if _, ok := c.convert(decisionLine(msgDryRunNoAllowMatch, peerA, "store/p", t0.Add(-time.Hour)), wall, &ev); !ok {
+		if _, ok := c.convert(decisionLine(msgDryRunNoAllowMatch, peerA, "store/p", t0.Add(-time.Hour)), wall, &ev, newInterner()); !ok {
 			t.Fatal("dropped")
 		}
 		j.add(&ev, wall, &out)
 	}
-	if n := len(j.decisions[peerA]); n != maxPerPeer || j.waiting != maxPerPeer {
+	if n := len(j.decisions[testPeerKey(peerA)]); n != maxPerPeer || j.waiting != maxPerPeer {
 		t.Fatalf("a peer holds %d decisions (%d in all), want %d", n, j.waiting, maxPerPeer)
 	}
 	if out.unjoined != 100-maxPerPeer {
@@ -280,20 +290,17 @@ func TestJoinBoundsAPeer(t *testing.T) {
 	}
 	for range 100 {
 		var ev event
-		if _, ok := c.convert(accessLine(peerA, 8080, t0, 0, ""), wall, &ev); !ok {
+		if _, ok := c.convert(accessLine(peerA, 8080, t0, 0, ""), wall, &ev, newInterner()); !ok {
 			t.Fatal("dropped")
 		}
 		j.add(&ev, wall, &out)
 	}
-	n := 0
-	for a := j.accesses[peerA]; a != nil; a = a.older {
-		n++
-	}
+	n := peerLines(j, peerA)
 	if n != maxPerPeer {
 		t.Fatalf("a peer holds %d access lines, want %d", n, maxPerPeer)
 	}
 	j.expire(wall.Add(2*time.Second), &out)
-	if len(j.accesses) != 0 || len(j.decisions) != 0 || len(j.queue) != 0 || j.waiting != 0 {
-		t.Fatalf("held %d peers, %d access lines, %d decisions after the window", len(j.accesses), len(j.queue), j.waiting)
+	if len(j.accesses) != 0 || len(j.decisions) != 0 || j.queue.len() != 0 || j.waiting != 0 {
+		t.Fatalf("held %d peers, %d access lines, %d decisions after the window", len(j.accesses), j.queue.len(), j.waiting)
 	}
 }

@@ -29,10 +29,11 @@ const maxFields = 20
 // A field of another type than expected (a number for a string) is ignored, as
 // the format is documented as unstable. The values are copied into one string,
 // whose parts the fields then are: one allocation a line, not one a field.
-func (l *line) decodeJSON(b []byte) error {
+// scanJSON reads the common lines for less; this reads every line.
+func (l *line) decodeJSON(s string) error {
 	p := parsers.Get()
 	defer parsers.Put(p)
-	v, err := p.ParseBytes(b)
+	v, err := p.Parse(s)
 	if err != nil {
 		return err
 	}

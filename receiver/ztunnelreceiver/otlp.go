@@ -78,20 +78,26 @@ func (r *ztunnelReceiver) consumeOTLP(ctx context.Context, in input, ld plog.Log
 		r.obs.refuse(ctx, in, n, errStandby)
 		return errStandby
 	}
-	out := joined{records: make([]flow.Record, 0, ld.LogRecordCount())}
+	var out joined
 	now := time.Now()
+	b := getBatch()
+	defer b.release()
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
-		if !flowRecord(lr, in, &out) {
-			r.takeRecord(lr, in, now, &out)
+		if lr.EventName() == flow.EventName {
+			r.join(b, &out) // the lines before it go first, as they came
+			flowRecord(lr, in, &out)
+			return
 		}
+		r.takeRecord(b, lr, in, now, &out)
 	})
+	r.join(b, &out)
 	return r.emit(ctx, &out)
 }
 
 // takeRecord decodes one OTLP log record of input in, in any of its shapes.
 // Fields come from the attributes first and then from the body, which wins.
-func (r *ztunnelReceiver) takeRecord(lr plog.LogRecord, in input, now time.Time, out *joined) {
-	var l line
+func (r *ztunnelReceiver) takeRecord(b *batch, lr plog.LogRecord, in input, now time.Time, out *joined) {
+	l := b.newLine()
 	attrs := lr.Attributes()
 	l.decodeMap(attrs)
 	if ts := lr.Timestamp(); ts != 0 {
@@ -102,12 +108,12 @@ func (r *ztunnelReceiver) takeRecord(lr plog.LogRecord, in input, now time.Time,
 	var reason flowsource.DropReason
 	switch body.Type() {
 	case pcommon.ValueTypeStr:
-		result, reason = r.decodeText(filePath(attrs), []byte(body.Str()), true, &l)
+		result, reason = r.decodeString(filePath(attrs), body.Str(), true, l)
 	case pcommon.ValueTypeBytes:
-		result, reason = r.decodeText(filePath(attrs), body.Bytes().AsRaw(), true, &l)
+		result, reason = r.decodeText(filePath(attrs), body.Bytes().AsRaw(), true, l)
 	case pcommon.ValueTypeMap:
 		if log, ok := body.Map().Get("log"); ok && log.Type() == pcommon.ValueTypeStr {
-			result, reason = r.decodeText(filePath(attrs), []byte(log.Str()), false, &l)
+			result, reason = r.decodeString(filePath(attrs), log.Str(), false, l)
 		} else {
 			l.decodeMap(body.Map())
 		}
@@ -117,7 +123,7 @@ func (r *ztunnelReceiver) takeRecord(lr plog.LogRecord, in input, now time.Time,
 	}
 	switch result {
 	case textLine:
-		r.take(&l, in, now, out)
+		r.take(b, l, in, now, out)
 	case textMalformed:
 		out.drops = append(out.drops, reason)
 	case textPartial: // held until its final part arrives

@@ -135,21 +135,6 @@ func (r *ztunnelReceiver) expireLoop() {
 	}
 }
 
-// take converts one decoded line of input in and gives it to the joiner.
-func (r *ztunnelReceiver) take(l *line, in input, now time.Time, out *joined) {
-	var ev event
-	reason, ok := r.conv.convert(l, now, &ev)
-	if !ok {
-		if reason == DropAllowDecision {
-			r.joiner.sawDecision(now)
-		}
-		out.drops = append(out.drops, reason)
-		return
-	}
-	ev.in = in
-	r.joiner.add(&ev, now, out)
-}
-
 // emit counts what out holds and hands its records to the pipeline in one
 // batch: a receive operation of each input that the records came from.
 func (r *ztunnelReceiver) emit(ctx context.Context, out *joined) error {
@@ -173,17 +158,11 @@ func (r *ztunnelReceiver) emit(ctx context.Context, out *joined) error {
 	if out.evicted > 0 {
 		r.evicted.Add(ctx, int64(out.evicted), metric.WithAttributes(attribute.String("receiver", r.set.ID.String())))
 	}
-	if len(out.records) == 0 {
+	if out.n == 0 {
 		return nil
 	}
-	logs := plog.NewLogs()
-	sl := logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
-	sl.LogRecords().EnsureCapacity(len(out.records))
-	for i := range out.records {
-		out.records[i].AppendTo(sl)
-	}
-	r.telemetry.Accepted(ctx, len(out.records))
-	return r.obs.consume(ctx, r.next, logs, &out.from)
+	r.telemetry.Accepted(ctx, out.n)
+	return r.obs.consume(ctx, r.next, out.logs, &out.from)
 }
 
 func (r *ztunnelReceiver) warnForeignDomain(domain string) {
@@ -193,14 +172,10 @@ func (r *ztunnelReceiver) warnForeignDomain(domain string) {
 	}
 }
 
-// flowRecord reports whether lr, from input in, is already a flow record, as
-// this binary's node agent forwards them, and reads it.
-func flowRecord(lr plog.LogRecord, in input, out *joined) bool {
-	if lr.EventName() != flow.EventName {
-		return false
-	}
+// flowRecord hands on lr, from input in, which is already a flow record (its
+// event name is flow.EventName), as this binary's node agent forwards them.
+func flowRecord(lr plog.LogRecord, in input, out *joined) {
 	var rec flow.Record
 	rec.ReadFrom(lr)
-	out.add(rec, in)
-	return true
+	out.add(&rec, in)
 }

@@ -2,6 +2,7 @@ package ztunnelreceiver
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
@@ -25,7 +26,8 @@ const (
 func (r *ztunnelReceiver) decodeText(key string, text []byte, messageOnly bool, l *line) (textResult, flowsource.DropReason) {
 	text = bytes.TrimSpace(text)
 	if len(text) > 0 && text[0] == '{' {
-		return decodeJSONLine(text, l)
+		// One copy: text may be a buffer that its reader reuses.
+		return decodeJSONLine(string(text), l)
 	}
 	content, partial, ok := parseCRI(text)
 	if !ok {
@@ -46,11 +48,26 @@ func (r *ztunnelReceiver) decodeText(key string, text []byte, messageOnly bool, 
 	if len(whole) == 0 || whole[0] != '{' {
 		return textMalformed, flowsource.DropMalformed
 	}
-	return decodeJSONLine(whole, l)
+	return decodeJSONLine(string(whole), l)
 }
 
-func decodeJSONLine(b []byte, l *line) (textResult, flowsource.DropReason) {
-	if err := l.decodeJSON(b); err != nil {
+// decodeString is decodeText for a text that is a string, as an OTLP body
+// is: a JSON line is read in place, without a copy; l's fields may then share
+// text's memory.
+func (r *ztunnelReceiver) decodeString(key, text string, messageOnly bool, l *line) (textResult, flowsource.DropReason) {
+	if trimmed := strings.TrimSpace(text); trimmed != "" && trimmed[0] == '{' {
+		return decodeJSONLine(trimmed, l)
+	}
+	return r.decodeText(key, []byte(text), messageOnly, l)
+}
+
+// decodeJSONLine reads one JSON line: with the scanner when the line is as
+// ztunnel writes it, else with the full parser.
+func decodeJSONLine(s string, l *line) (textResult, flowsource.DropReason) {
+	if l.scanJSON(s) {
+		return textLine, ""
+	}
+	if err := l.decodeJSON(s); err != nil {
 		return textMalformed, flowsource.DropMalformed
 	}
 	return textLine, ""
