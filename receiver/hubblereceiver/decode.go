@@ -467,15 +467,17 @@ func (p *pool[T]) get() *T {
 }
 
 // fieldMaskPaths are the flow fields that the decoder reads, which the
-// receiver asks Hubble for (field_mask). A field mask cannot reach into a
-// repeated field, so the policies and workloads are asked for whole; so is
-// l4, whose protocol alone tells an ICMP flow from a malformed one. Hubble
-// takes a response's time and node name from the masked flow, and the relay
-// orders the nodes' flows by that time: node_name is asked for too.
+// receiver asks Hubble for (field_mask). The ends, addresses and event type
+// are asked for whole, though the decoder reads most but not all of their
+// fields: Cilium copies each path of a mask by reflection for every flow it
+// sends, and whole messages cost it half as much as their fields one by one,
+// for a few bytes more. A mask cannot reach into a repeated field: the
+// policies are whole too; so is l4, whose protocol alone tells an ICMP flow
+// from a malformed one. Hubble takes a response's time and node name from
+// the masked flow, and the relay orders the nodes' flows by that time:
+// node_name is asked for too.
 var fieldMaskPaths = []string{
 	"time", "node_name", "verdict", "drop_reason_desc", "Type", "traffic_direction", "trace_reason", "is_reply",
-	"event_type.type", "IP.source", "IP.destination", "l4",
-	"source.identity", "source.namespace", "source.labels", "source.pod_name", "source.workloads",
-	"destination.identity", "destination.namespace", "destination.labels", "destination.pod_name", "destination.workloads",
+	"event_type", "IP", "l4", "source", "destination",
 	"egress_allowed_by", "ingress_allowed_by", "egress_denied_by", "ingress_denied_by",
 }

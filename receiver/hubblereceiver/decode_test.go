@@ -156,6 +156,7 @@ func TestFieldMaskKeepsWhatIsRead(t *testing.T) {
 	if err != nil || !mask.Active() {
 		t.Fatalf("the receiver's field mask is not one Cilium takes: %v", err)
 	}
+	maskedSize, wholeSize := 0, 0
 	for i, m := range allResponses(t) {
 		f := m.GetFlow()
 		if f == nil {
@@ -164,9 +165,7 @@ func TestFieldMaskKeepsWhatIsRead(t *testing.T) {
 		masked := &flowpb.Flow{}
 		mask.Alloc(masked.ProtoReflect())
 		mask.Copy(masked.ProtoReflect(), f.ProtoReflect())
-		if proto.Size(masked) >= proto.Size(f) {
-			t.Errorf("flow %d: masked %d bytes, whole %d", i, proto.Size(masked), proto.Size(f))
-		}
+		maskedSize, wholeSize = maskedSize+proto.Size(masked), wholeSize+proto.Size(f)
 		var want, got flow.Record
 		wantReason, wantOK := convertFlow(f, &want)
 		gotReason, gotOK := convertFlow(masked, &got)
@@ -174,6 +173,12 @@ func TestFieldMaskKeepsWhatIsRead(t *testing.T) {
 			t.Fatalf("flow %d masked: %v %v %+v\nwhole: %v %v %+v", i, gotReason, gotOK, got, wantReason, wantOK, want)
 		}
 	}
+	// The fixture's synthetic flows hold only what the receiver reads; a real
+	// agent's hold more.
+	if maskedSize >= wholeSize {
+		t.Errorf("masked flows are %d bytes, whole ones %d", maskedSize, wholeSize)
+	}
+	t.Logf("the field mask keeps %d of %d bytes", maskedSize, wholeSize)
 }
 
 // FuzzDecode feeds the decoder arbitrary bytes, seeded with every fixture in
