@@ -59,9 +59,9 @@ func (c BatchConfig) Check(key string) []error {
 // batcher collects records into batches and hands each batch to the pipeline,
 // in order. The stream's goroutine adds records and sends the batches that
 // fill; a timer sends a batch that lingered. A goroutine of its own writes each
-// batch as log records and hands it to the pipeline, so that the stream reads
-// and converts the next batch meanwhile: one batch is in the pipeline, one
-// waits for it, and the stream fills a third.
+// batch as log records, and another hands the written batches to the
+// pipeline, so that the stream reads and converts the next batch meanwhile:
+// one batch is in the pipeline, one is written, and the stream fills a third.
 type batcher struct {
 	cfg    BatchConfig
 	next   consumer.Logs
@@ -177,27 +177,22 @@ func (b *batcher) sendLocked(done chan struct{}) {
 	b.queue <- delivery{records: records, done: done}
 }
 
-// deliver writes each queued batch as log records and hands it to the pipeline.
+// deliver writes each queued batch as log records, and hands the written
+// batches to a goroutine of their own that gives them to the pipeline: writing
+// the next batch's attributes, a good part of a flow's cost, goes on while the
+// pipeline takes the one before it. The batches keep their order.
 func (b *batcher) deliver() {
-	defer close(b.stopped)
+	written := make(chan writtenBatch, 1)
+	go b.consume(written)
+	defer close(written)
 	for d := range b.queue {
-		if n := len(d.records); n > 0 {
-			logs := plog.NewLogs()
-			lrs := logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
-			lrs.EnsureCapacity(n)
+		w := writtenBatch{n: len(d.records), done: d.done}
+		if w.n > 0 {
+			w.logs = plog.NewLogs()
+			lrs := w.logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+			lrs.EnsureCapacity(w.n)
 			for i := range d.records {
 				d.records[i].WriteTo(lrs.AppendEmpty())
-			}
-			// The batch outlives the stream that filled it: a stopped stream's
-			// last records still go out, so they are not sent with its context.
-			ctx := b.op.obs.StartLogsOp(context.Background())
-			err := b.next.ConsumeLogs(ctx, logs)
-			b.op.obs.EndLogsOp(ctx, b.op.format, n, err)
-			if err != nil {
-				b.logger.Error("the pipeline refused a batch of flow records", zap.Int("records", n), zap.Error(err))
-				b.tel.DroppedN(ctx, DropRefusedByPipeline, n)
-			} else {
-				b.tel.Accepted(ctx, n)
 			}
 			clear(d.records)
 			select {
@@ -205,8 +200,36 @@ func (b *batcher) deliver() {
 			default:
 			}
 		}
-		if d.done != nil {
-			close(d.done)
+		written <- w
+	}
+}
+
+// writtenBatch is a batch written as log records, on its way to the pipeline.
+type writtenBatch struct {
+	logs plog.Logs
+	n    int
+	done chan struct{}
+}
+
+// consume hands each written batch to the pipeline, and counts it.
+func (b *batcher) consume(written <-chan writtenBatch) {
+	defer close(b.stopped)
+	for w := range written {
+		if w.n > 0 {
+			// The batch outlives the stream that filled it: a stopped stream's
+			// last records still go out, so they are not sent with its context.
+			ctx := b.op.obs.StartLogsOp(context.Background())
+			err := b.next.ConsumeLogs(ctx, w.logs)
+			b.op.obs.EndLogsOp(ctx, b.op.format, w.n, err)
+			if err != nil {
+				b.logger.Error("the pipeline refused a batch of flow records", zap.Int("records", w.n), zap.Error(err))
+				b.tel.DroppedN(ctx, DropRefusedByPipeline, w.n)
+			} else {
+				b.tel.Accepted(ctx, w.n)
+			}
+		}
+		if w.done != nil {
+			close(w.done)
 		}
 	}
 }
