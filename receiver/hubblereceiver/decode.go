@@ -272,15 +272,21 @@ func timestamp(b []byte, t *timestamppb.Timestamp) error {
 }
 
 func (d *flowDecoder) addresses(b []byte, ip *flowpb.IP) error {
+	return d.twoStrings(b, fieldIPSource, &ip.Source, fieldIPDestination, &ip.Destination)
+}
+
+// twoStrings decodes a message of which the decoder reads two strings: field
+// n1 into s1, n2 into s2.
+func (d *flowDecoder) twoStrings(b []byte, n1 protowire.Number, s1 *string, n2 protowire.Number, s2 *string) error {
 	rd := wirecodec.NewReader(b)
 	for rd.Next() {
 		var err error
 		switch {
 		case !rd.Message():
-		case rd.Num == fieldIPSource:
-			ip.Source, err = d.strings.String(rd.Bytes)
-		case rd.Num == fieldIPDestination:
-			ip.Destination, err = d.strings.String(rd.Bytes)
+		case rd.Num == n1:
+			*s1, err = d.strings.String(rd.Bytes)
+		case rd.Num == n2:
+			*s2, err = d.strings.String(rd.Bytes)
 		}
 		if err != nil {
 			return err
@@ -387,21 +393,7 @@ func (d *flowDecoder) endpoint(b []byte, ep *flowpb.Endpoint) error {
 }
 
 func (d *flowDecoder) workload(b []byte, w *flowpb.Workload) error {
-	rd := wirecodec.NewReader(b)
-	for rd.Next() {
-		var err error
-		switch {
-		case !rd.Message():
-		case rd.Num == fieldWorkloadName:
-			w.Name, err = d.strings.String(rd.Bytes)
-		case rd.Num == fieldWorkloadKind:
-			w.Kind, err = d.strings.String(rd.Bytes)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return rd.Err()
+	return d.twoStrings(b, fieldWorkloadName, &w.Name, fieldWorkloadKind, &w.Kind)
 }
 
 // policy decodes one policy of a repeated field and appends it to list.

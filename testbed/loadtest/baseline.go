@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -60,17 +59,7 @@ func (lt *loadtest) rawClient(ctx context.Context, run rawClientRun) (side, erro
 		sc := bufio.NewScanner(r)
 		done <- sc.Scan() && sc.Text() == rawClientDone
 	}()
-	select {
-	case <-run.opened:
-	case <-p.exited:
-		return side{}, p.failed()
-	case <-time.After(time.Minute):
-		return side{}, fmt.Errorf("%s opened no stream in 1m; see %s", p.name, p.log)
-	case <-ctx.Done():
-		return side{}, ctx.Err()
-	}
-	start := time.Now()
-	cpu0, err := p.cpu()
+	start, cpu0, err := p.streamOpened(ctx, run.opened, time.Minute)
 	if err != nil {
 		return side{}, err
 	}

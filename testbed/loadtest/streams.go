@@ -53,17 +53,7 @@ func (lt *loadtest) enforcer(ctx context.Context, name, receiver string, opened 
 	}
 	defer p.stop()
 	// The stream opens once the enforcer leads and its cache is synced.
-	select {
-	case <-opened:
-	case <-p.exited:
-		return side{}, p.failed()
-	case <-time.After(2 * time.Minute):
-		return side{}, fmt.Errorf("%s opened no stream in 2m; see %s", p.name, p.log)
-	case <-ctx.Done():
-		return side{}, ctx.Err()
-	}
-	start := time.Now()
-	cpu0, err := p.cpu()
+	start, cpu0, err := p.streamOpened(ctx, opened, 2*time.Minute)
 	if err != nil {
 		return side{}, err
 	}
@@ -72,6 +62,24 @@ func (lt *loadtest) enforcer(ctx context.Context, name, receiver string, opened 
 		return side{}, err
 	}
 	return measured(p, "enforcer: "+name+" receiver, flow pipeline", start, end, cpu0)
+}
+
+// streamOpened waits until the server signals on opened that p opened its
+// stream, and returns the time and p's CPU time then: where its measurement
+// starts.
+func (p *process) streamOpened(ctx context.Context, opened <-chan struct{}, wait time.Duration) (time.Time, time.Duration, error) {
+	select {
+	case <-opened:
+	case <-p.exited:
+		return time.Time{}, 0, p.failed()
+	case <-time.After(wait):
+		return time.Time{}, 0, fmt.Errorf("%s opened no stream in %s; see %s", p.name, wait, p.log)
+	case <-ctx.Done():
+		return time.Time{}, 0, ctx.Err()
+	}
+	start := time.Now()
+	cpu, err := p.cpu()
+	return start, cpu, err
 }
 
 func drain(ch <-chan struct{}) {
