@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
@@ -130,21 +131,27 @@ func TestCertificatesIssuedAndRenewed(t *testing.T) {
 	name := fullname + "-otlp-server"
 	before, _, s := issuedSecret(t, name, nil)
 	oldKey := s.Data["tls.key"]
-	var c unstructured.Unstructured
-	c.SetAPIVersion("cert-manager.io/v1")
-	c.SetKind("Certificate")
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c); err != nil {
-		t.Fatal(err)
-	}
-	conditions, _, _ := unstructured.NestedSlice(c.Object, "status", "conditions")
-	conditions = append(conditions, map[string]any{
-		"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
-		"message": "renewal asked for by the test", "lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+	// cert-manager may still be writing the Certificate's status after its
+	// issuance: the condition is added to the latest one, again on a
+	// conflict, as cmctl renew does.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var c unstructured.Unstructured
+		c.SetAPIVersion("cert-manager.io/v1")
+		c.SetKind("Certificate")
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c); err != nil {
+			return err
+		}
+		conditions, _, _ := unstructured.NestedSlice(c.Object, "status", "conditions")
+		conditions = append(conditions, map[string]any{
+			"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
+			"message": "renewal asked for by the test", "lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+		})
+		if err := unstructured.SetNestedSlice(c.Object, conditions, "status", "conditions"); err != nil {
+			return err
+		}
+		return env.Client.Status().Update(ctx, &c)
 	})
-	if err := unstructured.SetNestedSlice(c.Object, conditions, "status", "conditions"); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Status().Update(ctx, &c); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 	after, pool, renewed := issuedSecret(t, name, s.Data["tls.crt"])
