@@ -79,6 +79,35 @@ type Leadership interface {
 	HandedOn(newest time.Time)
 }
 
+// Membership shares keys (the Cilium nodes that the hubble receiver reads
+// directly) among the replicas that hold a membership Lease of their own: each
+// key has one owner among the live members, chosen by rendezvous hashing, so a
+// member that comes or goes moves only its own share. Membership starts with
+// the first OnMembersChanged.
+type Membership interface {
+	// Owns reports whether this replica reads key now.
+	Owns(key string) bool
+	// OnMembersChanged registers fn, called in its own goroutine after the
+	// set of live members changes (a member's Lease appears, expires or is
+	// deleted): the caller asks Owns again for each of its keys.
+	OnMembersChanged(fn func())
+	// Checkpoint records that this replica handed every flow of key up to t
+	// on; its membership Lease publishes the newest at its next renewal.
+	Checkpoint(key string, t time.Time)
+	// CheckpointOf returns the newest time that any member, live or gone,
+	// published for key: a new owner resumes from it.
+	CheckpointOf(key string) (time.Time, bool)
+}
+
+// LeaderLocator finds the leading replica, for the readers that send it what
+// they learned: from the leader Lease's holder and the cached pods, without a
+// Service or a write to a Pod.
+type LeaderLocator interface {
+	// LeaderAddress returns the leading replica's pod IP, or false when no
+	// leader is known or its pod has no IP yet.
+	LeaderAddress() (string, bool)
+}
+
 // Watch is a change to a cached type that asks a writer's controller for
 // reconciles, with controller-runtime's handler and predicates: a writer says
 // what it watches, the extension runs it on each term of leadership.

@@ -63,6 +63,13 @@ type Enforcer struct {
 	// Writes counts the writes that went through, by operation.
 	Writes map[string]int
 	rv     int
+
+	// owns, membersChanged and checkpoints are the fake's membership;
+	// leaderAddress is what LeaderAddress answers.
+	owns           func(key string) bool
+	membersChanged []func()
+	checkpoints    map[string]time.Time
+	leaderAddress  string
 }
 
 // The fake offers every interface of the extension.
@@ -74,6 +81,8 @@ var (
 	_ enforcerextension.Leadership          = (*Enforcer)(nil)
 	_ enforcerextension.ProposalWriting     = (*Enforcer)(nil)
 	_ enforcerextension.PolicyStatusSyncing = (*Enforcer)(nil)
+	_ enforcerextension.Membership          = (*Enforcer)(nil)
+	_ enforcerextension.LeaderLocator       = (*Enforcer)(nil)
 )
 
 var _ extension.Extension = (*Enforcer)(nil)

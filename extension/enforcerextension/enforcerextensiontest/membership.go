@@ -1,0 +1,68 @@
+package enforcerextensiontest
+
+import (
+	"time"
+)
+
+// The fake's membership and leader address, which a test sets.
+
+// Owns asks the function that SetOwner set; every key is owned before.
+func (e *Enforcer) Owns(key string) bool {
+	e.mu.Lock()
+	owns := e.owns
+	e.mu.Unlock()
+	return owns == nil || owns(key)
+}
+
+// OnMembersChanged registers fn, called by SetOwner.
+func (e *Enforcer) OnMembersChanged(fn func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.membersChanged = append(e.membersChanged, fn)
+}
+
+// SetOwner changes which keys this replica owns, as a change of members
+// does, and calls the OnMembersChanged functions.
+func (e *Enforcer) SetOwner(owns func(key string) bool) {
+	e.mu.Lock()
+	e.owns = owns
+	fns := append([]func(){}, e.membersChanged...)
+	e.mu.Unlock()
+	for _, fn := range fns {
+		go fn()
+	}
+}
+
+// Checkpoint records t for key; CheckpointOf answers the newest.
+func (e *Enforcer) Checkpoint(key string, t time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.checkpoints == nil {
+		e.checkpoints = map[string]time.Time{}
+	}
+	if t.After(e.checkpoints[key]) {
+		e.checkpoints[key] = t
+	}
+}
+
+// CheckpointOf returns the newest checkpoint of key.
+func (e *Enforcer) CheckpointOf(key string) (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.checkpoints[key]
+	return t, ok
+}
+
+// LeaderAddress answers what SetLeaderAddress set.
+func (e *Enforcer) LeaderAddress() (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leaderAddress, e.leaderAddress != ""
+}
+
+// SetLeaderAddress sets the address that LeaderAddress answers; "" is none.
+func (e *Enforcer) SetLeaderAddress(addr string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.leaderAddress = addr
+}
