@@ -22,3 +22,17 @@ const (
 func AcknowledgeAnnotation(violationID string) string {
 	return AcknowledgeAnnotationPrefix + violationID
 }
+
+const (
+	// MemberOfLabel marks a replica's membership Lease; the value is the name
+	// of the leader Lease (shortened with a hash when longer than a label value
+	// may be). The replicas that share the flow sources' keys watch the Leases
+	// of their namespace with this label.
+	MemberOfLabel = "networkenforcer.kubewarden.io/member-of"
+
+	// CheckpointsAnnotation, on a replica's membership Lease, holds what the
+	// replica published of its flow sources' progress: a JSON object from key
+	// (a Cilium node) to the RFC 3339 time (nanoseconds) up to which it handed
+	// every flow of that key on. The next owner of a key resumes from it.
+	CheckpointsAnnotation = "networkenforcer.kubewarden.io/checkpoints"
+)

@@ -36,6 +36,8 @@ type enforcer struct {
 	cfg       *Config
 	set       extension.Settings
 	telemetry *telemetry
+	// membership shares the flow sources' keys among the replicas.
+	membership *membership
 
 	// restConfig is the test seam: it builds the API server configuration.
 	restConfig func(k8sconfig.APIConfig) (*rest.Config, error)
@@ -70,12 +72,21 @@ var (
 	_ Leadership          = (*enforcer)(nil)
 	_ ProposalWriting     = (*enforcer)(nil)
 	_ PolicyStatusSyncing = (*enforcer)(nil)
+	_ Membership          = (*enforcer)(nil)
+	_ LeaderLocator       = (*enforcer)(nil)
 )
 
 func newEnforcer(set extension.Settings, cfg *Config, rc func(k8sconfig.APIConfig) (*rest.Config, error)) *enforcer {
+	return newReplica(set, cfg, rc, replicaName())
+}
+
+// newReplica is newEnforcer for the replica whose pod has that name.
+func newReplica(set extension.Settings, cfg *Config, rc func(k8sconfig.APIConfig) (*rest.Config, error), replica string) *enforcer {
+	identity := newIdentity(replica)
 	return &enforcer{
 		cfg: cfg, set: set, restConfig: rc,
-		leadership: &leadership{logger: set.Logger, cfg: cfg.LeaderElection},
+		leadership: &leadership{logger: set.Logger, cfg: cfg.LeaderElection, identity: identity},
+		membership: newMembership(set.Logger, cfg.LeaderElection, replica, identity),
 	}
 }
 
@@ -88,6 +99,9 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 		return err
 	}
 	e.telemetry, e.leadership.telemetry = tel, tel
+	e.membership.mu.Lock()
+	e.membership.telemetry = tel
+	e.membership.mu.Unlock()
 	rc, err := e.restConfig(e.cfg.APIConfig)
 	if err != nil {
 		return fmt.Errorf("kubernetes client (auth_type %s): %w", e.cfg.AuthType, err)
@@ -149,6 +163,7 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 		return fmt.Errorf("the shared cache did not sync (%w): is the API server reachable, and may the service account list and watch pods, workloads, namespaces, proposals, policies and the policy objects it renders?", err)
 	}
 	e.resolver = &resolver{stores: st, reader: e.cache}
+	e.membership.attach(runCtx, cs, st.pod)
 	e.events = record.NewBroadcaster(record.WithContext(runCtx))
 	e.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	e.recorder = e.events.NewRecorder(scheme, corev1.EventSource{Component: eventComponent})
@@ -162,6 +177,11 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 // stream over with the lease.
 func (e *enforcer) Shutdown(ctx context.Context) error {
 	if e.cancel != nil {
+		// The membership Lease goes first, so that the others take this
+		// replica's keys at once; with a bound, as the leader Lease.
+		mctx, mcancel := context.WithTimeout(ctx, releaseTimeout)
+		e.membership.stop(mctx, true)
+		mcancel()
 		if e.IsLeader() {
 			e.handOver(ctx)
 		}

@@ -23,6 +23,8 @@ const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccou
 type leadership struct {
 	logger *zap.Logger
 	cfg    LeaderElectionConfig
+	// identity is this replica's in the Lease: "<pod name>_<uuid>".
+	identity string
 	// telemetry counts terms and observed changes of the lease holder; nil
 	// counts nothing.
 	telemetry *telemetry
@@ -32,6 +34,9 @@ type leadership struct {
 	leading context.Context // set while leading
 	// observed counts the changes of the lease holder seen.
 	observed int
+	// elector is the running elector, which knows the lease's holder; nil
+	// before run.
+	elector *leaderelection.LeaderElector
 	// done is closed when the elector has stopped, after it released the
 	// lease that it held; nil before run.
 	done chan struct{}
@@ -86,12 +91,10 @@ func (l *leadership) IsLeader() bool {
 
 // run competes for the lease until ctx ends.
 func (l *leadership) run(ctx context.Context, cs kubernetes.Interface) error {
-	identity, _ := os.Hostname()
-	identity += "_" + string(uuid.NewUUID())
 	lock := &handOffLock{LeaseLock: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: l.cfg.LeaseName, Namespace: leaseNamespace(l.cfg.LeaseNamespace)},
 		Client:     cs.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+		LockConfig: resourcelock.ResourceLockConfig{Identity: l.identity},
 	}}
 	l.lock, l.cs = lock, cs
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -119,7 +122,7 @@ func (l *leadership) run(ctx context.Context, cs kubernetes.Interface) error {
 	}
 	done := make(chan struct{})
 	l.mu.Lock()
-	l.done = done
+	l.done, l.elector = done, elector
 	l.mu.Unlock()
 	go func() {
 		defer close(done)
@@ -163,6 +166,43 @@ func (l *leadership) stopped() {
 	if wasLeading {
 		l.logger.Warn("Lost the lease: stopped writing, competing again", zap.String("lease", l.cfg.LeaseName))
 	}
+}
+
+// leader returns the identity of the lease's holder as this replica last
+// observed it, or "" when none is known.
+func (l *leadership) leader() string {
+	l.mu.Lock()
+	elector := l.elector
+	l.mu.Unlock()
+	if elector == nil {
+		return ""
+	}
+	return elector.GetLeader()
+}
+
+// replicaName is this replica's pod name: POD_NAME, else the hostname, which
+// Kubernetes sets to the pod's name.
+func replicaName() string {
+	if n := os.Getenv("POD_NAME"); n != "" {
+		return n
+	}
+	n, _ := os.Hostname()
+	return n
+}
+
+// newIdentity is a replica's identity in the Leases, "<pod name>_<uuid>":
+// unique for each start of the process, and naming its pod.
+func newIdentity(replica string) string {
+	return replica + "_" + string(uuid.NewUUID())
+}
+
+// podOfIdentity is the pod name in an identity that newIdentity made.
+func podOfIdentity(identity string) string {
+	i := strings.LastIndexByte(identity, '_')
+	if i <= 0 {
+		return ""
+	}
+	return identity[:i]
 }
 
 // leaseNamespace is the configured namespace, else the pod's own, else default.

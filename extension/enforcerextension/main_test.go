@@ -58,6 +58,13 @@ func startEnforcer(t *testing.T, lease string) *enforcer {
 // startEnforcerOn starts an enforcer as startEnforcer does, on control plane cp.
 func startEnforcerOn(t *testing.T, cp *controlplanetest.Env, lease string) *enforcer {
 	t.Helper()
+	return startReplicaOn(t, cp, lease, replicaName())
+}
+
+// startReplicaOn starts an enforcer as startEnforcerOn does, as the replica
+// whose pod has that name: replicas of one test process differ by it.
+func startReplicaOn(t *testing.T, cp *controlplanetest.Env, lease, replica string) *enforcer {
+	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	cfg.LeaderElection = LeaderElectionConfig{
 		LeaseName: lease, LeaseNamespace: "default",
@@ -65,7 +72,7 @@ func startEnforcerOn(t *testing.T, cp *controlplanetest.Env, lease string) *enfo
 	}
 	set := extension.Settings{ID: component.NewID(metadata.Type), TelemetrySettings: componenttest.NewNopTelemetrySettings(),
 		BuildInfo: component.NewDefaultBuildInfo()}
-	e := newEnforcer(set, cfg, func(k8sconfig.APIConfig) (*rest.Config, error) { return cp.Config, nil })
+	e := newReplica(set, cfg, func(k8sconfig.APIConfig) (*rest.Config, error) { return cp.Config, nil }, replica)
 	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestMetadata(t *testing.T) {
 	controlplanetest.Require(t)
 	metadatatest.Check(t, metadatatest.Component{
 		Factory: NewFactory(), Type: metadata.Type, ScopeName: metadata.ScopeName,
-		Published: []string{MetricReconciles, MetricTerms, MetricLeaderObserved},
+		Published: []string{MetricReconciles, MetricTerms, MetricLeaderObserved, MetricMembers},
 		Create: func(t *testing.T, tel component.TelemetrySettings) {
 			cfg := createDefaultConfig().(*Config)
 			cfg.LeaderElection = LeaderElectionConfig{

@@ -24,10 +24,16 @@ const MetricTerms = "network_enforcer_leader_terms"
 // has competed for the lease and found it held.
 const MetricLeaderObserved = "network_enforcer_leader_changes_observed"
 
+// MetricMembers is the number of live members that share the flow sources'
+// keys, as this replica sees them, itself included; recorded from the start
+// of the membership, which the first flow source that asks for it starts.
+const MetricMembers = "network_enforcer_members"
+
 type telemetry struct {
 	reconciles metric.Int64Counter
 	terms      metric.Int64Counter
 	observed   metric.Int64Counter
+	members    metric.Int64Gauge
 }
 
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
@@ -36,7 +42,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 		return nil, err
 	}
 	return &telemetry{reconciles: tb.NetworkEnforcerControllerReconciles, terms: tb.NetworkEnforcerLeaderTerms,
-		observed: tb.NetworkEnforcerLeaderChangesObserved}, nil
+		observed: tb.NetworkEnforcerLeaderChangesObserved, members: tb.NetworkEnforcerMembers}, nil
 }
 
 func (t *telemetry) reconciled(ctx context.Context, controller string, err error) {

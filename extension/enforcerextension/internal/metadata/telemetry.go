@@ -19,6 +19,7 @@ type TelemetryBuilder struct {
 	NetworkEnforcerControllerReconciles  metric.Int64Counter
 	NetworkEnforcerLeaderChangesObserved metric.Int64Counter
 	NetworkEnforcerLeaderTerms           metric.Int64Counter
+	NetworkEnforcerMembers               metric.Int64Gauge
 }
 
 // NewTelemetryBuilder creates the component's instruments on the meter of
@@ -42,6 +43,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 		"network_enforcer_leader_terms",
 		metric.WithDescription("Terms of leadership that this replica began."),
 		metric.WithUnit("{term}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.NetworkEnforcerMembers, err = builder.meter.Int64Gauge(
+		"network_enforcer_members",
+		metric.WithDescription("Live members that share the flow sources' keys, as this replica sees them, itself included."),
+		metric.WithUnit("{member}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

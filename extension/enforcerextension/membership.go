@@ -1,0 +1,422 @@
+package enforcerextension
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+)
+
+// membership shares keys among the replicas. Each replica holds a Lease of its
+// own, labelled as a member of the leader Lease's group, and renews it every
+// retry_period; it is the only writer of that Lease. Every replica watches the
+// member Leases of its namespace, and a member is live while its renewTime
+// plus its leaseDurationSeconds lies ahead. The owner of a key is the live
+// member that rendezvous hashing picks, so every replica agrees on it without
+// talking to the others. It starts with the first OnMembersChanged, once the
+// extension has started, and stops at the extension's shutdown, deleting its
+// Lease on the way out so that the others take its share at once.
+type membership struct {
+	logger *zap.Logger
+	cfg    LeaderElectionConfig
+	// namespace holds the Leases; leaseName is this replica's, identity its
+	// holder, replica its pod's name; group is the member-of label's value.
+	namespace, leaseName, identity, replica, group string
+	// telemetry records the number of live members; nil records nothing.
+	telemetry *telemetry
+
+	mu sync.Mutex
+	// cs, pod and parent are the extension's, set when it has started.
+	cs     kubernetes.Interface
+	pod    func(namespace, name string) *podInfo
+	parent context.Context
+	fns    []func()
+	// started and stopped say where the membership is in its life.
+	started, stopped bool
+	informer         toolscache.SharedIndexInformer
+	factory          informers.SharedInformerFactory
+	cancel           context.CancelFunc
+	done             chan struct{}
+	// live are the identities of the live members, sorted.
+	live []string
+	// renewed is when this replica last wrote its Lease; zero before.
+	renewed time.Time
+	// checkpoints are this replica's own, by key.
+	checkpoints map[string]time.Time
+	// gone are the checkpoints of member Leases that were deleted while this
+	// replica watched: a member that stops gracefully deletes its Lease, and
+	// the next owner of its keys resumes from what it published.
+	gone map[string]time.Time
+	// parsed caches each member Lease's checkpoints by its resourceVersion.
+	parsed map[string]parsedCheckpoints
+
+	// own is this replica's Lease as last written; only the renewing
+	// goroutine and stop, after it has ended, touch it.
+	own *coordinationv1.Lease
+}
+
+type parsedCheckpoints struct {
+	resourceVersion string
+	times           map[string]time.Time
+}
+
+func newMembership(logger *zap.Logger, cfg LeaderElectionConfig, replica, identity string) *membership {
+	return &membership{
+		logger: logger, cfg: cfg, namespace: leaseNamespace(cfg.LeaseNamespace),
+		leaseName: memberLeaseName(cfg.LeaseName, replica), identity: identity, replica: replica,
+		group:       shortName(cfg.LeaseName, maxNameLength),
+		checkpoints: map[string]time.Time{}, gone: map[string]time.Time{}, parsed: map[string]parsedCheckpoints{},
+	}
+}
+
+// attach gives the membership the extension's client and pod cache, and the
+// context that ends when the extension stops; a membership asked for before
+// starts now.
+func (m *membership) attach(ctx context.Context, cs kubernetes.Interface, pod func(namespace, name string) *podInfo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cs, m.pod, m.parent = cs, pod, ctx
+	if len(m.fns) > 0 {
+		m.startLocked()
+	}
+}
+
+// OnMembersChanged registers fn and starts the membership, once.
+func (m *membership) OnMembersChanged(fn func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fns = append(m.fns, fn)
+	if m.cs != nil {
+		m.startLocked()
+	}
+}
+
+// startLocked starts the informer of the member Leases, the renewal of this
+// replica's own and the timer that expires members, unless started already.
+func (m *membership) startLocked() {
+	if m.started || m.stopped {
+		return
+	}
+	m.started = true
+	ctx, cancel := context.WithCancel(m.parent)
+	m.cancel, m.done = cancel, make(chan struct{})
+	m.factory = informers.NewSharedInformerFactoryWithOptions(m.cs, 0, informers.WithNamespace(m.namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = labels.SelectorFromSet(labels.Set{v1alpha1.MemberOfLabel: m.group}).String()
+		}))
+	m.informer = m.factory.Coordination().V1().Leases().Informer()
+	_, err := m.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { m.evaluate() },
+		UpdateFunc: func(any, any) { m.evaluate() },
+		DeleteFunc: m.deleted,
+	})
+	if err != nil {
+		m.logger.Error("Cannot watch the member Leases: this replica reads no keys", zap.Error(err))
+	}
+	m.factory.Start(ctx.Done())
+	m.logger.Info("Joining the members that share the flow sources' keys",
+		zap.String("lease", m.leaseName), zap.String("namespace", m.namespace), zap.String("identity", m.identity))
+	go func() {
+		defer close(m.done)
+		defer m.factory.Shutdown()
+		tick := time.NewTicker(m.cfg.RetryPeriod)
+		defer tick.Stop()
+		for {
+			m.renew(ctx)
+			m.evaluate()
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+}
+
+// stop ends the membership; graceful deletes this replica's Lease, so that
+// the others take its keys at once, and otherwise the Lease expires.
+func (m *membership) stop(ctx context.Context, graceful bool) {
+	m.mu.Lock()
+	if !m.started || m.stopped {
+		m.stopped = true
+		m.mu.Unlock()
+		return
+	}
+	m.stopped = true
+	m.cancel()
+	done := m.done
+	m.live = nil
+	m.mu.Unlock()
+	<-done
+	if !graceful || m.own == nil {
+		return
+	}
+	err := m.cs.CoordinationV1().Leases(m.namespace).Delete(ctx, m.own.Name,
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &m.own.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		m.logger.Warn("Could not delete the membership Lease: the others take this replica's keys when it expires",
+			zap.String("lease", m.own.Name), zap.Error(err))
+		return
+	}
+	m.logger.Info("Left the members: deleted the membership Lease", zap.String("lease", m.own.Name))
+}
+
+// renew writes this replica's Lease: holder, duration, renew time, the
+// checkpoints and the owner reference to its pod.
+func (m *membership) renew(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.RenewDeadline)
+	defer cancel()
+	leases := m.cs.CoordinationV1().Leases(m.namespace)
+	if m.own == nil {
+		l, err := leases.Get(ctx, m.leaseName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: m.leaseName, Namespace: m.namespace}}
+		case err != nil:
+			m.logger.Warn("Cannot read the membership Lease", zap.String("lease", m.leaseName), zap.Error(err))
+			return
+		default:
+			// An earlier run of this pod's collector left it: what it
+			// published stays published.
+			m.mu.Lock()
+			for k, t := range parseCheckpoints(l.Annotations[v1alpha1.CheckpointsAnnotation]) {
+				if t.After(m.checkpoints[k]) {
+					m.checkpoints[k] = t
+				}
+			}
+			m.mu.Unlock()
+		}
+		m.own = l
+	}
+	now := time.Now()
+	l := m.own.DeepCopy()
+	m.mu.Lock()
+	l.Spec = m.specLocked(l.Spec, now)
+	checkpoints := formatCheckpoints(m.checkpoints)
+	pod := m.pod
+	m.mu.Unlock()
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	l.Labels[v1alpha1.MemberOfLabel] = m.group
+	if checkpoints != "" {
+		if l.Annotations == nil {
+			l.Annotations = map[string]string{}
+		}
+		l.Annotations[v1alpha1.CheckpointsAnnotation] = checkpoints
+	}
+	if p := pod(m.namespace, m.replica); p != nil && p.UID != "" {
+		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(false)}}
+	}
+	var written *coordinationv1.Lease
+	var err error
+	if l.ResourceVersion == "" {
+		written, err = leases.Create(ctx, l, metav1.CreateOptions{})
+	} else {
+		written, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			m.own = nil // read it again at the next renewal
+		}
+		if !errors.Is(ctx.Err(), context.Canceled) { // not on the way out
+			m.logger.Warn("Cannot renew the membership Lease", zap.String("lease", m.leaseName), zap.Error(err))
+		}
+		return
+	}
+	m.own = written
+	m.mu.Lock()
+	m.renewed = now
+	m.mu.Unlock()
+}
+
+// specLocked is the Lease's spec for a renewal at now.
+func (m *membership) specLocked(s coordinationv1.LeaseSpec, now time.Time) coordinationv1.LeaseSpec {
+	if s.HolderIdentity == nil || *s.HolderIdentity != m.identity || s.AcquireTime == nil {
+		s.HolderIdentity = ptr.To(m.identity)
+		s.AcquireTime = &metav1.MicroTime{Time: now}
+	}
+	s.LeaseDurationSeconds = ptr.To(int32((m.cfg.LeaseDuration + time.Second - 1) / time.Second))
+	s.RenewTime = &metav1.MicroTime{Time: now}
+	return s
+}
+
+// evaluate finds the live members; when they changed, it calls the
+// registered functions.
+func (m *membership) evaluate() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped || m.informer == nil || !m.informer.HasSynced() {
+		return
+	}
+	now := time.Now()
+	set := map[string]bool{}
+	for _, obj := range m.informer.GetStore().List() {
+		if l, ok := obj.(*coordinationv1.Lease); ok {
+			if id, live := liveMember(l, now); live {
+				set[id] = true
+			}
+		}
+	}
+	// This replica counts from the moment its Lease is written, whether or
+	// not the watch has shown it yet.
+	if !m.renewed.IsZero() && m.renewed.Add(m.cfg.LeaseDuration).After(now) {
+		set[m.identity] = true
+	}
+	live := make([]string, 0, len(set))
+	for id := range set {
+		live = append(live, id)
+	}
+	slices.Sort(live)
+	if slices.Equal(live, m.live) && m.live != nil {
+		return
+	}
+	m.live = live
+	m.logger.Info("The members that share the flow sources' keys changed",
+		zap.Int("members", len(live)), zap.Bool("self", set[m.identity]))
+	if m.telemetry != nil {
+		m.telemetry.members.Record(context.Background(), int64(len(live)))
+	}
+	for _, fn := range m.fns {
+		go fn()
+	}
+}
+
+// liveMember returns a member Lease's holder, and whether its renewal has
+// not expired at now.
+func liveMember(l *coordinationv1.Lease, now time.Time) (string, bool) {
+	s := l.Spec
+	if l.DeletionTimestamp != nil || s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
+		return "", false
+	}
+	expires := s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second)
+	return *s.HolderIdentity, expires.After(now)
+}
+
+// deleted keeps a deleted member Lease's checkpoints and evaluates again.
+func (m *membership) deleted(obj any) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if l, ok := obj.(*coordinationv1.Lease); ok {
+		m.mu.Lock()
+		for k, t := range m.checkpointsOfLocked(l) {
+			if t.After(m.gone[k]) {
+				m.gone[k] = t
+			}
+		}
+		delete(m.parsed, l.Name)
+		m.mu.Unlock()
+	}
+	m.evaluate()
+}
+
+// Owns reports whether this replica is live and the rendezvous owner of key
+// among the live members.
+func (m *membership) Owns(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := slices.BinarySearch(m.live, m.identity); !ok {
+		return false
+	}
+	return rendezvousOwner(m.live, key) == m.identity
+}
+
+// Checkpoint keeps the newest t of key, which the next renewal publishes.
+func (m *membership) Checkpoint(key string, t time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t.After(m.checkpoints[key]) {
+		m.checkpoints[key] = t
+	}
+}
+
+// CheckpointOf returns the newest time of key among this replica's own
+// checkpoints and those that every member Lease in the cache publishes, live
+// or expired, or published before it was deleted.
+func (m *membership) CheckpointOf(key string) (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	best, ok := m.checkpoints[key]
+	if t, found := m.gone[key]; found && (!ok || t.After(best)) {
+		best, ok = t, true
+	}
+	if m.informer == nil {
+		return best, ok
+	}
+	for _, obj := range m.informer.GetStore().List() {
+		l, isLease := obj.(*coordinationv1.Lease)
+		if !isLease {
+			continue
+		}
+		if t, found := m.checkpointsOfLocked(l)[key]; found && (!ok || t.After(best)) {
+			best, ok = t, true
+		}
+	}
+	return best, ok
+}
+
+// checkpointsOfLocked returns the checkpoints that member Lease l publishes,
+// parsed once for each of its versions.
+func (m *membership) checkpointsOfLocked(l *coordinationv1.Lease) map[string]time.Time {
+	if p, ok := m.parsed[l.Name]; ok && p.resourceVersion == l.ResourceVersion {
+		return p.times
+	}
+	times := parseCheckpoints(l.Annotations[v1alpha1.CheckpointsAnnotation])
+	m.parsed[l.Name] = parsedCheckpoints{resourceVersion: l.ResourceVersion, times: times}
+	return times
+}
+
+// members returns the identities of the live members.
+func (m *membership) members() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.live)
+}
+
+// formatCheckpoints is the checkpoints annotation's value, "" for none: JSON
+// with sorted keys, so that the same checkpoints make the same value.
+func formatCheckpoints(c map[string]time.Time) string {
+	if len(c) == 0 {
+		return ""
+	}
+	out := make(map[string]string, len(c))
+	for k, t := range c {
+		out[k] = t.UTC().Format(time.RFC3339Nano)
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// parseCheckpoints reads the checkpoints annotation; what cannot be read is
+// left out.
+func parseCheckpoints(v string) map[string]time.Time {
+	if v == "" {
+		return nil
+	}
+	var raw map[string]string
+	if err := json.Unmarshal([]byte(v), &raw); err != nil {
+		return nil
+	}
+	out := make(map[string]time.Time, len(raw))
+	for k, s := range raw {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			out[k] = t
+		}
+	}
+	return out
+}

@@ -1,0 +1,35 @@
+package enforcerextension
+
+import (
+	"time"
+)
+
+// Owns reports whether this replica reads key now.
+func (e *enforcer) Owns(key string) bool { return e.membership.Owns(key) }
+
+// OnMembersChanged registers fn; the first starts the membership.
+func (e *enforcer) OnMembersChanged(fn func()) { e.membership.OnMembersChanged(fn) }
+
+// Checkpoint records that every flow of key up to t was handed on.
+func (e *enforcer) Checkpoint(key string, t time.Time) { e.membership.Checkpoint(key, t) }
+
+// CheckpointOf returns the newest checkpoint of key that any member published.
+func (e *enforcer) CheckpointOf(key string) (time.Time, bool) { return e.membership.CheckpointOf(key) }
+
+// LeaderAddress returns the pod IP of the holder of the leader Lease, as this
+// replica's elector last observed it: the holder's identity names its pod,
+// which the shared cache holds, in the Lease's namespace.
+func (e *enforcer) LeaderAddress() (string, bool) {
+	if e.resolver == nil {
+		return "", false
+	}
+	name := podOfIdentity(e.leadership.leader())
+	if name == "" {
+		return "", false
+	}
+	p := e.resolver.stores.pod(leaseNamespace(e.cfg.LeaderElection.LeaseNamespace), name)
+	if p == nil || p.finished || len(p.ips) == 0 {
+		return "", false
+	}
+	return p.ips[0], true
+}

@@ -1,0 +1,296 @@
+package enforcerextension
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+)
+
+// memberWait is a generous bound on what the test Leases promise within
+// lease_duration + retry_period (2.2 s): a loaded machine may be slower.
+const memberWait = 30 * time.Second
+
+// member is a started replica that has joined the membership, with a count
+// of the calls of its OnMembersChanged function.
+type member struct {
+	*enforcer
+	changes *atomic.Int32
+}
+
+func joinMembers(t *testing.T, lease string, replicas ...string) []member {
+	t.Helper()
+	out := make([]member, len(replicas))
+	for i, r := range replicas {
+		e := startReplicaOn(t, env, lease, r)
+		var n atomic.Int32
+		e.OnMembersChanged(func() { n.Add(1) })
+		out[i] = member{enforcer: e, changes: &n}
+	}
+	return out
+}
+
+// identities are the members' identities, sorted.
+func identities(ms ...member) []string {
+	var ids []string
+	for _, m := range ms {
+		ids = append(ids, m.membership.identity)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// waitMembers waits until every one of ms sees exactly ms as the live members.
+func waitMembers(t *testing.T, what string, ms ...member) {
+	t.Helper()
+	want := identities(ms...)
+	waitFor(t, what, memberWait, func() bool {
+		for _, m := range ms {
+			if !slices.Equal(m.membership.members(), want) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// checkOwnedOnce fails unless each key is owned by exactly one of ms.
+func checkOwnedOnce(t *testing.T, keys []string, ms ...member) map[string]int {
+	t.Helper()
+	count := map[string]int{}
+	for _, k := range keys {
+		owners := 0
+		for _, m := range ms {
+			if m.Owns(k) {
+				owners++
+				count[m.membership.identity]++
+			}
+		}
+		if owners != 1 {
+			t.Fatalf("key %s has %d owners", k, owners)
+		}
+	}
+	return count
+}
+
+func getLease(t *testing.T, name string) (*coordinationv1.Lease, bool) {
+	t.Helper()
+	var l coordinationv1.Lease
+	err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: name}, &l)
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &l, true
+}
+
+// createPod creates a bare pod in default and, when ip is set, gives it that
+// address in its status, as the kubelet would.
+func createPod(t *testing.T, name, ip string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "collector", Image: "collector"}}},
+	}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
+	if ip != "" {
+		p.Status.PodIP = ip
+		p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+		if err := env.Client.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// TestMembersShareKeys: three replicas see each other; every key has one
+// owner; the one that shuts down deletes its Lease and its keys go to the
+// others, and one that stops renewing drops out when its Lease expires. Each
+// change calls OnMembersChanged.
+func TestMembersShareKeys(t *testing.T) {
+	controlplanetest.Require(t)
+	suffix := rand.String(5)
+	lease := "share-" + suffix
+	// The first replica's pod exists: its Lease goes with the pod.
+	pod := createPod(t, "collector-a-"+suffix, "")
+	ms := joinMembers(t, lease, pod.Name, "collector-b-"+suffix, "collector-c-"+suffix)
+	a, b, c := ms[0], ms[1], ms[2]
+	waitMembers(t, "three members", a, b, c)
+	keys := rendezvousKeys(300)
+	count := checkOwnedOnce(t, keys, a, b, c)
+	if len(count) != 3 {
+		t.Fatalf("owners: %v", count)
+	}
+
+	// Each replica's own Lease, written by it alone.
+	l, ok := getLease(t, memberLeaseName(lease, pod.Name))
+	if !ok {
+		t.Fatal("no membership Lease of the first replica")
+	}
+	if l.Labels[v1alpha1.MemberOfLabel] != lease || *l.Spec.HolderIdentity != a.membership.identity ||
+		*l.Spec.LeaseDurationSeconds != 2 || l.Spec.RenewTime == nil {
+		t.Fatalf("membership Lease: labels %v, spec %+v", l.Labels, l.Spec)
+	}
+	waitFor(t, "the owner reference to the pod", memberWait, func() bool {
+		l, _ := getLease(t, memberLeaseName(lease, pod.Name))
+		return l != nil && len(l.OwnerReferences) == 1 && l.OwnerReferences[0].UID == pod.UID &&
+			l.OwnerReferences[0].Kind == "Pod" && l.OwnerReferences[0].Controller != nil && !*l.OwnerReferences[0].Controller
+	})
+	if l, _ := getLease(t, memberLeaseName(lease, "collector-b-"+suffix)); l == nil || len(l.OwnerReferences) != 0 {
+		t.Fatalf("a replica without a pod in the cache: %+v", l)
+	}
+
+	// A graceful shutdown deletes the Lease: the others take its keys.
+	bOwned := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !b.Owns(k) })
+	changesA, changesC := a.changes.Load(), c.changes.Load()
+	start := time.Now()
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := getLease(t, memberLeaseName(lease, "collector-b-"+suffix)); ok {
+		t.Fatal("the Lease of a replica that shut down is still there")
+	}
+	waitMembers(t, "two members after a shutdown", a, c)
+	t.Logf("graceful leave seen after %s", time.Since(start).Round(time.Millisecond))
+	checkOwnedOnce(t, keys, a, c)
+	for _, k := range bOwned {
+		if !a.Owns(k) && !c.Owns(k) {
+			t.Fatalf("key %s of the replica that left has no owner", k)
+		}
+	}
+	waitFor(t, "OnMembersChanged after the shutdown", memberWait, func() bool {
+		return a.changes.Load() > changesA && c.changes.Load() > changesC
+	})
+
+	// An abrupt stop leaves the Lease, unrenewed: it expires.
+	changesA = a.changes.Load()
+	start = time.Now()
+	c.membership.stop(context.Background(), false)
+	if _, ok := getLease(t, memberLeaseName(lease, "collector-c-"+suffix)); !ok {
+		t.Fatal("an abrupt stop deleted the Lease")
+	}
+	waitMembers(t, "one member after an expiry", a)
+	t.Logf("expiry seen after %s", time.Since(start).Round(time.Millisecond))
+	for _, k := range keys {
+		if !a.Owns(k) {
+			t.Fatalf("the last member does not own %s", k)
+		}
+	}
+	waitFor(t, "OnMembersChanged after the expiry", memberWait, func() bool { return a.changes.Load() > changesA })
+}
+
+// TestCheckpointsAcrossMembers: a member's checkpoints reach the others
+// through its Lease, and stay readable after its Lease expired or was
+// deleted; the newest time of a key wins.
+func TestCheckpointsAcrossMembers(t *testing.T) {
+	controlplanetest.Require(t)
+	suffix := rand.String(5)
+	ms := joinMembers(t, "checkpoints-"+suffix, "writer-"+suffix, "reader-"+suffix, "leaver-"+suffix)
+	writer, reader, leaver := ms[0], ms[1], ms[2]
+	waitMembers(t, "three members", writer, reader, leaver)
+
+	t1 := time.Date(2026, 12, 3, 10, 0, 0, 123456789, time.UTC)
+	writer.Checkpoint("node-1", t1)
+	writer.Checkpoint("node-1", t1.Add(-time.Minute)) // older: ignored
+	if got, ok := writer.CheckpointOf("node-1"); !ok || !got.Equal(t1) {
+		t.Fatalf("own checkpoint: %v %v", got, ok)
+	}
+	waitFor(t, "the reader to read the writer's checkpoint", memberWait, func() bool {
+		got, ok := reader.CheckpointOf("node-1")
+		return ok && got.Equal(t1)
+	})
+	if _, ok := reader.CheckpointOf("node-2"); ok {
+		t.Fatal("a checkpoint of a key nobody checkpointed")
+	}
+	l, _ := getLease(t, memberLeaseName("checkpoints-"+suffix, "writer-"+suffix))
+	if got := l.Annotations[v1alpha1.CheckpointsAnnotation]; got != `{"node-1":"2026-12-03T10:00:00.123456789Z"}` {
+		t.Fatalf("checkpoints annotation %q", got)
+	}
+
+	// The writer's Lease expires: its checkpoint stays readable.
+	writer.membership.stop(context.Background(), false)
+	waitMembers(t, "the writer's Lease to expire", reader, leaver)
+	if got, ok := reader.CheckpointOf("node-1"); !ok || !got.Equal(t1) {
+		t.Fatalf("after the writer's expiry: %v %v", got, ok)
+	}
+
+	// A member that leaves gracefully deletes its Lease: what it published
+	// stays readable by those that watched it.
+	t2 := t1.Add(time.Hour)
+	leaver.Checkpoint("node-1", t2)
+	leaver.Checkpoint("node-3", t2)
+	waitFor(t, "the reader to read the leaver's checkpoints", memberWait, func() bool {
+		got, ok := reader.CheckpointOf("node-3")
+		return ok && got.Equal(t2)
+	})
+	if err := leaver.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitMembers(t, "the leaver to leave", reader)
+	for _, k := range []string{"node-1", "node-3"} {
+		if got, ok := reader.CheckpointOf(k); !ok || !got.Equal(t2) {
+			t.Fatalf("%s after the leaver left: %v %v", k, got, ok)
+		}
+	}
+}
+
+// TestLeaderAddress: every replica finds the leader's pod IP from the holder
+// of the leader Lease and the cached pods; none while the leader's pod is
+// unknown or has no IP.
+func TestLeaderAddress(t *testing.T) {
+	controlplanetest.Require(t)
+	suffix := rand.String(5)
+	lease := "locate-" + suffix
+	leaderPod := "leader-" + suffix
+	createPod(t, leaderPod, "10.244.7.9")
+	leader := startReplicaOn(t, env, lease, leaderPod)
+	waitFor(t, "leadership", memberWait, leader.IsLeader)
+	standby := startReplicaOn(t, env, lease, "standby-"+suffix)
+	for name, e := range map[string]*enforcer{"leader": leader, "standby": standby} {
+		waitFor(t, fmt.Sprintf("the %s to locate the leader", name), memberWait, func() bool {
+			addr, ok := e.LeaderAddress()
+			return ok && addr == "10.244.7.9"
+		})
+	}
+
+	// A leader whose pod has no IP yet, then none in the cache: unknown.
+	other := "other-" + suffix
+	createPod(t, other, "")
+	third := startReplicaOn(t, env, "locate-other-"+suffix, other)
+	waitFor(t, "the third replica to lead its own lease", memberWait, third.IsLeader)
+	if addr, ok := third.LeaderAddress(); ok {
+		t.Fatalf("a leader without a pod IP located at %s", addr)
+	}
+	lone := startReplicaOn(t, env, "locate-lone-"+suffix, "lone-"+suffix)
+	waitFor(t, "the lone replica to lead", memberWait, lone.IsLeader)
+	if addr, ok := lone.LeaderAddress(); ok {
+		t.Fatalf("a leader without a pod located at %s", addr)
+	}
+
+	// The leader shuts down: the standby leads, and its own pod is unknown.
+	if err := leader.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the standby to lead", memberWait, standby.IsLeader)
+	if addr, ok := standby.LeaderAddress(); ok {
+		t.Fatalf("a new leader without a pod located at %s", addr)
+	}
+}
