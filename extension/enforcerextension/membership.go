@@ -130,21 +130,40 @@ func (m *membership) startLocked() {
 	m.factory.Start(ctx.Done())
 	m.logger.Info("Joining the members that share the flow sources' keys",
 		zap.String("lease", m.leaseName), zap.String("namespace", m.namespace), zap.String("identity", m.identity))
+	var wg sync.WaitGroup
+	wg.Add(2)
+	// Renewing and expiring run apart: a renewal that the API server holds
+	// up (up to renew_deadline) does not delay the expiry of the others.
 	go func() {
-		defer close(m.done)
-		defer m.factory.Shutdown()
-		tick := time.NewTicker(m.cfg.RetryPeriod)
-		defer tick.Stop()
-		for {
+		defer wg.Done()
+		every(ctx, m.cfg.RetryPeriod, func() {
 			m.renew(ctx)
 			m.evaluate()
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
+		})
 	}()
+	go func() {
+		defer wg.Done()
+		every(ctx, m.cfg.RetryPeriod, m.evaluate)
+	}()
+	go func() {
+		wg.Wait()
+		m.factory.Shutdown()
+		close(m.done)
+	}()
+}
+
+// every calls fn at once and then every period until ctx ends.
+func every(ctx context.Context, period time.Duration, fn func()) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		fn()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // stop ends the membership; graceful deletes this replica's Lease, so that

@@ -1,0 +1,91 @@
+package enforcerextension
+
+import (
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestLiveMember: a member Lease is live until its renew time plus its
+// duration; one without a holder, a renew time or a duration, or being
+// deleted, is not.
+func TestLiveMember(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	lease := func(renewed time.Time, mutate func(*coordinationv1.Lease)) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To("pod-a_1"), LeaseDurationSeconds: ptr.To(int32(15)),
+			RenewTime: &metav1.MicroTime{Time: renewed},
+		}}
+		if mutate != nil {
+			mutate(l)
+		}
+		return l
+	}
+	for name, c := range map[string]struct {
+		lease *coordinationv1.Lease
+		live  bool
+	}{
+		"renewed just now":        {lease(now, nil), true},
+		"renewed 14.9 s ago":      {lease(now.Add(-14900*time.Millisecond), nil), true},
+		"renewed 15 s ago":        {lease(now.Add(-15*time.Second), nil), false},
+		"no holder":               {lease(now, func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("") }), false},
+		"no renew time":           {lease(now, func(l *coordinationv1.Lease) { l.Spec.RenewTime = nil }), false},
+		"no duration":             {lease(now, func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = nil }), false},
+		"being deleted":           {lease(now, func(l *coordinationv1.Lease) { l.DeletionTimestamp = &metav1.Time{Time: now} }), false},
+		"renewed in the future":   {lease(now.Add(time.Second), nil), true},
+		"expired a long time ago": {lease(now.Add(-time.Hour), nil), false},
+	} {
+		id, live := liveMember(c.lease, now)
+		if live != c.live {
+			t.Errorf("%s: live %v, want %v", name, live, c.live)
+		}
+		if live && id != "pod-a_1" {
+			t.Errorf("%s: identity %q", name, id)
+		}
+	}
+}
+
+// TestCheckpointsAnnotation: the annotation is JSON from key to RFC 3339
+// with nanoseconds, the same for the same checkpoints; what cannot be read
+// is left out.
+func TestCheckpointsAnnotation(t *testing.T) {
+	t1 := time.Date(2026, 12, 3, 10, 0, 0, 5, time.FixedZone("CET", 3600))
+	c := map[string]time.Time{"node-b": t1, "node-a": t1.Add(time.Second)}
+	v := formatCheckpoints(c)
+	if want := `{"node-a":"2026-12-03T09:00:01.000000005Z","node-b":"2026-12-03T09:00:00.000000005Z"}`; v != want {
+		t.Fatalf("annotation %s, want %s", v, want)
+	}
+	back := parseCheckpoints(v)
+	if len(back) != 2 || !back["node-a"].Equal(c["node-a"]) || !back["node-b"].Equal(t1) {
+		t.Fatalf("read back %v", back)
+	}
+	if formatCheckpoints(nil) != "" {
+		t.Fatal("an annotation without checkpoints")
+	}
+	if got := parseCheckpoints(`{"node-a":"yesterday","node-b":"2026-12-03T09:00:00Z"}`); len(got) != 1 {
+		t.Fatalf("an unreadable time was kept: %v", got)
+	}
+	if got := parseCheckpoints(`not json`); len(got) != 0 {
+		t.Fatalf("unreadable JSON gave %v", got)
+	}
+}
+
+// TestOwnsNothingBeforeJoining: a replica that has not written its Lease,
+// or whose Lease is no longer among the live, owns no key.
+func TestOwnsNothingBeforeJoining(t *testing.T) {
+	m := newMembership(nil, LeaderElectionConfig{LeaseName: "network-enforcer", LeaseNamespace: "default"}, "pod-a", "pod-a_1")
+	if m.Owns("node-1") {
+		t.Fatal("owns a key before joining")
+	}
+	m.live = []string{"pod-b_2", "pod-c_3"}
+	if m.Owns("node-1") {
+		t.Fatal("owns a key while not live")
+	}
+	m.live = []string{"pod-a_1"}
+	if !m.Owns("node-1") {
+		t.Fatal("the only member does not own a key")
+	}
+}
