@@ -50,11 +50,29 @@ func (a *aggregator) reset() {
 	clear(a.held)
 }
 
-// add merges a copy of lr into what is held and returns how many distinct
-// records are held now.
-func (a *aggregator) add(lr plog.LogRecord) int {
+// addBatch merges the learned edges and observations of ld into what is
+// held, all of them at once: an interval never ends in the middle of a batch.
+// Each time max distinct records are held, they are taken: addBatch returns
+// them, for the caller to hand on.
+func (a *aggregator) addBatch(ld plog.Logs, maxHeld int) []plog.Logs {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var full []plog.Logs
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				if mergeable(lr) && a.addLocked(lr) >= maxHeld {
+					full = append(full, a.takeLocked())
+				}
+			}
+		}
+	}
+	return full
+}
+
+// addLocked merges a copy of lr into what is held and returns how many
+// distinct records are held now.
+func (a *aggregator) addLocked(lr plog.LogRecord) int {
 	a.key = a.keyOf(a.key[:0], lr)
 	if i, ok := a.held[string(a.key)]; ok {
 		merge(a.records.At(i), lr)
@@ -116,9 +134,13 @@ func (a *aggregator) take() (plog.Logs, bool) {
 	if len(a.held) == 0 {
 		return plog.Logs{}, false
 	}
+	return a.takeLocked(), true
+}
+
+func (a *aggregator) takeLocked() plog.Logs {
 	out := a.logs
 	a.reset()
-	return out, true
+	return out
 }
 
 // keyOf appends to b the identity of lr: its event name and its attributes

@@ -27,8 +27,8 @@ func TestAggregatorMergesEqualRecords(t *testing.T) {
 	appendEdge(sl, 9090, 1, 5*time.Second)
 	appendObservation(sl, 8080, 4, time.Second)
 	appendObservation(sl, 8080, 6, 2*time.Second)
-	for _, lr := range records(ld) {
-		a.add(lr)
+	if full := a.addBatch(ld, 100); len(full) != 0 {
+		t.Fatalf("%d batches taken below max_edges", len(full))
 	}
 	if a.len() != 3 {
 		t.Fatalf("%d records held, want 3", a.len())
@@ -77,8 +77,8 @@ func TestEdgesWithoutFlowsMerge(t *testing.T) {
 		e := learning.Edge{Backend: "kubernetes", Workload: web, Direction: "Ingress", Peer: api, Protocol: "tcp", Port: 80}
 		e.AppendTo(sl)
 	}
-	for _, lr := range records(ld) {
-		a.add(lr)
+	if full := a.addBatch(ld, 100); len(full) != 0 {
+		t.Fatalf("%d batches taken below max_edges", len(full))
 	}
 	out, _ := a.take()
 	got := records(out)

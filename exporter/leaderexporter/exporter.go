@@ -109,6 +109,32 @@ func (e *leaderExporter) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	if !hasMergeable(ld) {
 		return e.inner.ConsumeLogs(ctx, ld)
 	}
+	full := e.agg.addBatch(ld, e.cfg.Aggregation.MaxEdges)
+	var err error
+	if now := others(ld); now.LogRecordCount() > 0 {
+		err = e.inner.ConsumeLogs(ctx, now)
+	}
+	for _, held := range full {
+		// An error is logged, not returned: the batch's edges were taken,
+		// and a retry of the batch would count them twice. The exporter
+		// helper counts what it could not take.
+		if err := e.send(ctx, held); err != nil {
+			e.set.Logger.Warn("Could not hand the merged edges to the sending queue", zap.Error(err))
+		}
+	}
+	return err
+}
+
+// send hands on held records that max_edges took.
+func (e *leaderExporter) send(ctx context.Context, held plog.Logs) error {
+	e.flushMu.Lock()
+	defer e.flushMu.Unlock()
+	return e.inner.ConsumeLogs(ctx, held)
+}
+
+// others copies the records of ld that are not merged, under their resource
+// and scope.
+func others(ld plog.Logs) plog.Logs {
 	now := plog.NewLogs()
 	for _, rl := range ld.ResourceLogs().All() {
 		var nowRL plog.ResourceLogs
@@ -118,9 +144,6 @@ func (e *leaderExporter) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 			hasSL := false
 			for _, lr := range sl.LogRecords().All() {
 				if mergeable(lr) {
-					if e.agg.add(lr) >= e.cfg.Aggregation.MaxEdges {
-						e.flushFull(ctx)
-					}
 					continue
 				}
 				if !hasSL {
@@ -139,20 +162,7 @@ func (e *leaderExporter) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 			}
 		}
 	}
-	if now.LogRecordCount() == 0 {
-		return nil
-	}
-	return e.inner.ConsumeLogs(ctx, now)
-}
-
-// flushFull hands on what is held once max_edges distinct records are, in
-// the middle of a batch. An error is logged, not returned: the batch's edges
-// were taken, and a retry of the batch would count them twice. The exporter
-// helper counts what it could not take.
-func (e *leaderExporter) flushFull(ctx context.Context) {
-	if err := e.flush(ctx); err != nil {
-		e.set.Logger.Warn("Could not hand the merged edges to the sending queue", zap.Error(err))
-	}
+	return now
 }
 
 func hasMergeable(ld plog.Logs) bool {
