@@ -19,7 +19,9 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 
 	"github.com/kubewarden/network-enforcer/exporter/leaderexporter/internal/metadata"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
@@ -210,25 +212,40 @@ func TestEdgesArriveAfterTheInterval(t *testing.T) {
 }
 
 // TestAClientWithoutACertificateIsRefused: the leader's listener requires a
-// client certificate of its CA; the TLS handshake fails without one.
+// client certificate of its CA; the TLS handshake fails without one, and the
+// same client with one is served.
 func TestAClientWithoutACertificateIsRefused(t *testing.T) {
 	env := startLeaderReceiver(t)
 	env.replica.Lead()
-	conn, err := grpc.NewClient(net.JoinHostPort("127.0.0.1", strconv.Itoa(env.port)),
-		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: env.ca.Pool(), ServerName: serviceName, MinVersion: tls.VersionTLS12})))
-	if err != nil {
-		t.Fatal(err)
+	export := func(certs []tls.Certificate) error {
+		conn, err := grpc.NewClient(net.JoinHostPort("127.0.0.1", strconv.Itoa(env.port)),
+			grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
+				RootCAs: env.ca.Pool(), ServerName: serviceName, Certificates: certs, MinVersion: tls.VersionTLS12,
+			})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ld, sl := newScope()
+		appendCandidate(sl, uint32(len(certs)), 0)
+		_, err = plogotlp.NewGRPCClient(conn).Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
+		return err
 	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ld, sl := newScope()
-	appendCandidate(sl, 1, 0)
-	if _, err := plogotlp.NewGRPCClient(conn).Export(ctx, plogotlp.NewExportRequestFromLogs(ld)); err == nil {
-		t.Fatal("a client without a certificate was served")
+	// TLS 1.3 tells the client after its handshake: the error is the
+	// server's alert or the connection it closed, both Unavailable.
+	if err := export(nil); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a client without a certificate: %v; want the handshake's refusal (Unavailable)", err)
 	}
 	if n := env.sink.LogRecordCount(); n != 0 {
 		t.Fatalf("the leader took %d records from a client without a certificate", n)
+	}
+	if err := export([]tls.Certificate{env.ca.Client(t, "reader").TLS}); err != nil {
+		t.Fatalf("the same client with a certificate: %v", err)
+	}
+	if n := env.sink.LogRecordCount(); n != 1 {
+		t.Fatalf("the leader took %d records from a client with a certificate, want 1", n)
 	}
 }
 
