@@ -54,7 +54,7 @@ func (e *leaderExporter) Start(ctx context.Context, host component.Host) error {
 		return err
 	}
 	e.stop, e.done = make(chan struct{}), make(chan struct{})
-	go e.tick(e.cfg.Aggregation.Interval)
+	go e.tick(e.cfg.Aggregation.Interval) //nolint:gosec // G118: Start's context ends with Start; the ticker runs until Shutdown.
 	return nil
 }
 
@@ -71,7 +71,7 @@ func (e *leaderExporter) Shutdown(ctx context.Context) error {
 	if e.inner != nil {
 		errs = append(errs, e.inner.Shutdown(ctx))
 	}
-	errs = append(errs, e.telemetry.shutdown())
+	e.telemetry.shutdown()
 	return errors.Join(errs...)
 }
 
