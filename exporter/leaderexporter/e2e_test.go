@@ -47,12 +47,19 @@ type leaderEnv struct {
 
 func startLeaderReceiver(t *testing.T) *leaderEnv {
 	t.Helper()
-	ca := certtest.NewCA(t, "leader")
-	server := ca.Server(t, "leader-receiver", serviceName)
 	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
-	env := &leaderEnv{ca: ca, replica: enforcerextensiontest.New(), sink: &consumertest.LogsSink{}, tel: componenttest.NewTelemetry()}
-	env.port, _ = strconv.Atoi(port)
+	p, _ := strconv.Atoi(port)
+	return startLeaderReceiverOn(t, certtest.NewCA(t, "leader"), "127.0.0.1", p)
+}
+
+// startLeaderReceiverOn starts a leader receiver on host:port with a server
+// certificate of ca.
+func startLeaderReceiverOn(t *testing.T, ca *certtest.CA, host string, port int) *leaderEnv {
+	t.Helper()
+	server := ca.Server(t, "leader-receiver-"+host, serviceName)
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	env := &leaderEnv{ca: ca, port: port, replica: enforcerextensiontest.New(), sink: &consumertest.LogsSink{}, tel: componenttest.NewTelemetry()}
 	t.Cleanup(func() { _ = env.tel.Shutdown(context.Background()) })
 
 	f := leaderreceiver.NewFactory()
@@ -83,6 +90,14 @@ func startLeaderReceiver(t *testing.T) *leaderEnv {
 // leader's CA.
 func startReader(t *testing.T, env *leaderEnv, interval time.Duration) (exporter.Logs, *componenttest.Telemetry) {
 	t.Helper()
+	e, tel, _ := startReaderOf(t, env, interval)
+	return e, tel
+}
+
+// startReaderOf is startReader, which also returns the reader's replica, to
+// move the leader.
+func startReaderOf(t *testing.T, env *leaderEnv, interval time.Duration) (exporter.Logs, *componenttest.Telemetry, *enforcerextensiontest.Enforcer) {
+	t.Helper()
 	client := env.ca.Client(t, "reader-"+strconv.Itoa(int(interval.Milliseconds())))
 	cfg := createDefaultConfig().(*Config)
 	cfg.Port = env.port
@@ -104,7 +119,7 @@ func startReader(t *testing.T, env *leaderEnv, interval time.Duration) (exporter
 	if err := e.Start(context.Background(), reader.Host(enforcerextension.DefaultReference())); err != nil {
 		t.Fatal(err)
 	}
-	return e, tel
+	return e, tel, reader
 }
 
 // TestReaderToLeaderOverMutualTLS: a standby refuses and the exporter tries
@@ -178,6 +193,42 @@ func TestReaderToLeaderOverMutualTLS(t *testing.T) {
 	}
 	if n := counter(env.tel, "network_enforcer_leader_receiver_records_accepted", ""); n != 2 {
 		t.Fatalf("receiver accepted %d records, want 2", n)
+	}
+}
+
+// TestTheExporterFollowsTheLeader: when the leader moves to another pod, the
+// old one answers Unavailable and the exporter, retrying, connects to the new
+// address and delivers there.
+func TestTheExporterFollowsTheLeader(t *testing.T) {
+	first := startLeaderReceiver(t)
+	second := startLeaderReceiverOn(t, first.ca, "127.0.0.2", first.port)
+	first.replica.Lead()
+	e, _, reader := startReaderOf(t, first, time.Hour)
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+
+	ld, sl := newScope()
+	appendCandidate(sl, 1, 0)
+	if err := e.ConsumeLogs(context.Background(), ld); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first leader's candidate", func() bool { return first.sink.LogRecordCount() == 1 })
+
+	// The first leader steps down; the reader still locates it.
+	first.replica.Follow()
+	ld, sl = newScope()
+	appendCandidate(sl, 2, 0)
+	if err := e.ConsumeLogs(context.Background(), ld); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the old leader's refusal", func() bool {
+		return counter(first.tel, "network_enforcer_leader_receiver_records_refused", "") >= 1
+	})
+	// The second leads, and the reader's cache sees the new holder.
+	second.replica.Lead()
+	reader.SetLeaderAddress("127.0.0.2")
+	waitFor(t, "the candidate at the new leader", func() bool { return second.sink.LogRecordCount() == 1 })
+	if n := first.sink.LogRecordCount(); n != 1 {
+		t.Fatalf("the old leader has %d records, want its first one", n)
 	}
 }
 
