@@ -66,6 +66,7 @@ func (e *leaderExporter) Shutdown(ctx context.Context) error {
 	if e.stop != nil {
 		close(e.stop)
 		<-e.done
+		e.stop = nil // a second Shutdown has nothing to stop
 		errs = append(errs, e.flush(ctx))
 	}
 	if e.inner != nil {
