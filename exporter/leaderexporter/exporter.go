@@ -28,8 +28,10 @@ type leaderExporter struct {
 	// flushMu serialises flushes, so that the records of one interval are
 	// handed on before those of the next.
 	flushMu sync.Mutex
-	stop    chan struct{}
-	done    chan struct{}
+	// stop ends the ticker, and a send of the ticker's that waits for the
+	// leader; done is closed when the ticker has returned.
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 func newLeaderExporter(set exporter.Settings, cfg *Config) (*leaderExporter, error) {
@@ -53,8 +55,11 @@ func (e *leaderExporter) Start(ctx context.Context, host component.Host) error {
 	if err := e.inner.Start(ctx, host); err != nil {
 		return err
 	}
-	e.stop, e.done = make(chan struct{}), make(chan struct{})
-	go e.tick(e.cfg.Aggregation.Interval) //nolint:gosec // G118: Start's context ends with Start; the ticker runs until Shutdown.
+	var run context.Context
+	// Start's context ends with Start; the ticker runs until Shutdown.
+	run, e.stop = context.WithCancel(context.Background())
+	e.done = make(chan struct{})
+	go e.tick(run, e.cfg.Aggregation.Interval)
 	return nil
 }
 
@@ -64,7 +69,7 @@ func (e *leaderExporter) Start(ctx context.Context, host component.Host) error {
 func (e *leaderExporter) Shutdown(ctx context.Context) error {
 	var errs []error
 	if e.stop != nil {
-		close(e.stop)
+		e.stop()
 		<-e.done
 		e.stop = nil // a second Shutdown has nothing to stop
 		errs = append(errs, e.flush(ctx))
@@ -76,16 +81,16 @@ func (e *leaderExporter) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (e *leaderExporter) tick(interval time.Duration) {
+func (e *leaderExporter) tick(ctx context.Context, interval time.Duration) {
 	defer close(e.done)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-e.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := e.flush(context.Background()); err != nil {
+			if err := e.flush(ctx); err != nil {
 				e.set.Logger.Warn("Could not hand the merged edges to the sending queue", zap.Error(err))
 			}
 		}
