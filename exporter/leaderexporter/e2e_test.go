@@ -3,6 +3,7 @@ package leaderexporter
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"strconv"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exportertest"
@@ -230,6 +232,28 @@ func TestTheExporterFollowsTheLeader(t *testing.T) {
 	if n := first.sink.LogRecordCount(); n != 1 {
 		t.Fatalf("the old leader has %d records, want its first one", n)
 	}
+}
+
+// TestNoKnownLeaderIsRetried: while no leader is known a send fails with a
+// retryable error, and the record goes once the leader is located.
+func TestNoKnownLeaderIsRetried(t *testing.T) {
+	env := startLeaderReceiver(t)
+	env.replica.Lead()
+	e, _, reader := startReaderOf(t, env, time.Hour)
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	reader.SetLeaderAddress("")
+
+	ld, sl := newScope()
+	appendCandidate(sl, 1, 0)
+	err := e.(*leaderExporter).sender.push(context.Background(), ld)
+	if !errors.Is(err, errNoLeader) || consumererror.IsPermanent(err) {
+		t.Fatalf("a send without a leader: %v; want the retryable %v", err, errNoLeader)
+	}
+	if err := e.ConsumeLogs(context.Background(), ld); err != nil {
+		t.Fatal(err)
+	}
+	reader.SetLeaderAddress("127.0.0.1")
+	waitFor(t, "the candidate, once the leader is known", func() bool { return env.sink.LogRecordCount() == 1 })
 }
 
 // TestEdgesArriveAfterTheInterval: with a short interval the held edges go
