@@ -1,0 +1,209 @@
+package leaderexporter
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/kubewarden/network-enforcer/exporter/leaderexporter/internal/metadata"
+	"github.com/kubewarden/network-enforcer/internal/learning"
+)
+
+// TestAggregatorMergesEqualRecords: records equal but for their flows are one,
+// with the flows summed, the newest time and the first seen; any other
+// difference (the port, the kind of record) keeps records apart.
+func TestAggregatorMergesEqualRecords(t *testing.T) {
+	a := newAggregator()
+	ld, sl := newScope()
+	appendEdge(sl, 8080, 3, 10*time.Second)
+	appendEdge(sl, 8080, 5, 30*time.Second)
+	appendEdge(sl, 8080, 2, 20*time.Second)
+	appendEdge(sl, 9090, 1, 5*time.Second)
+	appendObservation(sl, 8080, 4, time.Second)
+	appendObservation(sl, 8080, 6, 2*time.Second)
+	if full := a.addBatch(ld, 100); len(full) != 0 {
+		t.Fatalf("%d batches taken below max_edges", len(full))
+	}
+	if a.len() != 3 {
+		t.Fatalf("%d records held, want 3", a.len())
+	}
+	out, ok := a.take()
+	if !ok {
+		t.Fatal("nothing taken")
+	}
+	got := records(out)
+	if len(got) != 3 {
+		t.Fatalf("%d records taken, want 3", len(got))
+	}
+	type want struct {
+		event       string
+		port, flows int64
+		newest      time.Duration
+		first       time.Duration
+	}
+	for i, w := range []want{
+		{learning.EventName, 8080, 10, 30 * time.Second, 10 * time.Second},
+		{learning.EventName, 9090, 1, 5 * time.Second, 5 * time.Second},
+		{learning.ObservationEventName, 8080, 10, 2 * time.Second, time.Second},
+	} {
+		lr := got[i]
+		if lr.EventName() != w.event || portOf(lr) != w.port || flowsOf(lr) != w.flows ||
+			lr.Timestamp() != pcommon.NewTimestampFromTime(base.Add(w.newest)) ||
+			lr.ObservedTimestamp() != pcommon.NewTimestampFromTime(base.Add(w.first)) {
+			t.Errorf("record %d: %s port %d flows %d at %s, first seen %s; want %+v", i, lr.EventName(), portOf(lr), flowsOf(lr),
+				lr.Timestamp().AsTime().Sub(base), lr.ObservedTimestamp().AsTime().Sub(base), w)
+		}
+	}
+	if a.len() != 0 {
+		t.Fatalf("%d records held after take", a.len())
+	}
+	if _, ok := a.take(); ok {
+		t.Fatal("an empty aggregator gave a batch")
+	}
+}
+
+// TestEdgesWithoutFlowsMerge: a learned edge without an observation (the
+// learning processor's observe off) is kept once, still without flows.
+func TestEdgesWithoutFlowsMerge(t *testing.T) {
+	a := newAggregator()
+	ld, sl := newScope()
+	for range 3 {
+		e := learning.Edge{Backend: "kubernetes", Workload: web, Direction: "Ingress", Peer: api, Protocol: "tcp", Port: 80}
+		e.AppendTo(sl)
+	}
+	if full := a.addBatch(ld, 100); len(full) != 0 {
+		t.Fatalf("%d batches taken below max_edges", len(full))
+	}
+	out, _ := a.take()
+	got := records(out)
+	if len(got) != 1 || flowsOf(got[0]) != -1 {
+		t.Fatalf("%d records, flows %d; want 1 without flows", len(got), flowsOf(got[0]))
+	}
+}
+
+// sinkExporter stands for the exporter helper: it keeps what it is handed.
+type sinkExporter struct {
+	consumertest.LogsSink
+	component.StartFunc
+	component.ShutdownFunc
+}
+
+// newTestExporter returns the exporter with cfg, whose exporter helper is a
+// sink, started.
+func newTestExporter(t *testing.T, cfg *Config) (*leaderExporter, *sinkExporter) {
+	t.Helper()
+	e, err := newLeaderExporter(exportertest.NewNopSettings(metadata.Type), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &sinkExporter{}
+	e.inner = sink
+	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	return e, sink
+}
+
+// TestCandidatesGoAtOnceWhileEdgesWait: a batch's violation candidates (and
+// any record that is not an edge or an observation) are handed on in the
+// call, its edges only at the interval's end, here the shutdown, merged.
+func TestCandidatesGoAtOnceWhileEdgesWait(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Aggregation.Interval = time.Hour // never within the test: the shutdown flushes
+	e, sink := newTestExporter(t, cfg)
+
+	ld, sl := newScope()
+	appendEdge(sl, 8080, 3, time.Second)
+	appendCandidate(sl, 40000, time.Second)
+	appendEdge(sl, 8080, 4, 2*time.Second)
+	other := sl.LogRecords().AppendEmpty()
+	other.SetEventName("something.else")
+	if err := e.ConsumeLogs(context.Background(), ld); err != nil {
+		t.Fatal(err)
+	}
+	got := records(sink.AllLogs()...)
+	if len(got) != 2 || got[0].EventName() != learning.CandidateEventName || got[1].EventName() != "something.else" {
+		t.Fatalf("handed on at once: %d records, want the candidate and the other record", len(got))
+	}
+	if e.agg.len() != 1 {
+		t.Fatalf("%d edges held, want 1", e.agg.len())
+	}
+
+	// A batch of edges alone waits as well.
+	ld, sl = newScope()
+	appendEdge(sl, 8080, 5, 3*time.Second)
+	if err := e.ConsumeLogs(context.Background(), ld); err != nil {
+		t.Fatal(err)
+	}
+	if n := sink.LogRecordCount(); n != 2 {
+		t.Fatalf("%d records handed on, want still 2", n)
+	}
+
+	for range 2 { // a second Shutdown is harmless
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got = records(sink.AllLogs()...)
+	if len(got) != 3 {
+		t.Fatalf("%d records handed on after the shutdown, want 3", len(got))
+	}
+	edge := got[2]
+	if edge.EventName() != learning.EventName || flowsOf(edge) != 12 || edge.Timestamp() != pcommon.NewTimestampFromTime(base.Add(3*time.Second)) {
+		t.Fatalf("merged edge: %s, flows %d at %s; want the edge of 12 flows at 3s", edge.EventName(), flowsOf(edge), edge.Timestamp().AsTime().Sub(base))
+	}
+}
+
+// TestMaxEdgesFlushesEarly: reaching max_edges distinct edges hands them on in
+// the call that reached it; the next ones wait.
+func TestMaxEdgesFlushesEarly(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Aggregation.Interval, cfg.Aggregation.MaxEdges = time.Hour, 2
+	e, sink := newTestExporter(t, cfg)
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+
+	ld, sl := newScope()
+	appendEdge(sl, 1, 1, time.Second)
+	appendEdge(sl, 1, 1, time.Second) // the same edge: still one held
+	if err := e.ConsumeLogs(context.Background(), ld); err != nil {
+		t.Fatal(err)
+	}
+	if n := sink.LogRecordCount(); n != 0 {
+		t.Fatalf("%d records handed on below max_edges", n)
+	}
+	ld, sl = newScope()
+	appendEdge(sl, 2, 1, time.Second)
+	appendEdge(sl, 3, 1, time.Second)
+	if err := e.ConsumeLogs(context.Background(), ld); err != nil {
+		t.Fatal(err)
+	}
+	got := records(sink.AllLogs()...)
+	if len(got) != 2 || portOf(got[0]) != 1 || flowsOf(got[0]) != 2 || portOf(got[1]) != 2 {
+		t.Fatalf("handed on at max_edges: %d records, want ports 1 (2 flows) and 2", len(got))
+	}
+	if e.agg.len() != 1 {
+		t.Fatalf("%d edges held, want the third", e.agg.len())
+	}
+}
+
+// TestABatchWithoutEdgesIsHandedOnAsItIs: nothing is copied when nothing waits.
+func TestABatchWithoutEdgesIsHandedOnAsItIs(t *testing.T) {
+	e, sink := newTestExporter(t, createDefaultConfig().(*Config))
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	ld, sl := newScope()
+	appendCandidate(sl, 1, 0)
+	appendCandidate(sl, 2, 0)
+	if err := e.ConsumeLogs(context.Background(), ld); err != nil {
+		t.Fatal(err)
+	}
+	all := sink.AllLogs()
+	if len(all) != 1 || all[0].LogRecordCount() != 2 {
+		t.Fatalf("batches %d, want the one batch", len(all))
+	}
+}

@@ -1,0 +1,102 @@
+package leaderexporter
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+)
+
+// DefaultPort is the leader receiver's default port.
+const DefaultPort = 4320
+
+// Config is the configuration of the leader exporter.
+type Config struct {
+	// Enforcer names the enforcer extension that locates the leader.
+	Enforcer component.ID `mapstructure:"enforcer"`
+
+	// Port is the leader receiver's port on the leader's pod address.
+	Port int `mapstructure:"port"`
+
+	// TLS is the client side of the mutual TLS to the leader receiver. The
+	// address is a pod IP, so the leader's certificate is checked against
+	// tls::server_name_override (the Service's DNS name, say). Plaintext
+	// needs an explicit tls::insecure: true.
+	TLS configtls.ClientConfig `mapstructure:"tls"`
+
+	// Aggregation merges learned edges and observations before they are sent.
+	Aggregation AggregationConfig `mapstructure:"aggregation"`
+
+	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
+	QueueConfig   configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	RetryConfig   configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
+
+	_ struct{}
+}
+
+// AggregationConfig bounds how long and how much the exporter holds.
+type AggregationConfig struct {
+	// Interval is how often the held edges and observations are sent.
+	Interval time.Duration `mapstructure:"interval"`
+	// MaxEdges bounds the distinct edges and observations held: reaching it
+	// sends them at once.
+	MaxEdges int `mapstructure:"max_edges"`
+}
+
+// DefaultMaxEdges is the default of aggregation::max_edges.
+const DefaultMaxEdges = 10_000
+
+func createDefaultConfig() component.Config {
+	retry := configretry.NewDefaultBackOffConfig()
+	// A new leader takes over within a lease: try again sooner than the
+	// collector's default of 5s.
+	retry.InitialInterval, retry.MaxInterval = time.Second, 10*time.Second
+	return &Config{
+		Enforcer:      enforcerextension.DefaultReference(),
+		Port:          DefaultPort,
+		TLS:           configtls.NewDefaultClientConfig(),
+		Aggregation:   AggregationConfig{Interval: time.Second, MaxEdges: DefaultMaxEdges},
+		TimeoutConfig: exporterhelper.NewDefaultTimeoutConfig(),
+		QueueConfig:   configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
+		RetryConfig:   retry,
+	}
+}
+
+// Validate checks the configuration. TLS is the default; plaintext needs an
+// explicit tls::insecure: true, and then no certificate may be configured, so
+// that a half-written TLS setup fails here rather than silently going
+// plaintext. With TLS, the client certificate that the leader receiver asks
+// for is required.
+func (c *Config) Validate() error {
+	var errs []error
+	if err := enforcerextension.ValidateReference(c.Enforcer); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("invalid port %d: must be between 1 and 65535", c.Port))
+	}
+	tls := c.TLS
+	hasCert := tls.CertFile != "" || tls.CertPem != ""
+	hasKey := tls.KeyFile != "" || tls.KeyPem != ""
+	if tls.Insecure {
+		if tls.CAFile != "" || tls.CAPem != "" || hasCert || hasKey {
+			errs = append(errs, errors.New("tls::insecure is true but a CA, certificate or key is set: remove them for plaintext, or set tls::insecure: false"))
+		}
+	} else if !hasCert || !hasKey {
+		errs = append(errs, errors.New("mutual TLS is required by the leader receiver: tls::cert_file and tls::key_file must be set, or tls::insecure: true for plaintext"))
+	}
+	if c.Aggregation.Interval <= 0 {
+		errs = append(errs, fmt.Errorf("invalid aggregation::interval %s: must be positive", c.Aggregation.Interval))
+	}
+	if c.Aggregation.MaxEdges < 1 {
+		errs = append(errs, fmt.Errorf("invalid aggregation::max_edges %d: must be at least 1", c.Aggregation.MaxEdges))
+	}
+	return errors.Join(errs...)
+}

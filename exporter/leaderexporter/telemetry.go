@@ -1,0 +1,48 @@
+package leaderexporter
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kubewarden/network-enforcer/exporter/leaderexporter/internal/metadata"
+)
+
+// MetricRecordsReceived counts the log records that the exporter took from
+// the pipeline; MetricRecordsSent those that the leader accepted, after
+// merging. Their ratio, against the flows read, is what merging saves.
+const (
+	MetricRecordsReceived = "network_enforcer_leader_exporter_records_received"
+	MetricRecordsSent     = "network_enforcer_leader_exporter_records_sent"
+)
+
+type telemetry struct {
+	tb       *metadata.TelemetryBuilder
+	received metric.Int64Counter
+	sent     metric.Int64Counter
+	attrs    metric.MeasurementOption
+}
+
+func newTelemetry(set exporter.Settings, held func() int) (*telemetry, error) {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String("exporter", set.ID.String())))
+	if err := tb.RegisterNetworkEnforcerLeaderExporterEdgesHeldCallback(func(_ context.Context, o metric.Int64Observer) error {
+		o.Observe(int64(held()), attrs)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return &telemetry{
+		tb: tb, attrs: attrs,
+		received: tb.NetworkEnforcerLeaderExporterRecordsReceived,
+		sent:     tb.NetworkEnforcerLeaderExporterRecordsSent,
+	}, nil
+}
+
+// shutdown removes the callback of the held edges' gauge.
+func (t *telemetry) shutdown() { t.tb.Shutdown() }

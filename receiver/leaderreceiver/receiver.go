@@ -1,0 +1,199 @@
+package leaderreceiver
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/receiver/leaderreceiver/internal/metadata"
+)
+
+// errStandby is what a standby answers. It is not permanent, so the request
+// is answered with gRPC Unavailable, which the sender retries.
+var errStandby = errors.New("not the leader: send to the leader")
+
+// Drop reasons of network_enforcer_leader_receiver_records_dropped.
+const reasonDuplicate = "duplicate"
+
+// obsFormat is what the receiver takes in, in the collector's receiver
+// telemetry.
+const obsFormat = "protobuf"
+
+// leaderReceiver is the OTLP/gRPC logs service of the leader.
+type leaderReceiver struct {
+	plogotlp.UnimplementedGRPCServer
+
+	set  receiver.Settings
+	cfg  *Config
+	next consumer.Logs
+	obs  *receiverhelper.ObsReport
+	dups *duplicates
+	now  func() time.Time
+
+	accepted, refused, dropped metric.Int64Counter
+	attrs, duplicateAttrs      metric.MeasurementOption
+
+	leader enforcerextension.Leadership
+	server *grpc.Server
+	served sync.WaitGroup
+}
+
+func newLeaderReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*leaderReceiver, error) {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
+		ReceiverID: set.ID, Transport: "grpc", ReceiverCreateSettings: set,
+	})
+	if err != nil {
+		return nil, err
+	}
+	id := attribute.String("receiver", set.ID.String())
+	return &leaderReceiver{
+		set: set, cfg: cfg, next: next, obs: obs,
+		dups: newDuplicates(cfg.DuplicateWindow), now: time.Now,
+		accepted: tb.NetworkEnforcerLeaderReceiverRecordsAccepted,
+		refused:  tb.NetworkEnforcerLeaderReceiverRecordsRefused,
+		dropped:  tb.NetworkEnforcerLeaderReceiverRecordsDropped,
+		attrs:    metric.WithAttributeSet(attribute.NewSet(id)),
+		duplicateAttrs: metric.WithAttributeSet(attribute.NewSet(id,
+			attribute.String("reason", reasonDuplicate))),
+	}, nil
+}
+
+// Start finds the enforcer extension and opens the listener.
+func (r *leaderReceiver) Start(ctx context.Context, host component.Host) error {
+	leader, err := enforcerextension.Find[enforcerextension.Leadership](host, r.cfg.Enforcer)
+	if err != nil {
+		return err
+	}
+	r.leader = leader
+	srv, err := r.cfg.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings)
+	if err != nil {
+		return err
+	}
+	ln, err := r.cfg.NetAddr.Listen(ctx)
+	if err != nil {
+		return err
+	}
+	r.server = srv
+	plogotlp.RegisterGRPCServer(srv, r)
+	r.served.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) && !errors.Is(err, net.ErrClosed) {
+			r.set.Logger.Error("The leader receiver's listener failed", zap.Error(err))
+		}
+	})
+	return nil
+}
+
+// Shutdown stops the listener: the requests under way finish first, unless
+// ctx ends before.
+func (r *leaderReceiver) Shutdown(ctx context.Context) error {
+	if r.server == nil {
+		return nil
+	}
+	stopped := make(chan struct{})
+	go func() {
+		r.server.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		r.server.Stop()
+	}
+	r.served.Wait()
+	return nil
+}
+
+// Export takes a reader's batch: only while this replica leads, and without
+// the violation candidates accepted within the duplicate window.
+func (r *leaderReceiver) Export(ctx context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+	ld := req.Logs()
+	n := ld.LogRecordCount()
+	if n == 0 {
+		return plogotlp.NewExportResponse(), nil
+	}
+	if !r.leader.IsLeader() {
+		r.refused.Add(ctx, int64(n), r.attrs)
+		r.obs.EndLogsOp(r.obs.StartLogsOp(ctx), obsFormat, n, errStandby)
+		return plogotlp.NewExportResponse(), status.Error(codes.Unavailable, errStandby.Error())
+	}
+	ids, dropped := r.dropDuplicates(ld)
+	if dropped > 0 {
+		r.dropped.Add(ctx, int64(dropped), r.duplicateAttrs)
+	}
+	n = ld.LogRecordCount()
+	if n == 0 {
+		return plogotlp.NewExportResponse(), nil
+	}
+	opCtx := r.obs.StartLogsOp(ctx)
+	err := r.next.ConsumeLogs(opCtx, ld)
+	r.obs.EndLogsOp(opCtx, obsFormat, n, err)
+	if err != nil {
+		return plogotlp.NewExportResponse(), statusOf(err)
+	}
+	r.dups.accepted(ids, r.now())
+	r.accepted.Add(ctx, int64(n), r.attrs)
+	return plogotlp.NewExportResponse(), nil
+}
+
+// dropDuplicates removes from ld the violation candidates accepted within the
+// window, and returns the identities of the candidates that it keeps (which
+// become duplicates once the pipeline took them) and how many it dropped.
+func (r *leaderReceiver) dropDuplicates(ld plog.Logs) ([]uint64, int) {
+	var ids []uint64
+	var keys []string
+	dropped := 0
+	now := r.now()
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				if lr.EventName() != learning.CandidateEventName {
+					return false
+				}
+				id := r.dups.identity(lr, &keys)
+				if r.dups.seen(id, now) {
+					dropped++
+					return true
+				}
+				ids = append(ids, id)
+				return false
+			})
+		}
+	}
+	return ids, dropped
+}
+
+// statusOf answers a pipeline's error as the collector's OTLP receiver does: a
+// status the error carries as it is, else Unavailable (retried) for a
+// transient error and Internal (not retried) for a permanent one.
+func statusOf(err error) error {
+	if s, ok := status.FromError(err); ok {
+		return s.Err()
+	}
+	code := codes.Unavailable
+	if consumererror.IsPermanent(err) {
+		code = codes.Internal
+	}
+	return status.New(code, err.Error()).Err()
+}

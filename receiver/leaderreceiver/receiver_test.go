@@ -1,0 +1,250 @@
+package leaderreceiver
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/workload"
+	"github.com/kubewarden/network-enforcer/receiver/leaderreceiver/internal/metadata"
+)
+
+// TestDuplicatesAreRememberedForOneToTwoWindows: an accepted identity is a
+// duplicate within its window, and in the next generation; two windows after
+// the generation that holds it, it is forgotten.
+func TestDuplicatesAreRememberedForOneToTwoWindows(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	d := newDuplicates(5 * time.Minute)
+	if d.seen(1, t0) {
+		t.Fatal("an identity never accepted is a duplicate")
+	}
+	d.accepted([]uint64{1}, t0)
+	for _, at := range []time.Duration{0, 4 * time.Minute, 6 * time.Minute} {
+		if !d.seen(1, t0.Add(at)) {
+			t.Fatalf("not a duplicate %s after its acceptance", at)
+		}
+	}
+	// The generation turned at 6m; the next turn, 5m later, forgets it.
+	if d.seen(1, t0.Add(11*time.Minute)) {
+		t.Fatal("still a duplicate two generations later")
+	}
+	// A long quiet spell forgets both generations.
+	d.accepted([]uint64{2}, t0.Add(12*time.Minute))
+	if d.seen(2, t0.Add(30*time.Minute)) {
+		t.Fatal("still a duplicate after two quiet windows")
+	}
+}
+
+// TestIdentityIsTheTimestampAndEveryAttribute: candidates that differ in their
+// time or any attribute are not the same; the same content is.
+func TestIdentityIsTheTimestampAndEveryAttribute(t *testing.T) {
+	d := newDuplicates(time.Minute)
+	var keys []string
+	_, sl := newScope()
+	appendCandidate(sl, 40000, 0)
+	appendCandidate(sl, 40000, 0)
+	appendCandidate(sl, 40001, 0)
+	appendCandidate(sl, 40000, time.Nanosecond)
+	lrs := sl.LogRecords()
+	// The same attributes in another order are the same candidate.
+	reordered := lrs.AppendEmpty()
+	reordered.SetTimestamp(lrs.At(0).Timestamp())
+	reordered.SetEventName(lrs.At(0).EventName())
+	attrs := lrs.At(0).Attributes()
+	var ks []string
+	for k := range attrs.All() {
+		ks = append(ks, k)
+	}
+	for i := len(ks) - 1; i >= 0; i-- {
+		v, _ := attrs.Get(ks[i])
+		v.CopyTo(reordered.Attributes().PutEmpty(ks[i]))
+	}
+	ids := make([]uint64, lrs.Len())
+	for i := range ids {
+		ids[i] = d.identity(lrs.At(i), &keys)
+	}
+	if ids[0] != ids[1] || ids[0] != ids[4] {
+		t.Fatal("the same candidate has two identities")
+	}
+	if ids[0] == ids[2] || ids[0] == ids[3] {
+		t.Fatal("candidates that differ in a port or their time have one identity")
+	}
+}
+
+// switchable is a pipeline whose answer the test sets.
+type switchable struct {
+	consumertest.LogsSink
+	mu  sync.Mutex
+	err error
+}
+
+func (s *switchable) set(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err = err
+}
+
+func (s *switchable) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	s.mu.Lock()
+	err := s.err
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.LogsSink.ConsumeLogs(ctx, ld)
+}
+
+func (*switchable) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: true}
+}
+
+// startPlaintext starts the receiver with insecure: true on a replica that
+// the test leads, and returns a client of it.
+func startPlaintext(t *testing.T, next consumer.Logs) (*enforcerextensiontest.Enforcer, plogotlp.GRPCClient) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := createDefaultConfig().(*Config)
+	cfg.NetAddr.Endpoint, cfg.Insecure = addr, true
+	r, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := enforcerextensiontest.New()
+	if err := r.Start(context.Background(), replica.Host(enforcerextension.DefaultReference())); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Shutdown(context.Background()) })
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return replica, plogotlp.NewGRPCClient(conn)
+}
+
+func export(t *testing.T, c plogotlp.GRPCClient, ld plog.Logs) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
+	return err
+}
+
+// TestAStandbyRefusesWithUnavailable: not the leader, the receiver answers
+// Unavailable and hands nothing on.
+func TestAStandbyRefusesWithUnavailable(t *testing.T) {
+	next := &switchable{}
+	_, c := startPlaintext(t, next)
+	ld, sl := newScope()
+	appendCandidate(sl, 1, 0)
+	err := export(t, c, ld)
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "not the leader") {
+		t.Fatalf("a standby answered %v, want Unavailable: not the leader", err)
+	}
+	if n := next.LogRecordCount(); n != 0 {
+		t.Fatalf("a standby handed on %d records", n)
+	}
+}
+
+// TestPipelineErrorsAreAnsweredAsTheOTLPReceiverDoes: a transient error is
+// Unavailable, a permanent one Internal; a candidate that the pipeline did not
+// take is no duplicate when it comes again, one that it took is.
+func TestPipelineErrorsAreAnsweredAsTheOTLPReceiverDoes(t *testing.T) {
+	next := &switchable{}
+	replica, c := startPlaintext(t, next)
+	replica.Lead()
+	ld, sl := newScope()
+	appendCandidate(sl, 1, 0)
+
+	next.set(errors.New("the queue is full"))
+	if err := export(t, c, ld); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a transient error answered %v, want Unavailable", err)
+	}
+	next.set(consumererror.NewPermanent(errors.New("malformed")))
+	if err := export(t, c, ld); status.Code(err) != codes.Internal {
+		t.Fatalf("a permanent error answered %v, want Internal", err)
+	}
+	next.set(nil)
+	if err := export(t, c, ld); err != nil {
+		t.Fatal(err)
+	}
+	if n := next.LogRecordCount(); n != 1 {
+		t.Fatalf("the candidate was handed on %d times, want once", n)
+	}
+	if err := export(t, c, ld); err != nil {
+		t.Fatal(err)
+	}
+	if n := next.LogRecordCount(); n != 1 {
+		t.Fatalf("the candidate sent again was handed on: %d records", n)
+	}
+}
+
+// TestEdgesAreNeverDuplicates: learned edges and observations are handed on
+// however often they come; the writer merges them.
+func TestEdgesAreNeverDuplicates(t *testing.T) {
+	next := &switchable{}
+	replica, c := startPlaintext(t, next)
+	replica.Lead()
+	for range 2 {
+		ld, sl := newScope()
+		e := learning.Edge{Backend: v1alpha1.BackendKubernetes, Workload: web, Direction: v1alpha1.DirectionIngress, Peer: api, Protocol: "tcp", Port: 80}
+		e.AppendTo(sl)
+		learning.SetObserved(sl.LogRecords().At(0), v1alpha1.PeerClassWorkload, 1, base)
+		if err := export(t, c, ld); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := next.LogRecordCount(); n != 2 {
+		t.Fatalf("%d edges handed on, want 2", n)
+	}
+}
+
+var (
+	base = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	web  = workload.Ref{Namespace: "shop", Kind: v1alpha1.WorkloadKindDeployment, Name: "web"}
+	api  = workload.Ref{Namespace: "shop", Kind: v1alpha1.WorkloadKindDeployment, Name: "api"}
+)
+
+func newScope() (plog.Logs, plog.ScopeLogs) {
+	ld := plog.NewLogs()
+	return ld, ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+}
+
+// appendCandidate appends a violation candidate of web: a flow from api's
+// source port srcPort at base+at.
+func appendCandidate(sl plog.ScopeLogs, srcPort uint32, at time.Duration) {
+	rec := flow.Record{
+		Time: base.Add(at), Provider: flow.ProviderCilium, Outcome: flow.OutcomeAllowed,
+		Reporter: flow.ReporterDestination, Direction: flow.DirectionIngress, Transport: flow.TransportTCP,
+		Source:      flow.Endpoint{Address: "10.0.0.2", Port: srcPort, Namespace: "shop", Pod: "api-1"},
+		Destination: flow.Endpoint{Address: "10.0.0.3", Port: 8080, Namespace: "shop", Pod: "web-1"},
+	}
+	f := plog.NewLogRecord()
+	rec.WriteTo(f)
+	learning.AppendCandidate(sl, f, web, v1alpha1.DirectionIngress)
+}
