@@ -11,7 +11,9 @@ import (
 	"github.com/cilium/cilium/api/v1/observer"
 	peerpb "github.com/cilium/cilium/api/v1/peer"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 
 	"github.com/kubewarden/network-enforcer/internal/certtest"
 )
@@ -237,7 +239,20 @@ func (p *HubblePeer) Notify(_ *peerpb.NotifyRequest, stream peerpb.Peer_NotifySe
 			return err
 		}
 	}
-	return follow(changes, stream.Context().Done(), stream.Send)
+	return follow(changes, stream.Context().Done(), func(cn *peerpb.ChangeNotification) error {
+		if cn == nil { // Break
+			return status.Error(codes.Unavailable, "the stream was broken")
+		}
+		return stream.Send(cn)
+	})
+}
+
+// Break ends every open Notify stream with an error, as an agent that
+// restarts does; the streams opened after it are served as before.
+func (p *HubblePeer) Break() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.live.push(nil)
 }
 
 // Announce sends cn to the open streams, and keeps what it says of the node

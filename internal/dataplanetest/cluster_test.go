@@ -102,6 +102,10 @@ func TestClusterAnnouncesAndServesItsNodes(t *testing.T) {
 	if cn := recvChange(); cn.GetType() != peerpb.ChangeNotificationType_PEER_ADDED || cn.GetName() != "worker-3" {
 		t.Fatalf("after an add, announced %v", cn)
 	}
+	c.Peer.Break()
+	if cn, err := notify.Recv(); err == nil {
+		t.Fatalf("after a break, got %v; want an error", cn)
+	}
 }
 
 // dialTLS connects to addr with the cluster's client certificate, verifying
