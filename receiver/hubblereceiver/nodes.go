@@ -11,6 +11,8 @@ import (
 	"github.com/cilium/cilium/api/v1/observer"
 	peerpb "github.com/cilium/cilium/api/v1/peer"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
@@ -47,10 +49,20 @@ type nodePool struct {
 	closed  bool
 	peers   map[string]peer
 	readers map[string]*nodeReader
+	// reading records how many nodes this replica reads, after each change,
+	// with the receiver's attribute.
+	reading     metric.Int64Gauge
+	readingAttr metric.RecordOption
 }
 
-func newNodePool(r *hubbleReceiver) *nodePool {
-	return &nodePool{r: r, peers: map[string]peer{}, readers: map[string]*nodeReader{}}
+func newNodePool(r *hubbleReceiver, id component.ID, reading metric.Int64Gauge) *nodePool {
+	return &nodePool{r: r, peers: map[string]peer{}, readers: map[string]*nodeReader{}, reading: reading,
+		readingAttr: metric.WithAttributeSet(attribute.NewSet(attribute.String("receiver", id.String())))}
+}
+
+// recordLocked records the number of nodes read, with p.mu held.
+func (p *nodePool) recordLocked() {
+	p.reading.Record(context.Background(), int64(len(p.readers)), p.readingAttr)
 }
 
 // watchPeers is the stream of the Peer service: it applies each change until
@@ -89,6 +101,7 @@ func (p *nodePool) apply(cn *peerpb.ChangeNotification) {
 	if p.closed {
 		return
 	}
+	defer p.recordLocked()
 	switch cn.GetType() {
 	case peerpb.ChangeNotificationType_PEER_ADDED, peerpb.ChangeNotificationType_PEER_UPDATED:
 		now := peer{address: cn.GetAddress(), serverName: cn.GetTls().GetServerName()}
@@ -141,6 +154,7 @@ func (p *nodePool) rebalance() {
 	if p.closed || !p.running {
 		return
 	}
+	defer p.recordLocked()
 	stopped := false
 	for name, n := range p.readers {
 		if !p.owns(name) {
@@ -189,10 +203,11 @@ func (p *nodePool) stopAll(closing bool) {
 		delete(p.readers, name)
 		n.stop()
 	}
+	p.recordLocked()
 }
 
-// reading returns the names of the nodes read now.
-func (p *nodePool) reading() []string {
+// readingNow returns the names of the nodes read now.
+func (p *nodePool) readingNow() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	names := make([]string, 0, len(p.readers))

@@ -96,7 +96,7 @@ func sorted(records []string) []string {
 func waitReading(t *testing.T, r *hubbleReceiver, want ...string) {
 	t.Helper()
 	slices.Sort(want)
-	waitFor(t, fmt.Sprintf("reading %v", want), func() bool { return slices.Equal(sorted(r.nodes.reading()), want) })
+	waitFor(t, fmt.Sprintf("reading %v", want), func() bool { return slices.Equal(sorted(r.nodes.readingNow()), want) })
 }
 
 var (

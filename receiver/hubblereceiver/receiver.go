@@ -59,11 +59,11 @@ type hubbleReceiver struct {
 
 func newHubbleReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*hubbleReceiver, error) {
 	r := &hubbleReceiver{cfg: cfg, conns: newConnections(), decoder: newFlowDecoder()}
-	r.nodes = newNodePool(r)
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
+	r.nodes = newNodePool(r, set.ID, tb.NetworkEnforcerReceiverNodes)
 	tel := flowsource.NewTelemetry(set.ID, flowsource.Counters{
 		Accepted: tb.NetworkEnforcerReceiverFlowsAccepted, Dropped: tb.NetworkEnforcerReceiverFlowsDropped,
 		Lost: tb.NetworkEnforcerReceiverLostEvents, NodeErrors: tb.NetworkEnforcerReceiverNodeErrors,

@@ -20,6 +20,7 @@ type TelemetryBuilder struct {
 	NetworkEnforcerReceiverFlowsDropped  metric.Int64Counter
 	NetworkEnforcerReceiverLostEvents    metric.Int64Counter
 	NetworkEnforcerReceiverNodeErrors    metric.Int64Counter
+	NetworkEnforcerReceiverNodes         metric.Int64Gauge
 }
 
 // NewTelemetryBuilder creates the component's instruments on the meter of
@@ -48,6 +49,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 	builder.NetworkEnforcerReceiverNodeErrors, err = builder.meter.Int64Counter(
 		"network_enforcer_receiver_node_errors",
 		metric.WithDescription("Times that the data plane reported a node it could not read: that node's flows of the time are lost."),
+		metric.WithUnit("{node}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.NetworkEnforcerReceiverNodes, err = builder.meter.Int64Gauge(
+		"network_enforcer_receiver_nodes",
+		metric.WithDescription("Nodes whose Hubble server this replica reads now (nodes mode)."),
 		metric.WithUnit("{node}"),
 	)
 	errs = errors.Join(errs, err)

@@ -1,0 +1,583 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cilium/cilium/api/v1/observer"
+	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
+	"github.com/kubewarden/network-enforcer/internal/grpctest"
+	"github.com/kubewarden/network-enforcer/internal/violationevent"
+)
+
+// The scale-out tests run the built binary as 1, 2 and 3 replicas that read a
+// fake Cilium cluster's nodes directly (each node a Hubble server behind the
+// Peer service, over mutual TLS), learn, and send the leader what they
+// learned over mutual TLS; and, for reference, as one replica that reads the
+// same flows through Hubble Relay.
+
+const (
+	// scaleOutNamespace holds the replicas' Leases and the Pods that name
+	// their addresses, as the chart's release namespace does.
+	scaleOutNamespace = "network-enforcer"
+	// scaleOutLeaderName is the name that the replicas' certificate carries
+	// and that a reader checks in the leader's.
+	scaleOutLeaderName = "leader.network-enforcer.network-enforcer"
+	// scaleOutNodes is the fake cluster's size.
+	scaleOutNodes = 8
+)
+
+// scaleOutPolicy governs the api's ingress in monitor mode, allowing the
+// client on 8080: the intruder's connections to the api are violations, the
+// client's are not, and the client's egress is learned.
+var scaleOutPolicy = types.NamespacedName{Namespace: "guarded", Name: "deployment-api-ingress"}
+
+// scaleOutRun is what one configuration learned and reported.
+type scaleOutRun struct {
+	// egress is the client's egress proposal's spec, as text.
+	egress string
+	// violations counts the violation events by destination port.
+	violations map[string]int
+}
+
+// TestScaleOutLearnsAsTheRelay: 1, 2 and 3 replicas that share the nodes
+// learn the same proposal and report the same violations, each once, as one
+// replica that reads Hubble Relay, from the same flows.
+func TestScaleOutLearnsAsTheRelay(t *testing.T) {
+	controlplanetest.Require(t)
+	ca := certtest.NewCA(t, "scale-out-ca")
+	want := scaleOutFlows()
+
+	var reference scaleOutRun
+	t.Run("relay", func(t *testing.T) {
+		reference = scaleOutRelay(t, ca, want)
+	})
+	if t.Failed() {
+		return
+	}
+	for replicas := 1; replicas <= 3; replicas++ {
+		t.Run(fmt.Sprintf("%d replicas", replicas), func(t *testing.T) {
+			s := newScaleOut(t, ca, replicas)
+			s.push(want)
+			got := s.settle(t, want)
+			if got.egress != reference.egress {
+				t.Errorf("the client's egress proposal:\n%s\nthrough the relay:\n%s", got.egress, reference.egress)
+			}
+			if fmt.Sprint(got.violations) != fmt.Sprint(reference.violations) {
+				t.Errorf("violations by port %v, through the relay %v", got.violations, reference.violations)
+			}
+			s.logFigures(t, want)
+		})
+	}
+}
+
+// TestScaleOutReplicaKilled: three replicas; one that reads nodes but does
+// not lead is killed with SIGKILL while the nodes keep sending. Its nodes move
+// to the others within one lease duration and a retry of its last renewal;
+// every connection is learned, and every violation is reported once.
+func TestScaleOutReplicaKilled(t *testing.T) {
+	controlplanetest.Require(t)
+	ca := certtest.NewCA(t, "scale-out-ca")
+	s := newScaleOut(t, ca, 3)
+	first := scaleOutFlows()
+	s.push(first)
+	s.settle(t, first)
+
+	var victim *scaleOutReplica
+	for _, r := range s.replicas {
+		if r != s.leader(t) && r.counter(t, "network_enforcer_receiver_nodes") > 0 {
+			victim = r
+			break
+		}
+	}
+	if victim == nil {
+		t.Fatal("no replica but the leader reads a node")
+	}
+	before := s.requests()
+
+	// Violations that the victim sends just before it dies: it may not have
+	// published how far it got, and its successor then reads them again.
+	second := scaleOutFlows().shifted(1000)
+	s.push(second)
+	time.Sleep(100 * time.Millisecond)
+	killed := time.Now()
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.exited
+	third := scaleOutFlows().shifted(2000)
+	s.push(third)
+
+	// The victim's nodes are asked for again, by the others, from where it
+	// got: within a lease duration and a jittered retry of its last renewal.
+	var moved []string
+	waitFor(t, "the victim's nodes to be read again", 3*leaseDuration, func() bool {
+		moved = moved[:0]
+		after := s.requests()
+		for node, n := range after {
+			if n > before[node] {
+				moved = append(moved, node)
+			}
+		}
+		return len(moved) > 0 && s.allNodesRead(t)
+	})
+	took := time.Since(killed)
+	const jitteredRetry = retryPeriod * 22 / 10
+	if limit := leaseDuration + 2*jitteredRetry + 2*time.Second; took > limit {
+		t.Errorf("the victim's nodes were read again %s after the kill; the bound is %s", took, limit)
+	}
+	for _, node := range moved {
+		req := s.cluster.Node(node).LastRequest()
+		if req.GetSince() == nil {
+			t.Errorf("node %s: the new reader did not resume from a time: %v", node, req)
+		}
+	}
+	t.Logf("nodes %v moved %s after the kill", moved, took.Round(time.Millisecond))
+
+	all := append(append(first, second...), third...)
+	got := s.settle(t, all)
+	for port, n := range got.violations {
+		if n != 1 {
+			t.Errorf("the violation on port %s was reported %d times", port, n)
+		}
+	}
+}
+
+// scaleOutFlowSet is the connections that a run's nodes report.
+type scaleOutFlowSet []scaleOutConnection
+
+type scaleOutConnection struct {
+	src, dst  dataplanetest.End
+	port      uint32
+	kind      dataplanetest.Connection
+	violation bool
+}
+
+// scaleOutFlows is 24 connections of the client to the api (allowed, learned
+// as the client's egress) and 12 of the intruder to the api (violations of
+// the monitor-mode policy), each on a port of its own.
+func scaleOutFlows() scaleOutFlowSet {
+	var set scaleOutFlowSet
+	for i := range uint32(24) {
+		set = append(set, scaleOutConnection{src: caller, dst: api, port: 30000 + i, kind: dataplanetest.ConnectionUnenforced})
+	}
+	for i := range uint32(12) {
+		set = append(set, scaleOutConnection{src: intruder, dst: api, port: 31000 + i, kind: dataplanetest.ConnectionDryRunDenied, violation: true})
+	}
+	return set
+}
+
+// shifted is the set on other ports.
+func (set scaleOutFlowSet) shifted(by uint32) scaleOutFlowSet {
+	out := slices.Clone(set)
+	for i := range out {
+		out[i].port += by
+	}
+	return out
+}
+
+// responses is what the agents emit for the set: each connection on the node
+// of its index, stamped now.
+func (set scaleOutFlowSet) responses(clientPort *uint32) []*observer.GetFlowsResponse {
+	var out []*observer.GetFlowsResponse
+	for i, c := range set {
+		*clientPort++
+		node := scaleOutNode(i % scaleOutNodes)
+		for _, r := range dataplanetest.NewHubbleConnection(c.src, c.dst, *clientPort, c.port, c.kind) {
+			r.NodeName = node
+			if f := r.GetFlow(); f != nil {
+				f.NodeName = node
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func scaleOutNode(i int) string { return fmt.Sprintf("worker-%d", i+1) }
+
+// scaleOutRelay runs one replica on the relay with the set's flows.
+func scaleOutRelay(t *testing.T, ca *certtest.CA, set scaleOutFlowSet) scaleOutRun {
+	resetScaleOut(t)
+	sink := startOTLPSink(t)
+	relay := dataplanetest.NewHubbleRelay(nil)
+	relayAddr := startHubbleRelay(t, ca, relay)
+	var clientPort uint32 = 40000
+	relay.Push(set.responses(&clientPort)...)
+	metrics := freeAddr(t)
+	host, port, _ := strings.Cut(metrics, ":")
+	config := writeConfig(t, "relay.yaml", fmt.Sprintf(scaleOutConfig, "scale-out-relay", fmt.Sprintf(`
+  hubble:
+    endpoint: %s
+    tls:
+      ca_file: %s
+      server_name_override: ui.hubble-relay.cilium.io
+    backfill:
+      since: 876000h
+    enforcer: enforcer`, relayAddr, ca.CertFile), "", "", sink.Addr, host, port,
+		"[hubble]", "[learning]", "[k8swriter, forward/violations]", ""))
+	startBinary(t, config, "KUBECONFIG="+kubeconfig, "POD_NAME=relay-replica")
+	return settleScaleOut(t, sink, set)
+}
+
+// scaleOutConfig is a replica's configuration: %[1]s the lease, %[2]s its
+// receivers, %[3]s its exporters (beside the writer and the sink), %[4]s its
+// further pipelines, %[5]s the sink, %[6]s:%[7]s its metrics, %[8]s, %[9]s,
+// %[10]s the flow pipeline's receivers, processors and exporters, %[11]s the
+// leader receiver's pipeline.
+const scaleOutConfig = `
+extensions:
+  enforcer:
+    auth_type: kubeConfig
+    leader_election:
+      lease_name: %[1]s
+      lease_namespace: ` + scaleOutNamespace + `
+      lease_duration: 4s
+      renew_deadline: 3s
+      retry_period: 500ms
+receivers:%[2]s
+processors:
+  learning:
+  violation:
+    status_sync_interval: 2s
+connectors:
+  forward/violations:
+exporters:%[3]s
+  k8swriter:
+  otlp_grpc:
+    endpoint: %[5]s
+    tls:
+      insecure: true
+service:
+  extensions: [enforcer]
+  telemetry:
+    metrics:
+      level: normal
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: %[6]s
+                port: %[7]s
+  pipelines:
+    logs/flows:
+      receivers: %[8]s
+      processors: %[9]s
+      exporters: %[10]s%[11]s
+    logs/events:
+      receivers: [forward/violations]
+      processors: [violation]
+      exporters: [otlp_grpc]
+`
+
+// scaleOut is a fake Cilium cluster and the replicas that read it.
+type scaleOut struct {
+	cluster    *dataplanetest.HubbleCluster
+	sink       *otlpSink
+	replicas   []*scaleOutReplica
+	clientPort uint32
+}
+
+// scaleOutReplica is one replica: its process, pod name and metrics.
+type scaleOutReplica struct {
+	*process
+	name, metrics string
+}
+
+func (r *scaleOutReplica) counter(t *testing.T, name string) int64 {
+	t.Helper()
+	return sumSamples(t, r.metrics, name, func(string) bool { return true })
+}
+
+// newScaleOut starts the cluster and n replicas in nodes mode. Each replica
+// is a pod of its own name whose address, 127.0.0.<i+2>, the Pod object in
+// the API server gives, as the kubelet would report it: the readers find the
+// leader there.
+func newScaleOut(t *testing.T, ca *certtest.CA, n int) *scaleOut {
+	t.Helper()
+	resetScaleOut(t)
+	cluster, err := dataplanetest.NewHubbleCluster(ca, nil, scaleOutNodeNames()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	s := &scaleOut{cluster: cluster, sink: startOTLPSink(t), clientPort: 40000}
+	server := ca.Server(t, "leader", scaleOutLeaderName)
+	client := ca.Client(t, "replica")
+	_, leaderPort, _ := strings.Cut(freeAddr(t), ":")
+	lease := fmt.Sprintf("scale-out-%d", time.Now().UnixNano())
+	for i := range n {
+		name := fmt.Sprintf("replica-%d-%d", n, i)
+		ip := fmt.Sprintf("127.0.0.%d", i+2)
+		scaleOutPod(t, name, ip)
+		metrics := freeAddr(t)
+		host, port, _ := strings.Cut(metrics, ":")
+		receivers := fmt.Sprintf(`
+  hubble:
+    mode: nodes
+    endpoint: %[1]s
+    tls:
+      ca_file: %[2]s
+      cert_file: %[3]s
+      key_file: %[4]s
+      server_name_override: %[5]s
+    enforcer: enforcer
+  leader:
+    endpoint: %[6]s:%[7]s
+    tls:
+      cert_file: %[8]s
+      key_file: %[9]s
+      client_ca_file: %[2]s
+    enforcer: enforcer`, cluster.PeerAddr, ca.CertFile, cluster.Client.CertFile, cluster.Client.KeyFile,
+			dataplanetest.PeerServerName, ip, leaderPort, server.CertFile, server.KeyFile)
+		exporters := fmt.Sprintf(`
+  leader:
+    port: %[1]s
+    tls:
+      ca_file: %[2]s
+      cert_file: %[3]s
+      key_file: %[4]s
+      server_name_override: %[5]s
+    aggregation:
+      interval: 1s`, leaderPort, ca.CertFile, client.CertFile, client.KeyFile, scaleOutLeaderName)
+		config := writeConfig(t, name+".yaml", fmt.Sprintf(scaleOutConfig, lease, receivers, exporters, "", s.sink.Addr, host, port,
+			"[hubble]", "[learning]", "[leader]", `
+    logs/learned:
+      receivers: [leader]
+      exporters: [k8swriter, forward/violations]`))
+		p := startBinary(t, config, "KUBECONFIG="+kubeconfig, "POD_NAME="+name, "POD_NAMESPACE="+scaleOutNamespace)
+		s.replicas = append(s.replicas, &scaleOutReplica{process: p, name: name, metrics: metrics})
+	}
+	waitFor(t, "every node to be read", time.Minute, func() bool { return s.allNodesRead(t) })
+	s.leader(t)
+	return s
+}
+
+func scaleOutNodeNames() []string {
+	names := make([]string, scaleOutNodes)
+	for i := range names {
+		names[i] = scaleOutNode(i)
+	}
+	return names
+}
+
+// scaleOutPod creates the Pod that names a replica's address.
+func scaleOutPod(t *testing.T, name, ip string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: scaleOutNamespace, Name: name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "enforcer", Image: "network-enforcer"}}},
+	}
+	if err := env.Client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	must(t, env.Client.Get(ctx, types.NamespacedName{Namespace: scaleOutNamespace, Name: name}, pod))
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.PodIP = ip
+	pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	must(t, env.Client.Status().Update(ctx, pod))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pod) })
+}
+
+// leader is the replica that leads, once one does.
+func (s *scaleOut) leader(t *testing.T) *scaleOutReplica {
+	t.Helper()
+	var leader *scaleOutReplica
+	waitFor(t, "a replica to lead", time.Minute, func() bool {
+		for _, r := range s.replicas {
+			select {
+			case <-r.exited:
+				continue
+			default:
+			}
+			if strings.Contains(r.output.String(), "Leading:") {
+				leader = r
+			}
+		}
+		return leader != nil
+	})
+	return leader
+}
+
+// allNodesRead reports whether the live replicas read every node once: the
+// sum of their nodes gauges is the cluster's size.
+func (s *scaleOut) allNodesRead(t *testing.T) bool {
+	t.Helper()
+	var n int64
+	for _, r := range s.replicas {
+		select {
+		case <-r.exited:
+			continue
+		default:
+		}
+		n += r.counter(t, "network_enforcer_receiver_nodes")
+	}
+	return n == scaleOutNodes
+}
+
+// requests is how many GetFlows requests each node has had.
+func (s *scaleOut) requests() map[string]int {
+	out := map[string]int{}
+	for _, name := range scaleOutNodeNames() {
+		out[name] = len(s.cluster.Node(name).Requests())
+	}
+	return out
+}
+
+// push has the nodes report the set's connections.
+func (s *scaleOut) push(set scaleOutFlowSet) {
+	s.cluster.Push(set.responses(&s.clientPort)...)
+}
+
+// settle waits until the set is learned and reported, and for the writes
+// and events to stop, and returns what the run learned and reported.
+func (s *scaleOut) settle(t *testing.T, set scaleOutFlowSet) scaleOutRun {
+	t.Helper()
+	return settleScaleOut(t, s.sink, set)
+}
+
+// logFigures logs what the leader received per cluster flow.
+func (s *scaleOut) logFigures(t *testing.T, set scaleOutFlowSet) {
+	t.Helper()
+	leader := s.leader(t)
+	var flows int64
+	for _, r := range s.replicas {
+		flows += r.counter(t, "network_enforcer_receiver_flows_accepted")
+	}
+	received := sumSamples(t, leader.metrics, "otelcol_receiver_accepted_log_records", func(line string) bool {
+		return strings.Contains(line, `receiver="leader"`)
+	})
+	t.Logf("%d replicas: %d connections, %d flows read, the leader received %d records", len(s.replicas), len(set), flows, received)
+}
+
+// scaleOutPolicyMode is the mode the runs' api policy is in.
+const scaleOutPolicyMode = v1alpha1.PolicyModeMonitor
+
+// resetScaleOut leaves the guarded namespace with the monitor-mode policy of
+// the api's ingress only (made by a relay replica the first time, as a
+// person promotes a proposal), without the client's egress proposal.
+func resetScaleOut(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	var policy v1alpha1.WorkloadNetworkPolicy
+	if err := env.Client.Get(ctx, scaleOutPolicy, &policy); err != nil || policy.Spec.Mode != scaleOutPolicyMode {
+		makeScaleOutPolicy(t)
+	}
+	egress := &v1alpha1.WorkloadNetworkPolicyProposal{}
+	egress.Namespace, egress.Name = "guarded", "deployment-client-egress"
+	if err := env.Client.Delete(ctx, egress); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	waitFor(t, "the client's egress proposal to go", time.Minute, func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, types.NamespacedName{Namespace: "guarded", Name: egress.Name}, egress))
+	})
+}
+
+// makeScaleOutPolicy learns the api's ingress from the client on 8080
+// through a relay replica, promotes it to monitor and stops the replica.
+func makeScaleOutPolicy(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	resetGuarded(t)
+	ca := certtest.NewCA(t, "policy-ca")
+	relay := dataplanetest.NewHubbleRelay(nil)
+	addr := startHubbleRelay(t, ca, relay)
+	relay.Push(dataplanetest.NewHubbleConnection(caller, api, 39999, 8080, dataplanetest.ConnectionUnenforced)...)
+	metrics := freeAddr(t)
+	host, port, _ := strings.Cut(metrics, ":")
+	config := writeConfig(t, "policy.yaml", fmt.Sprintf(scaleOutConfig, "scale-out-policy", fmt.Sprintf(`
+  hubble:
+    endpoint: %s
+    tls:
+      ca_file: %s
+      server_name_override: ui.hubble-relay.cilium.io
+    enforcer: enforcer`, addr, ca.CertFile), "", "", startOTLPSink(t).Addr, host, port,
+		"[hubble]", "[learning]", "[k8swriter, forward/violations]", ""))
+	p := startBinary(t, config, "KUBECONFIG="+kubeconfig, "POD_NAME=policy-replica")
+	proposal := &v1alpha1.WorkloadNetworkPolicyProposal{}
+	waitFor(t, "the api's ingress proposal", time.Minute, func() bool {
+		return env.Client.Get(ctx, scaleOutPolicy, proposal) == nil
+	})
+	patchLabels(t, proposal, map[string]string{v1alpha1.PromoteLabel: string(scaleOutPolicyMode)})
+	waitFor(t, "the api's policy", time.Minute, func() bool {
+		return env.Client.Get(ctx, scaleOutPolicy, &v1alpha1.WorkloadNetworkPolicy{}) == nil
+	})
+	must(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	<-p.exited
+}
+
+// startHubbleRelay serves relay over TLS with the relay's server name.
+func startHubbleRelay(t *testing.T, ca *certtest.CA, relay *dataplanetest.HubbleRelay) string {
+	t.Helper()
+	return grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
+		func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) }).Addr
+}
+
+// settleScaleOut waits until the client's egress proposal holds every
+// allowed connection's port and the sink has an event for every violation,
+// then until nothing changes for a few seconds, and returns the run.
+func settleScaleOut(t *testing.T, sink *otlpSink, set scaleOutFlowSet) scaleOutRun {
+	t.Helper()
+	ctx := context.Background()
+	var allowed, violations []string
+	for _, c := range set {
+		if c.violation {
+			violations = append(violations, fmt.Sprint(c.port))
+		} else {
+			allowed = append(allowed, fmt.Sprint(c.port))
+		}
+	}
+	var run scaleOutRun
+	read := func() {
+		run = scaleOutRun{violations: map[string]int{}}
+		var p v1alpha1.WorkloadNetworkPolicyProposal
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "guarded", Name: "deployment-client-egress"}, &p); err == nil {
+			run.egress = fmt.Sprintf("%+v", p.Spec.Kubernetes)
+		}
+		for _, lr := range sink.Records() {
+			if lr.EventName() != violationevent.Observed {
+				continue
+			}
+			port, _ := eventAttrs(lr.Attributes().AsRaw()).Get("destination.port")
+			run.violations[port]++
+		}
+	}
+	waitFor(t, "every connection learned and every violation reported", 2*time.Minute, func() bool {
+		read()
+		for _, port := range allowed {
+			if !strings.Contains(run.egress, "IntVal:"+port+",") {
+				return false
+			}
+		}
+		for _, port := range violations {
+			if run.violations[port] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	last, stable := "", time.Now()
+	for time.Since(stable) < 4*time.Second {
+		read()
+		if s := fmt.Sprint(run); s != last {
+			last, stable = s, time.Now()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return run
+}
