@@ -198,6 +198,8 @@ true
 true
 {{- else if and (eq (include "network-enforcer.reviewTLSMode" .) "issuer") (not .Values.controller.review.tls.issuer.name) -}}
 true
+{{- else if and (include "network-enforcer.scaleOut" .) (has .Values.controller.scaleOut.tls.mode (list "issuer" "csi")) (not .Values.controller.scaleOut.tls.issuer.name) -}}
+true
 {{- else if include "network-enforcer.eventsIssuer" . -}}
 {{- $i := include "network-enforcer.eventsIssuerValues" . | fromYaml -}}
 {{- if not $i.name -}}
@@ -242,6 +244,11 @@ the Certificates (certificates.yaml) and the pods' volumes are made from it.
 {{- $t := .Values.telemetry -}}
 {{- $mode := ternary $t.default.tls.mode $t.external.tls.mode (eq $t.collectorStrategy "default") -}}
 {{- $_ := set $hops "events" (dict "mode" $mode "name" (printf "%s-events-client" $fullname) "issuer" (include "network-enforcer.eventsIssuerValues" . | fromYaml) "commonName" (printf "%s.%s" $fullname $ns) "usages" "client auth" "duration" $c.certificateDuration "fsGroup" $uid) -}}
+{{- end -}}
+{{- $so := $c.scaleOut -}}
+{{- if and (include "network-enforcer.scaleOut" .) (has $so.tls.mode (list "issuer" "csi")) -}}
+{{- $leader := include "network-enforcer.leaderServerName" . -}}
+{{- $_ := set $hops "peers" (dict "mode" $so.tls.mode "name" (printf "%s-peers" $fullname) "issuer" $so.tls.issuer "commonName" $leader "dnsNames" $leader "usages" "server auth,client auth" "duration" $c.certificateDuration "fsGroup" $uid) -}}
 {{- end -}}
 {{- $d := .Values.telemetry.default -}}
 {{- if and (eq .Values.telemetry.collectorStrategy "default") (has $d.tls.mode (list "issuer" "csi")) -}}
@@ -306,7 +313,9 @@ spec:
   usages:
     - digital signature
     - key encipherment
-    - {{ .usages }}
+    {{- range splitList "," .usages }}
+    - {{ . }}
+    {{- end }}
   privateKey:
     algorithm: ECDSA
     size: 256
@@ -370,6 +379,16 @@ csi:
 {{- end -}}
 {{- if ne (empty $p.tls.existingSecret.certKey) (empty $p.tls.existingSecret.keyKey) -}}
 {{- fail (printf "controller.provider.%s.tls.existingSecret: set both certKey and keyKey, or neither" $provider) -}}
+{{- end -}}
+{{- $so := .Values.controller.scaleOut -}}
+{{- if and (eq $so.mode "nodes") (ne $provider "cilium") -}}
+{{- fail (printf "controller.scaleOut.mode: nodes reads Cilium's nodes directly and needs controller.provider.name: cilium, not %s" $provider) -}}
+{{- end -}}
+{{- if and (eq $so.mode "nodes") (eq $p.tls.mode "insecure") -}}
+{{- fail "controller.scaleOut.mode: nodes needs controller.provider.cilium.tls: the nodes' Hubble servers accept mutual TLS only (Cilium's relay client certificate)" -}}
+{{- end -}}
+{{- if and (eq $so.mode "nodes") (eq $so.tls.mode "existingSecret") (not $so.tls.existingSecret.name) -}}
+{{- fail "controller.scaleOut.tls.existingSecret.name is required in existingSecret mode: the replicas' key pair for the hop to the leader" -}}
 {{- end -}}
 {{- $r := .Values.controller.review -}}
 {{- if and $r.enabled (eq $r.tls.mode "existingSecret") (not $r.tls.existingSecret.name) -}}
@@ -532,4 +551,19 @@ and `helm lint` render without one, and skip these checks.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/* "true" when every replica reads a share of the Cilium nodes (controller.scaleOut.mode: nodes). */}}
+{{- define "network-enforcer.scaleOut" -}}
+{{- if eq .Values.controller.scaleOut.mode "nodes" -}}true{{- end -}}
+{{- end -}}
+
+{{/* The enforcer Deployment's replicas: scaleOut.replicas in nodes mode. */}}
+{{- define "network-enforcer.replicas" -}}
+{{- ternary .Values.controller.scaleOut.replicas .Values.controller.replicas (eq .Values.controller.scaleOut.mode "nodes") | int -}}
+{{- end -}}
+
+{{/* The name that the replicas' key pair carries and that a reader checks in the leader's certificate: the leader is dialled by its pod address. */}}
+{{- define "network-enforcer.leaderServerName" -}}
+{{- printf "leader.%s.%s" (include "network-enforcer.fullname" .) .Release.Namespace -}}
 {{- end -}}
