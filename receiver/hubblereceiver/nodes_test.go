@@ -11,6 +11,8 @@ import (
 	"github.com/cilium/cilium/api/v1/observer"
 	peerpb "github.com/cilium/cilium/api/v1/peer"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
@@ -272,6 +274,60 @@ func TestMovedNodeStartsFromItsCheckpoint(t *testing.T) {
 	}
 	if n := flowsourcetest.Read(h.Tel).Dropped["handed_off"]; n != 3 {
 		t.Errorf("%d flows dropped as handed off, want the 3 up to the checkpoint", n)
+	}
+}
+
+// TestCheckpointFollowsThePipeline: a node's checkpoint moves once the
+// pipeline has taken the batch of its flows, not when they are received.
+func TestCheckpointFollowsThePipeline(t *testing.T) {
+	flows := onNode("worker-1", dataplanetest.NewHubbleConnection(frontend, orders, 40001, 8080, dataplanetest.ConnectionDenied))
+	_, cfg := clusterSetup(t, flows, "worker-1")
+	id := component.MustNewID("enforcer")
+	cfg.Enforcer = &id
+	e := enforcerextensiontest.New()
+	set, h := flowsourcetest.NewHarness(t, metadata.Type)
+	gate := make(chan struct{})
+	next, err := consumer.NewLogs(func(ctx context.Context, ld plog.Logs) error {
+		<-gate
+		return h.Sink.ConsumeLogs(ctx, ld)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newHubbleReceiver(set, cfg, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background(), e.Host(id)); err != nil {
+		t.Fatal(err)
+	}
+	opened := true
+	t.Cleanup(func() {
+		if opened {
+			close(gate)
+		}
+		_ = r.Shutdown(context.Background())
+	})
+	// The connection's nine flows: one record, eight drops.
+	waitFor(t, "every flow received", func() bool {
+		var dropped int64
+		for _, n := range flowsourcetest.Read(h.Tel).Dropped {
+			dropped += n
+		}
+		return dropped == int64(len(flows))-1
+	})
+	if cp, ok := e.CheckpointOf("worker-1"); ok {
+		t.Fatalf("checkpoint %v while the pipeline has not taken the flows", cp)
+	}
+	close(gate)
+	opened = false
+	newest := flows[len(flows)-1].GetFlow().GetTime().AsTime()
+	waitFor(t, "the checkpoint", func() bool {
+		cp, ok := e.CheckpointOf("worker-1")
+		return ok && cp.Equal(newest)
+	})
+	if n := h.Sink.LogRecordCount(); n != 1 {
+		t.Fatalf("%d records, want 1", n)
 	}
 }
 
