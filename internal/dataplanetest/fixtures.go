@@ -1,6 +1,7 @@
 // Package dataplanetest serves recorded flows over the data planes' own gRPC APIs: a
-// Hubble Relay (Cilium's Observer service) and a Goldmane (Calico's Flows service)
-// that replay the fixtures under testdata/. Tests, benchmarks and the demo use them
+// Hubble Relay (Cilium's Observer service), a Cilium cluster's node Hubble servers
+// and Peer service (HubbleCluster), and a Goldmane (Calico's Flows service) that
+// replay the fixtures under testdata/. Tests, benchmarks and the demo use them
 // in place of a cluster.
 package dataplanetest
 

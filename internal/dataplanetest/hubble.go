@@ -6,6 +6,8 @@ import (
 	flowpb "github.com/cilium/cilium/api/v1/flow"
 	"github.com/cilium/cilium/api/v1/observer"
 	"github.com/cilium/cilium/pkg/hubble/parser/fieldmask"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -66,7 +68,20 @@ func (r *HubbleRelay) GetFlows(req *observer.GetFlowsRequest, stream observer.Ob
 			return err
 		}
 	}
-	return follow(pushed, stream.Context().Done(), send)
+	return follow(pushed, stream.Context().Done(), func(resp *observer.GetFlowsResponse) error {
+		if resp == nil { // Break
+			return status.Error(codes.Unavailable, "the stream was broken")
+		}
+		return send(resp)
+	})
+}
+
+// Break ends every open stream with an error, as a server that goes away
+// does; the streams opened after it are served as before.
+func (r *HubbleRelay) Break() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.live.push(nil)
 }
 
 // masked wraps send so that each flow goes out with only the fields of mask,

@@ -3,6 +3,7 @@ package flowsource
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,8 +72,13 @@ type batcher struct {
 
 	mu      sync.Mutex
 	records []flow.Record
+	marks   []Mark
 	started time.Time
 	timer   *time.Timer
+
+	// handedOn, when set, learns the marks of each batch that the pipeline
+	// took.
+	handedOn func([]Mark)
 
 	// sending orders the hand-offs to the delivery goroutine: a batch is
 	// queued after the one before it.
@@ -97,7 +103,16 @@ type operation struct {
 // once the pipeline has it.
 type delivery struct {
 	records []flow.Record
+	marks   []Mark
 	done    chan struct{}
+}
+
+// Mark is how far a batch reaches in the input of one key (a stream among
+// several, such as a Cilium node's): once the batch is in the pipeline,
+// everything that key's input gave up to Time is.
+type Mark struct {
+	Key  string
+	Time time.Time
 }
 
 func newBatcher(cfg BatchConfig, next consumer.Logs, tel *Telemetry, op operation, logger *zap.Logger) *batcher {
@@ -111,18 +126,54 @@ func newBatcher(cfg BatchConfig, next consumer.Logs, tel *Telemetry, op operatio
 // add puts rec into the open batch, and sends the batch when it is full.
 func (b *batcher) add(rec *flow.Record) {
 	b.mu.Lock()
-	if len(b.records) == 0 {
-		if b.records == nil {
-			select {
-			case b.records = <-b.free:
-			default:
-				b.records = make([]flow.Record, 0, min(b.cfg.MaxSize, DefaultBatchSize))
-			}
-		}
-		b.started = time.Now()
-		b.timer.Reset(b.cfg.Timeout)
-	}
+	b.openLocked()
 	b.records = append(b.records, *rec)
+	b.sendFullLocked()
+}
+
+// addMarked is add for a record of key's input at t, or, with rec nil, an
+// input of key at t that gave no record: the batch then carries key's mark.
+func (b *batcher) addMarked(rec *flow.Record, key string, t time.Time) {
+	b.mu.Lock()
+	b.openLocked()
+	if n := len(b.marks); n > 0 && b.marks[n-1].Key == key {
+		b.marks[n-1].Time = later(b.marks[n-1].Time, t)
+	} else if i := slices.IndexFunc(b.marks, func(m Mark) bool { return m.Key == key }); i >= 0 {
+		b.marks[i].Time = later(b.marks[i].Time, t)
+	} else {
+		b.marks = append(b.marks, Mark{Key: key, Time: t})
+	}
+	if rec != nil {
+		b.records = append(b.records, *rec)
+	}
+	b.sendFullLocked()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// openLocked opens a batch, and starts its linger, when none is open.
+func (b *batcher) openLocked() {
+	if len(b.records) > 0 || len(b.marks) > 0 {
+		return
+	}
+	if b.records == nil {
+		select {
+		case b.records = <-b.free:
+		default:
+			b.records = make([]flow.Record, 0, min(b.cfg.MaxSize, DefaultBatchSize))
+		}
+	}
+	b.started = time.Now()
+	b.timer.Reset(b.cfg.Timeout)
+}
+
+// sendFullLocked sends the open batch when it is full, and releases mu.
+func (b *batcher) sendFullLocked() {
 	if len(b.records) < b.cfg.MaxSize {
 		b.mu.Unlock()
 		return
@@ -134,7 +185,7 @@ func (b *batcher) add(rec *flow.Record) {
 // linger sends the open batch when its first record has waited long enough.
 func (b *batcher) linger() {
 	b.mu.Lock()
-	if len(b.records) == 0 {
+	if len(b.records) == 0 && len(b.marks) == 0 {
 		b.mu.Unlock()
 		return
 	}
@@ -162,19 +213,19 @@ func (b *batcher) flush() {
 // and releases it once the batch is taken, so that the stream can fill the
 // next batch while the timer's batch waits for the pipeline.
 func (b *batcher) sendLocked(done chan struct{}) {
-	records := b.records
-	b.records = nil
+	records, marks := b.records, b.marks
+	b.records, b.marks = nil, nil
 	b.sending.Lock()
 	b.mu.Unlock()
 	defer b.sending.Unlock()
-	if b.closed || (len(records) == 0 && done == nil) {
+	if b.closed || (len(records) == 0 && len(marks) == 0 && done == nil) {
 		if done != nil {
 			close(done) // after stop, nothing is added: there is nothing to wait for
 		}
 		return
 	}
 	b.once.Do(func() { go b.deliver() })
-	b.queue <- delivery{records: records, done: done}
+	b.queue <- delivery{records: records, marks: marks, done: done}
 }
 
 // deliver writes each queued batch as log records, and hands the written
@@ -186,7 +237,13 @@ func (b *batcher) deliver() {
 	go b.consume(written)
 	defer close(written)
 	for d := range b.queue {
-		w := writtenBatch{n: len(d.records), done: d.done}
+		w := writtenBatch{n: len(d.records), marks: d.marks, done: d.done}
+		if w.n == 0 && cap(d.records) > 0 {
+			select { // a batch of marks alone: its slice serves again
+			case b.free <- d.records[:0]:
+			default:
+			}
+		}
 		if w.n > 0 {
 			w.logs = plog.NewLogs()
 			lrs := w.logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
@@ -206,9 +263,10 @@ func (b *batcher) deliver() {
 
 // writtenBatch is a batch written as log records, on its way to the pipeline.
 type writtenBatch struct {
-	logs plog.Logs
-	n    int
-	done chan struct{}
+	logs  plog.Logs
+	n     int
+	marks []Mark
+	done  chan struct{}
 }
 
 // consume hands each written batch to the pipeline, and counts it.
@@ -224,9 +282,13 @@ func (b *batcher) consume(written <-chan writtenBatch) {
 			if err != nil {
 				b.logger.Error("the pipeline refused a batch of flow records", zap.Int("records", w.n), zap.Error(err))
 				b.tel.DroppedN(ctx, DropRefusedByPipeline, w.n)
+				w.marks = nil // not handed on
 			} else {
 				b.tel.Accepted(ctx, w.n)
 			}
+		}
+		if len(w.marks) > 0 && b.handedOn != nil {
+			b.handedOn(w.marks)
 		}
 		if w.done != nil {
 			close(w.done)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configgrpc"
@@ -123,6 +124,23 @@ func (r *GRPCReceiver) StopStreaming() { r.streamer.StopStreaming() }
 // Emit adds one record to the open batch; it is counted when its batch is in
 // the pipeline.
 func (r *GRPCReceiver) Emit(rec *flow.Record) { r.batch.add(rec) }
+
+// EmitMarked is Emit for a record of key's input (one stream among several)
+// at t; with rec nil, it notes an input of key at t that gave no record. Once
+// the batch that holds it is in the pipeline, the function that OnHandedOn set
+// learns that key's input is handed on up to t.
+func (r *GRPCReceiver) EmitMarked(rec *flow.Record, key string, t time.Time) {
+	r.batch.addMarked(rec, key, t)
+}
+
+// OnHandedOn sets fn, called with the marks of each batch that the pipeline
+// accepted (or that held marks alone), in the batches' order, from the
+// goroutine that hands them on. Call it before Start.
+func (r *GRPCReceiver) OnHandedOn(fn func([]Mark)) { r.batch.handedOn = fn }
+
+// Flush hands the open batch on and returns once every batch emitted before
+// it is in the pipeline.
+func (r *GRPCReceiver) Flush() { r.batch.flush() }
 
 // recvFailed counts a stream error that is an undecodable message.
 func (r *GRPCReceiver) recvFailed(ctx context.Context, err error) {

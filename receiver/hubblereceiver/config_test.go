@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/kubewarden/network-enforcer/internal/configtest"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/receiver/hubblereceiver/internal/metadata"
 )
@@ -34,6 +35,28 @@ func TestLoadConfig(t *testing.T) {
 	primary := component.MustNewIDWithName("enforcer", "primary")
 	leader.Enforcer = &primary
 
+	// Nodes mode: the endpoint and the TLS server name, unless set, are the
+	// Peer service's; the TLS settings dial every node too.
+	nodes := createDefaultConfig().(*Config)
+	nodes.Mode = ModeNodes
+	nodes.Endpoint = "hubble-peer.kube-system.svc:443"
+	nodes.TLS.ServerName = "hubble-peer.default.hubble-grpc.cilium.io"
+	nodes.TLS.CAFile = "/etc/hubble/ca.crt"
+	nodes.TLS.CertFile = "/etc/hubble/tls.crt"
+	nodes.TLS.KeyFile = "/etc/hubble/tls.key"
+	enforcer := component.MustNewID("enforcer")
+	nodes.Enforcer = &enforcer
+
+	nodesElsewhere := createDefaultConfig().(*Config)
+	nodesElsewhere.Mode = ModeNodes
+	nodesElsewhere.Endpoint = "hubble-peer.cilium.svc:443"
+	nodesElsewhere.TLS.ServerName = "hubble-peer.prod.hubble-grpc.cilium.io"
+
+	nodesPlaintext := createDefaultConfig().(*Config)
+	nodesPlaintext.Mode = ModeNodes
+	nodesPlaintext.Endpoint = "hubble-peer.kube-system.svc:443"
+	nodesPlaintext.TLS.Insecure = true
+
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
 		{ID: component.NewID(metadata.Type), Want: createDefaultConfig()},
 		{ID: component.NewIDWithName(metadata.Type, "leader"), Want: leader},
@@ -51,6 +74,13 @@ func TestLoadConfig(t *testing.T) {
 		{ID: component.NewIDWithName(metadata.Type, "cert_without_key"), WantErr: []string{
 			"tls::cert_file and tls::key_file must be set together",
 		}},
+		{ID: component.NewIDWithName(metadata.Type, "nodes"), Want: nodes},
+		{ID: component.NewIDWithName(metadata.Type, "nodes_elsewhere"), Want: nodesElsewhere},
+		{ID: component.NewIDWithName(metadata.Type, "nodes_plaintext"), Want: nodesPlaintext},
+		{ID: component.NewIDWithName(metadata.Type, "nodes_no_endpoint"), WantErr: []string{
+			"endpoint must be set to the Peer service's address, for example hubble-peer.kube-system.svc:443",
+		}},
+		{ID: component.NewIDWithName(metadata.Type, "bad_mode"), WantErr: []string{`invalid mode "agents": must be one of relay, nodes`}},
 		{ID: component.NewIDWithName(metadata.Type, "no_endpoint"), WantErr: []string{
 			"endpoint must be set to the Hubble Relay address",
 			"invalid backfill::since -1m0s: must not be negative",
@@ -62,5 +92,20 @@ func TestLoadConfig(t *testing.T) {
 func TestDefaultIsTLS(t *testing.T) {
 	if createDefaultConfig().(*Config).TLS.Insecure {
 		t.Fatal("the default configuration is plaintext")
+	}
+}
+
+func TestDefaultModeIsRelay(t *testing.T) {
+	if cfg := createDefaultConfig().(*Config); cfg.Mode != ModeRelay || cfg.Endpoint != "hubble-relay.kube-system.svc:443" {
+		t.Fatalf("default mode %q endpoint %q, want relay at hubble-relay.kube-system.svc:443", cfg.Mode, cfg.Endpoint)
+	}
+}
+
+// TestPeerServerNameIsTheFakeClusters: the fake cluster's Peer service has
+// the certificate of an agent's Hubble server, which the default name of
+// nodes mode matches.
+func TestPeerServerNameIsTheFakeClusters(t *testing.T) {
+	if defaultPeerServerName != dataplanetest.PeerServerName {
+		t.Fatalf("default peer server name %q, the fake cluster's %q", defaultPeerServerName, dataplanetest.PeerServerName)
 	}
 }

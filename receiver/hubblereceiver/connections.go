@@ -1,6 +1,7 @@
 package hubblereceiver
 
 import (
+	"sync"
 	"time"
 
 	flowpb "github.com/cilium/cilium/api/v1/flow"
@@ -32,8 +33,12 @@ const (
 // so does each end's verdict, which that end's policy judges.
 //
 // Time is the flows' own, so that a backfill and a live stream behave alike.
-// It is used by the one goroutine that drains the stream.
+// In nodes mode the streams of all the nodes that the receiver reads share
+// one, so that a connection seen by the agents of both its nodes gives one
+// record, as through the relay: its lock keeps the streams' goroutines apart
+// (and costs one uncontended lock a flow in relay mode).
 type connections struct {
+	mu                sync.Mutex
 	since             time.Time
 	current, previous map[connectionKey]struct{}
 }
@@ -65,6 +70,8 @@ func (c *connections) convert(f *flowpb.Flow, rec *flow.Record) (flowsource.Drop
 // seen records rec's connection and reports whether it had already given a
 // record.
 func (c *connections) seen(rec *flow.Record) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if gap := rec.Time.Sub(c.since); gap >= connectionPeriod || len(c.current) >= connectionLimit {
 		// The current generation holds what came within one period of its
 		// start: after two periods without a record it is stale as well.

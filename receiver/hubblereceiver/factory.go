@@ -1,4 +1,4 @@
-// Package hubblereceiver is the hubble receiver: it streams Observer.GetFlows from Cilium's Hubble Relay and emits each flow as a log record of the shared flow schema.
+// Package hubblereceiver is the hubble receiver: it streams Observer.GetFlows from Cilium's Hubble Relay, or from each node's Hubble server found through Cilium's Peer service, and emits each flow as a log record of the shared flow schema.
 package hubblereceiver
 
 import (

@@ -7,6 +7,7 @@ import (
 
 	flowpb "github.com/cilium/cilium/api/v1/flow"
 	"github.com/cilium/cilium/api/v1/observer"
+	peerpb "github.com/cilium/cilium/api/v1/peer"
 	relaypb "github.com/cilium/cilium/api/v1/relay"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
@@ -23,11 +24,17 @@ import (
 	"github.com/kubewarden/network-enforcer/receiver/hubblereceiver/internal/metadata"
 )
 
-// hubbleReceiver streams Observer.GetFlows from Hubble Relay while started.
+// hubbleReceiver streams Observer.GetFlows from Hubble Relay while started,
+// or in nodes mode from each node's Hubble server (nodes.go).
 type hubbleReceiver struct {
 	*flowsource.GRPCReceiver
 	cfg    *Config
 	client observer.ObserverClient
+
+	// peers and nodes are nodes mode's: the Peer service's client, and the
+	// nodes it announced and their readers.
+	peers peerpb.PeerClient
+	nodes *nodePool
 
 	// resumeFrom is the time of the newest flow received, so that a re-opened
 	// stream continues where the broken one stopped instead of losing the gap.
@@ -39,7 +46,8 @@ type hubbleReceiver struct {
 	// go on after it, is not counted again).
 	countFrom time.Time
 
-	// conns and decoder are used only by the goroutine that drains the stream.
+	// conns is the memory of connections of every stream; decoder is used
+	// only by the goroutine that drains the relay's stream.
 	conns   *connections
 	decoder *flowDecoder
 
@@ -51,6 +59,7 @@ type hubbleReceiver struct {
 
 func newHubbleReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*hubbleReceiver, error) {
 	r := &hubbleReceiver{cfg: cfg, conns: newConnections(), decoder: newFlowDecoder()}
+	r.nodes = newNodePool(r)
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
@@ -59,8 +68,11 @@ func newHubbleReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (
 		Accepted: tb.NetworkEnforcerReceiverFlowsAccepted, Dropped: tb.NetworkEnforcerReceiverFlowsDropped,
 		Lost: tb.NetworkEnforcerReceiverLostEvents, NodeErrors: tb.NetworkEnforcerReceiverNodeErrors,
 	})
-	base, err := flowsource.NewGRPCReceiver(set, tel, &cfg.ClientConfig, cfg.Reconnect, cfg.Batch, next,
-		func(conn *grpc.ClientConn) { r.client = observer.NewObserverClient(conn) }, r.stream)
+	dialed, open := func(conn *grpc.ClientConn) { r.client = observer.NewObserverClient(conn) }, r.stream
+	if cfg.Mode == ModeNodes {
+		dialed, open = func(conn *grpc.ClientConn) { r.peers = peerpb.NewPeerClient(conn) }, r.watchPeers
+	}
+	base, err := flowsource.NewGRPCReceiver(set, tel, &cfg.ClientConfig, cfg.Reconnect, cfg.Batch, next, dialed, open)
 	if err != nil {
 		return nil, err
 	}
@@ -69,8 +81,12 @@ func newHubbleReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (
 }
 
 // Start starts streaming: only while the configured enforcer extension leads,
-// or from start to shutdown when none is configured.
+// or from start to shutdown when none is configured. In nodes mode every
+// replica reads the nodes it owns, from start to shutdown.
 func (r *hubbleReceiver) Start(ctx context.Context, host component.Host) error {
+	if r.cfg.Mode == ModeNodes {
+		return r.startNodes(ctx, host)
+	}
 	e, err := enforcerextension.FindOptional[enforcerextension.Leadership](host, r.cfg.Enforcer)
 	if err != nil {
 		return err
@@ -82,10 +98,52 @@ func (r *hubbleReceiver) Start(ctx context.Context, host component.Host) error {
 	return r.GRPCReceiver.Start(ctx, host, e)
 }
 
+// startNodes follows the Peer service and reads the nodes: those that the
+// enforcer's membership gives this replica, and each node's checkpoint
+// follows its flows handed on; every node without an enforcer.
+func (r *hubbleReceiver) startNodes(ctx context.Context, host component.Host) error {
+	m, err := enforcerextension.FindOptional[enforcerextension.Membership](host, r.cfg.Enforcer)
+	if err != nil {
+		return err
+	}
+	r.nodes.host, r.nodes.member, r.nodes.running = host, m, true
+	if m != nil {
+		r.OnHandedOn(r.nodes.checkpoint)
+		m.OnMembersChanged(r.nodes.rebalance)
+	}
+	return r.GRPCReceiver.Start(ctx, host, nil)
+}
+
+// StartStreaming opens the stream: in nodes mode, the Peer service's and
+// those of the nodes owned.
+func (r *hubbleReceiver) StartStreaming() {
+	r.GRPCReceiver.StartStreaming()
+	if r.cfg.Mode == ModeNodes {
+		r.nodes.setRunning(true)
+	}
+}
+
+// StopStreaming closes the stream, once the records received are in the
+// pipeline: in nodes mode, every node's too.
+func (r *hubbleReceiver) StopStreaming() {
+	r.GRPCReceiver.StopStreaming()
+	if r.cfg.Mode == ModeNodes {
+		r.nodes.setRunning(false)
+		r.Flush()
+	}
+}
+
 // Shutdown stops the stream once its records are in the pipeline, and tells
 // the enforcer the time of the newest flow received: the hand-off to the next
-// leader resumes after it.
+// leader resumes after it. In nodes mode it stops the Peer service's stream
+// and every node's, and the last records' checkpoints are published before
+// it returns.
 func (r *hubbleReceiver) Shutdown(ctx context.Context) error {
+	if r.cfg.Mode == ModeNodes {
+		r.GRPCReceiver.StopStreaming()
+		r.nodes.close()
+		return r.GRPCReceiver.Shutdown(ctx)
+	}
 	err := r.GRPCReceiver.Shutdown(ctx)
 	if r.enforcer == nil {
 		return err
