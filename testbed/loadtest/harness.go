@@ -43,7 +43,8 @@ type loadtest struct {
 	bin    string
 	runs   int
 	// relayRun is the hubble path's first enforcer run (relay mode) and
-	// relayFlows its flows, once it ran: the scale-out path's reference.
+	// relayFlows the flow messages it read, once it ran: the scale-out
+	// path's reference.
 	relayRun   *side
 	relayFlows int
 	// unobserved runs the binary with observations off (the observe path's

@@ -71,6 +71,10 @@ func (lt *loadtest) hubble(ctx context.Context) (result, error) {
 		runs = append(runs, s)
 	}
 	r.enforcer, r.more = runs[0], runs[1:]
+	// The scale-out path's reference, per flow as that path counts (the
+	// fixture's other messages are served on both).
+	relay := r.enforcer
+	lt.relayRun, lt.relayFlows = &relay, int(h.want)
 	return r, nil
 }
 

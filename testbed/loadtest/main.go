@@ -267,9 +267,6 @@ func run(ctx context.Context, opts options) error {
 		}
 		r.print()
 		results = append(results, r)
-		if p == "hubble" && lt.relayRun == nil {
-			lt.relayRun, lt.relayFlows = &r.enforcer, r.flows
-		}
 	}
 	printSummary(results)
 	return nil

@@ -159,7 +159,7 @@ func (s *scaleOutReport) print(title string) {
 	fmt.Printf("  (d) cluster throughput: %.0f flows/s (%s); all replicas' CPU %.2f µs per cluster flow\n",
 		s.rate(), s.elapsed.Round(time.Millisecond), s.totalCPU())
 	if s.relay != nil {
-		fmt.Printf("      against the hubble path's relay-mode enforcer (%s, %.0f flows/s, CPU %.2f µs/flow): throughput %.2f, CPU per flow %.2f\n",
+		fmt.Printf("      ÷ the hubble path's relay-mode enforcer (%s; per flow message: %.0f flows/s, CPU %.2f µs/flow): throughput %.2f, CPU per flow %.2f\n",
 			s.relay.variant, s.relay.rate(s.relayFlows), s.relay.cpuPerFlow(s.relayFlows),
 			s.rate()/s.relay.rate(s.relayFlows), s.totalCPU()/s.relay.cpuPerFlow(s.relayFlows))
 	} else {
