@@ -641,9 +641,8 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 			}
 		})
 	}
-	pushed := make(chan struct{})
-	go func() { wg.Wait(); close(pushed) }()
-	defer func() { <-pushed }()
+	// Once every flow is counted, every push has returned; after a failure
+	// the pushes are left to the end of the program.
 	if err := poll(ctx, "the readers to count every cluster flow", lt.opts.timeout, all, func() (bool, error) {
 		n, err := sum(rs, flowsource.MetricFlowsAccepted, flowsource.MetricFlowsDropped)
 		return n >= want, err
