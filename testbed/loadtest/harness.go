@@ -42,6 +42,11 @@ type loadtest struct {
 	client certtest.Pair
 	bin    string
 	runs   int
+	// relayRun is the hubble path's first enforcer run (relay mode) and
+	// relayFlows the flow messages it read, once it ran: the scale-out
+	// path's reference.
+	relayRun   *side
+	relayFlows int
 	// unobserved runs the binary with observations off (the observe path's
 	// baseline).
 	unobserved bool
@@ -206,8 +211,13 @@ type process struct {
 
 // start runs the binary with config; its metrics are served on metrics.
 func (lt *loadtest) start(name, config, metrics string) (*process, error) {
+	return lt.startEnv(name, config, metrics)
+}
+
+// startEnv is start with further environment variables.
+func (lt *loadtest) startEnv(name, config, metrics string, env ...string) (*process, error) {
 	cmd := exec.Command(lt.bin, "--config", config)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+lt.kubeconfig)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+lt.kubeconfig), env...)
 	return lt.launch(name, metrics, cmd)
 }
 

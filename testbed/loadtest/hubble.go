@@ -71,6 +71,10 @@ func (lt *loadtest) hubble(ctx context.Context) (result, error) {
 		runs = append(runs, s)
 	}
 	r.enforcer, r.more = runs[0], runs[1:]
+	// The scale-out path's reference, per flow as that path counts (the
+	// fixture's other messages are served on both).
+	relay := r.enforcer
+	lt.relayRun, lt.relayFlows = &relay, int(h.want)
 	return r, nil
 }
 
@@ -122,9 +126,25 @@ func (h *hubbleSource) receiver(lt *loadtest, extra string) string {
 }
 
 func (lt *loadtest) hubbleRelay() (*hubbleSource, error) {
-	fixture, err := dataplanetest.LoadHubble(filepath.Join(lt.root, dataplanetest.HubbleFixture))
+	fixture, flowMsgs, err := lt.hubbleFixture()
 	if err != nil {
 		return nil, err
+	}
+	msgs, copies := repeat(fixture, lt.opts.flows)
+	relay := dataplanetest.NewHubbleRelay(msgs)
+	addr, stop, err := lt.serve("hubble-relay", relayServerName, func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) })
+	if err != nil {
+		return nil, err
+	}
+	return &hubbleSource{addr: addr, relay: relay, msgs: msgs, want: int64(copies * flowMsgs), stop: stop}, nil
+}
+
+// hubbleFixture is the recorded Hubble responses re-stamped as if they had
+// just happened, and how many of them are flows.
+func (lt *loadtest) hubbleFixture() ([]*observer.GetFlowsResponse, int, error) {
+	fixture, err := dataplanetest.LoadHubble(filepath.Join(lt.root, dataplanetest.HubbleFixture))
+	if err != nil {
+		return nil, 0, err
 	}
 	// The recording is of a past day: re-stamp it as if it had just happened,
 	// for the relay to serve it to a backfill.
@@ -148,11 +168,5 @@ func (lt *loadtest) hubbleRelay() (*hubbleSource, error) {
 			flowMsgs++
 		}
 	}
-	msgs, copies := repeat(fixture, lt.opts.flows)
-	relay := dataplanetest.NewHubbleRelay(msgs)
-	addr, stop, err := lt.serve("hubble-relay", relayServerName, func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) })
-	if err != nil {
-		return nil, err
-	}
-	return &hubbleSource{addr: addr, relay: relay, msgs: msgs, want: int64(copies * flowMsgs), stop: stop}, nil
+	return fixture, flowMsgs, nil
 }

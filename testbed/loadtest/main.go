@@ -12,7 +12,16 @@
 //   - ztunnel: the lines of testdata/ztunnel/ztunnel.jsonl, repeated, sent by
 //     an OTLP client over mutual TLS, first to the binary with the collector's
 //     own otlp receiver and a nop exporter, then to the enforcer's ztunnel
-//     receiver and flow pipeline.
+//     receiver and flow pipeline;
+//   - scaleout: the same Hubble flows spread over the nodes of a fake Cilium
+//     cluster (a Hubble server on each node, found through the Peer service,
+//     mutual TLS), read by reader replicas (the hubble receiver in nodes mode,
+//     learning, the leader exporter) that send what they learn to a leader
+//     replica (the leader receiver, the writer, the violation processor). It
+//     prints what the leader receives and spends per cluster flow, each
+//     reader's CPU and memory, the cluster's throughput beside the hubble
+//     path's relay-mode enforcer, and the latency from a violating connection
+//     on a node to its event at an OTLP sink.
 //
 // The raw clients are this program run again as a process of its own (the
 // hidden raw-client command), so that every side of every path is a process
@@ -37,6 +46,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -51,7 +61,7 @@ func main() {
 		return
 	}
 	flows := flag.Int("flows", 1_000_000, "flows (or ztunnel lines) per path; the fixture is repeated to at least this many")
-	paths := flag.String("paths", "hubble,goldmane,ztunnel", "comma-separated paths to measure: hubble, goldmane, ztunnel, and observe (the hubble path with observations on against off)")
+	paths := flag.String("paths", "hubble,goldmane,ztunnel,scaleout", "comma-separated paths to measure: hubble, goldmane, ztunnel, scaleout, and observe (the hubble path with observations on against off)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "the longest one side of one path may take")
 	otlpBatch := flag.Int("otlp-batch", 1000, "log records per OTLP request")
 	keep := flag.Bool("keep", false, "keep the work directory (configurations, logs, certificates)")
@@ -60,7 +70,13 @@ func main() {
 	gogc := flag.String("gogc", "400", "GOGC of the binary, as the chart sets it; empty: Go's default")
 	gomemlimit := flag.String("gomemlimit", "512MiB", "GOMEMLIMIT of the binary, as the chart sets it; empty: none")
 	hubbleMask := flag.String("hubble-mask", hubbleMaskBoth, "the hubble path's enforcer runs: both (with the receiver's field mask and with field_mask: false), on (with it only) or off (without it only)")
+	scaleOutReaders := flag.Int("scaleout-readers", 2, "the scaleout path's reader replicas")
+	scaleOutNodes := flag.Int("scaleout-nodes", 6, "the scaleout path's Cilium nodes")
 	flag.Parse()
+	if *scaleOutReaders < 1 || *scaleOutNodes < 1 {
+		fmt.Fprintf(os.Stderr, "-scaleout-readers and -scaleout-nodes: want at least 1\n")
+		os.Exit(2)
+	}
 	switch *hubbleMask {
 	case hubbleMaskBoth, hubbleMaskOn, hubbleMaskOff:
 	default:
@@ -69,7 +85,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	opts := options{flows: *flows, timeout: *timeout, otlpBatch: *otlpBatch, keep: *keep, gogc: *gogc, gomemlimit: *gomemlimit,
-		hubbleMask: *hubbleMask}
+		hubbleMask: *hubbleMask, scaleOutReaders: *scaleOutReaders, scaleOutNodes: *scaleOutNodes}
 	for _, p := range strings.Split(*paths, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			opts.paths = append(opts.paths, p)
@@ -93,6 +109,8 @@ type options struct {
 	gogc, gomemlimit string
 	// hubbleMask is which of the hubble path's enforcer runs to make.
 	hubbleMask string
+	// scaleOutReaders and scaleOutNodes size the scaleout path.
+	scaleOutReaders, scaleOutNodes int
 }
 
 // The values of -hubble-mask.
@@ -118,6 +136,8 @@ type result struct {
 	// enforcer's field mask), compared with the baseline too; their variant
 	// names them in the ratio.
 	info []side
+	// scaleOut is the scaleout path's measurement, which prints itself.
+	scaleOut *scaleOutReport
 }
 
 // side is one side of a path: how many flows in how long, and, for a process
@@ -159,6 +179,10 @@ func (r result) label(s side) string {
 }
 
 func (r result) print() {
+	if r.scaleOut != nil {
+		r.scaleOut.print(r.title)
+		return
+	}
 	fmt.Printf("\n%s: %d flows\n", r.title, r.flows)
 	for _, n := range r.notes {
 		fmt.Printf("  %s\n", n)
@@ -191,14 +215,24 @@ func (r result) printRatios(name string, s side) {
 // printSummary writes one line for each run of the enforcer.
 func printSummary(results []result) {
 	fmt.Println("\nsummary (ratios are enforcer ÷ baseline; CPU in µs per flow; peak RSS in MiB):")
-	fmt.Printf("  %-24s %13s %9s  %12s %12s  %12s %12s  %15s %15s\n", "path", "flows/s ratio", "CPU ratio",
-		"enforcer CPU", "baseline CPU", "enforcer RSS", "baseline RSS", "enforcer flows/s", "baseline flows/s")
+	if slices.ContainsFunc(results, func(r result) bool { return r.scaleOut == nil }) {
+		fmt.Printf("  %-24s %13s %9s  %12s %12s  %12s %12s  %15s %15s\n", "path", "flows/s ratio", "CPU ratio",
+			"enforcer CPU", "baseline CPU", "enforcer RSS", "baseline RSS", "enforcer flows/s", "baseline flows/s")
+	}
 	for _, r := range results {
+		if r.scaleOut != nil {
+			continue
+		}
 		for _, s := range r.enforcers() {
 			throughput, cpu := r.ratios(s)
 			fmt.Printf("  %-24s %13.2f %9.2f  %12.2f %12.2f  %12d %12d  %15.0f %15.0f\n", r.label(s), throughput, cpu,
 				s.cpuPerFlow(r.flows), r.baseline.cpuPerFlow(r.flows), s.peakRSS>>20, r.baseline.peakRSS>>20,
 				s.rate(r.flows), r.baseline.rate(r.flows))
+		}
+	}
+	for _, r := range results {
+		if r.scaleOut != nil {
+			fmt.Printf("  %s\n", r.scaleOut.summary())
 		}
 	}
 }
@@ -221,8 +255,10 @@ func run(ctx context.Context, opts options) error {
 			measure = lt.ztunnel
 		case "observe":
 			measure = lt.observe
+		case "scaleout":
+			measure = lt.scaleout
 		default:
-			return fmt.Errorf("unknown path %q: want hubble, goldmane, ztunnel or observe", p)
+			return fmt.Errorf("unknown path %q: want hubble, goldmane, ztunnel, scaleout or observe", p)
 		}
 		fmt.Printf("==> %s (%s)\n", p, time.Since(lt.started).Round(time.Second))
 		r, err := measure(ctx)

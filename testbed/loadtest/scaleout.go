@@ -1,0 +1,842 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/cilium/api/v1/observer"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"google.golang.org/grpc"
+	// The collector's otlp_grpc exporter compresses with gzip by default.
+	_ "google.golang.org/grpc/encoding/gzip"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
+	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
+	"github.com/kubewarden/network-enforcer/internal/violationevent"
+)
+
+// The scale-out path: a fake Cilium cluster serves the Hubble fixture, spread
+// over its nodes by connection, to R reader replicas (hubble receiver in nodes
+// mode, learning, leader exporter) that share the nodes, and a leader replica
+// (leader receiver, writer, violation processor) takes what they send.
+
+const (
+	// leaderServerName is the name in the leader receiver's certificate, which
+	// the readers check, as the chart's Service name.
+	leaderServerName = "network-enforcer-leader.network-enforcer.svc"
+	// leaderIP is the leader's pod IP, where its receiver listens; the readers'
+	// pods are 127.0.0.3 and on.
+	leaderIP = "127.0.0.2"
+	// scaleOutInterval is the leader exporter's aggregation interval (its
+	// default, written for the reader to see).
+	scaleOutInterval = time.Second
+	// Goals of the scale-out path.
+	goalRecordsPer1000 = 10.0
+	goalLeaderCPU      = 0.2 // µs per cluster flow
+	goalViolationP99   = time.Second
+	// violations is how many violating connections the latency run pushes,
+	// violationSpacing apart.
+	violations       = 200
+	violationSpacing = 15 * time.Millisecond
+)
+
+// The guarded namespace's pods of the fixture cluster (as the end-to-end
+// tests name them): the api, whose ingress gets a monitor-mode policy that
+// allows the client on 8080, and the intruder, whose connections violate it.
+var (
+	guardedAPI      = guardedPod("api", "api-5c6d7e8f9-a1b2c", "10.0.8.10", 4102)
+	guardedCaller   = guardedPod("client", "client-6d7e8f9a0-d3e4f", "10.0.8.11", 4101)
+	guardedIntruder = guardedPod("intruder", "intruder-7e8f9a0b1-g5h6i", "10.0.8.12", 4103)
+	guardedPolicy   = types.NamespacedName{Namespace: "guarded", Name: "deployment-api-ingress"}
+)
+
+func guardedPod(workload, pod, ip string, identity uint32) dataplanetest.End {
+	return dataplanetest.End{Namespace: "guarded", Pod: pod, IP: ip, Workload: workload, Identity: identity, ServiceAccount: workload}
+}
+
+// scaleOutReport is what the scale-out path measured.
+type scaleOutReport struct {
+	readers, nodes int
+	flows          int64
+	perNode        []int
+	// received is the records that the leader received during the bulk.
+	received int64
+	elapsed  time.Duration
+	leader   side
+	reader   []side
+	read     []int64 // flows each reader counted
+	// relay is the hubble path's enforcer (relay mode, its first run) when
+	// it ran in the same run.
+	relay      *side
+	relayFlows int
+	// latencies of the violations, in push order of arrival; events counts
+	// the events of each violating connection.
+	latencies      []time.Duration
+	events         map[int64]int
+	violationsSent int
+	notes          []string
+}
+
+func (s *scaleOutReport) recordsPer1000() float64 {
+	return float64(s.received) * 1000 / float64(s.flows)
+}
+
+func (s *scaleOutReport) leaderCPU() float64 {
+	return float64(s.leader.cpu.Nanoseconds()) / 1e3 / float64(s.flows)
+}
+
+func (s *scaleOutReport) rate() float64 { return float64(s.flows) / s.elapsed.Seconds() }
+
+// totalCPU is every replica's CPU per cluster flow, in µs.
+func (s *scaleOutReport) totalCPU() float64 {
+	cpu := s.leader.cpu
+	for _, r := range s.reader {
+		cpu += r.cpu
+	}
+	return float64(cpu.Nanoseconds()) / 1e3 / float64(s.flows)
+}
+
+func (s *scaleOutReport) percentile(p float64) time.Duration {
+	if len(s.latencies) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(s.latencies)
+	slices.Sort(sorted)
+	i := int(float64(len(sorted))*p+0.999999) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// eventsPerConnection is the fewest and most events a violating connection
+// had (0 for one whose event never came).
+func (s *scaleOutReport) eventsPerConnection() (lo, hi int) {
+	lo = -1
+	for i := range s.violationsSent {
+		n := s.events[int64(violationPort(i))]
+		if lo < 0 || n < lo {
+			lo = n
+		}
+		hi = max(hi, n)
+	}
+	return max(lo, 0), hi
+}
+
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+func (s *scaleOutReport) print(title string) {
+	fmt.Printf("\n%s: %d cluster flows, %d readers, %d nodes\n", title, s.flows, s.readers, s.nodes)
+	for _, n := range s.notes {
+		fmt.Printf("  %s\n", n)
+	}
+	fmt.Printf("  setup: the hubble fixture re-stamped and repeated, spread over the nodes by connection (both ends on one node), served over mutual TLS; flows per node %v\n", s.perNode)
+	fmt.Printf("  (a) records received by the leader: %d, %.2f per 1,000 cluster flows (goal ≤ %.0f: %s)\n",
+		s.received, s.recordsPer1000(), goalRecordsPer1000, met(s.recordsPer1000() <= goalRecordsPer1000))
+	fmt.Printf("  (b) leader: CPU %.3f µs per cluster flow (goal ≤ %.1f: %s)  CPU %s  peak RSS %d MiB\n",
+		s.leaderCPU(), goalLeaderCPU, met(s.leaderCPU() <= goalLeaderCPU), s.leader.cpu.Round(time.Millisecond), s.leader.peakRSS>>20)
+	for i, r := range s.reader {
+		fmt.Printf("  (c) reader %d: %d flows read, CPU %.2f µs per flow read  peak RSS %d MiB\n",
+			i+1, s.read[i], float64(r.cpu.Nanoseconds())/1e3/float64(max(1, s.read[i])), r.peakRSS>>20)
+	}
+	fmt.Printf("  (d) cluster throughput: %.0f flows/s (%s); all replicas' CPU %.2f µs per cluster flow\n",
+		s.rate(), s.elapsed.Round(time.Millisecond), s.totalCPU())
+	if s.relay != nil {
+		fmt.Printf("      ÷ the hubble path's relay-mode enforcer (%s; per flow message: %.0f flows/s, CPU %.2f µs/flow): throughput %.2f, CPU per flow %.2f\n",
+			s.relay.variant, s.relay.rate(s.relayFlows), s.relay.cpuPerFlow(s.relayFlows),
+			s.rate()/s.relay.rate(s.relayFlows), s.totalCPU()/s.relay.cpuPerFlow(s.relayFlows))
+	} else {
+		fmt.Printf("      (the hubble path did not run: no ratio to the relay-mode enforcer)\n")
+	}
+	lo, hi := s.eventsPerConnection()
+	p99 := s.percentile(0.99)
+	fmt.Printf("  violation latency, push to event at the sink, %d violating connections %s apart: p50 %s  p99 %s  max %s (goal p99 ≤ %s: %s)\n",
+		s.violationsSent, violationSpacing, s.percentile(0.5).Round(time.Millisecond), p99.Round(time.Millisecond),
+		s.percentile(1).Round(time.Millisecond), goalViolationP99, met(p99 <= goalViolationP99 && len(s.latencies) == s.violationsSent))
+	fmt.Printf("  events per violating connection: min %d  max %d (%d of %d arrived; must be exactly 1: %s)\n",
+		lo, hi, len(s.latencies), s.violationsSent, met(lo == 1 && hi == 1))
+}
+
+// summary is the path's line under the summary.
+func (s *scaleOutReport) summary() string {
+	lo, hi := s.eventsPerConnection()
+	p99 := s.percentile(0.99)
+	line := fmt.Sprintf("scaleout (%d readers, %d nodes): %.0f flows/s; leader %.2f records/1k flows (≤ %.0f %s), %.3f µs CPU/flow (≤ %.1f %s); "+
+		"violation p99 %s (≤ %s %s), events/connection %d..%d (1 %s)",
+		s.readers, s.nodes, s.rate(), s.recordsPer1000(), goalRecordsPer1000, met(s.recordsPer1000() <= goalRecordsPer1000),
+		s.leaderCPU(), goalLeaderCPU, met(s.leaderCPU() <= goalLeaderCPU),
+		p99.Round(time.Millisecond), goalViolationP99, met(p99 <= goalViolationP99 && len(s.latencies) == s.violationsSent),
+		lo, hi, met(lo == 1 && hi == 1))
+	if s.relay != nil {
+		line += fmt.Sprintf("; ÷ relay-mode enforcer: throughput %.2f, CPU/flow %.2f",
+			s.rate()/s.relay.rate(s.relayFlows), s.totalCPU()/s.relay.cpuPerFlow(s.relayFlows))
+	}
+	return line
+}
+
+// violationPort is the destination port of the i-th violating connection.
+func violationPort(i int) uint32 { return 32000 + uint32(i) }
+
+// clusterNode names the fake cluster's i-th node.
+func clusterNode(i int) string { return fmt.Sprintf("worker-%d", i+1) }
+
+// connectionKey names a flow's connection, the same for both directions and
+// both ends: its protocol and its two ends' addresses and ports, in order.
+func connectionKey(m *observer.GetFlowsResponse) string {
+	f := m.GetFlow()
+	if f == nil {
+		return ""
+	}
+	proto, sp, dp := "other", uint32(0), uint32(0)
+	switch l4 := f.GetL4(); {
+	case l4.GetTCP() != nil:
+		proto, sp, dp = "tcp", l4.GetTCP().GetSourcePort(), l4.GetTCP().GetDestinationPort()
+	case l4.GetUDP() != nil:
+		proto, sp, dp = "udp", l4.GetUDP().GetSourcePort(), l4.GetUDP().GetDestinationPort()
+	case l4.GetSCTP() != nil:
+		proto, sp, dp = "sctp", l4.GetSCTP().GetSourcePort(), l4.GetSCTP().GetDestinationPort()
+	case l4.GetICMPv4() != nil:
+		proto = "icmp"
+	case l4.GetICMPv6() != nil:
+		proto = "icmp6"
+	}
+	a := fmt.Sprintf("%s:%d", f.GetIP().GetSource(), sp)
+	b := fmt.Sprintf("%s:%d", f.GetIP().GetDestination(), dp)
+	if b < a {
+		a, b = b, a
+	}
+	return proto + " " + a + " " + b
+}
+
+// clusterFlows is the hubble path's flows (the fixture re-stamped, repeated to
+// -flows) spread over the nodes: the c-th connection of the fixture in its
+// k-th copy is on node (c+k) mod n, both ends' flows of it, so that every
+// copy loads every node. It returns each node's responses in order, and how
+// many flows they hold in all.
+func (lt *loadtest) clusterFlows(n int) ([][]*observer.GetFlowsResponse, int64, error) {
+	fixture, flowMsgs, err := lt.hubbleFixture()
+	if err != nil {
+		return nil, 0, err
+	}
+	conns := map[string]int{}
+	connOf := make([]int, len(fixture))
+	for i, m := range fixture {
+		key := connectionKey(m)
+		c, ok := conns[key]
+		if !ok {
+			c = len(conns)
+			conns[key] = c
+		}
+		connOf[i] = c
+	}
+	// Each node's copy of the fixture, with its name.
+	named := make([][]*observer.GetFlowsResponse, n)
+	for node := range named {
+		for _, m := range fixture {
+			c := proto.Clone(m).(*observer.GetFlowsResponse)
+			c.NodeName = clusterNode(node)
+			if f := c.GetFlow(); f != nil {
+				f.NodeName = c.NodeName
+			}
+			named[node] = append(named[node], c)
+		}
+	}
+	_, copies := repeat(fixture, lt.opts.flows)
+	out := make([][]*observer.GetFlowsResponse, n)
+	for k := range copies {
+		for i := range fixture {
+			node := (connOf[i] + k) % n
+			out[node] = append(out[node], named[node][i])
+		}
+	}
+	return out, int64(copies * flowMsgs), nil
+}
+
+// violationSink is the OTLP/gRPC logs receiver that the leader's events
+// exporter sends to: it notes when each violation event arrives, by its
+// destination port.
+type violationSink struct {
+	plogotlp.UnimplementedGRPCServer
+	addr string
+
+	mu      sync.Mutex
+	arrived map[int64][]time.Time
+}
+
+func (s *violationSink) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	flow.EachLogRecord(req.Logs(), func(lr plog.LogRecord) {
+		if lr.EventName() != violationevent.Observed {
+			return
+		}
+		port, ok := lr.Attributes().Get(violationevent.AttrDestinationPort)
+		if !ok {
+			return
+		}
+		s.arrived[port.Int()] = append(s.arrived[port.Int()], now)
+	})
+	return plogotlp.NewExportResponse(), nil
+}
+
+// at is when the events of port arrived.
+func (s *violationSink) at(port uint32) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.arrived[int64(port)])
+}
+
+func startViolationSink() (*violationSink, func(), error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &violationSink{addr: lis.Addr().String(), arrived: map[int64][]time.Time{}}
+	srv := grpc.NewServer()
+	plogotlp.RegisterGRPCServer(srv, s)
+	go func() { _ = srv.Serve(lis) }()
+	return s, srv.Stop, nil
+}
+
+// scaleOutPod makes the Pod that names a replica's address, as the kubelet
+// reports it: the readers find the leader's address there.
+func (lt *loadtest) scaleOutPod(ctx context.Context, name, ip string) error {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "enforcer", Image: "network-enforcer"}}},
+	}
+	if err := lt.env.Client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := lt.env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pod); err != nil {
+		return err
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.PodIP = ip
+	pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	return lt.env.Client.Status().Update(ctx, pod)
+}
+
+// leaderConfig is the leading replica: the leader receiver into the writer
+// and the violation processor, its events to the sink. No flow source: it
+// is not a member and reads no node.
+func (lt *loadtest) leaderConfig(lease, listen, metrics, sink string, server certPair) (string, error) {
+	return lt.writeConfig("scaleout-leader", fmt.Sprintf(`extensions:
+  enforcer:
+    auth_type: kubeConfig
+    leader_election:
+      lease_name: %[1]s
+      lease_namespace: %[2]s
+receivers:
+  leader:
+    endpoint: %[3]s
+    tls:
+      cert_file: %[4]s
+      key_file: %[5]s
+      client_ca_file: %[6]s
+    enforcer: enforcer
+processors:
+  memory_limiter:
+    check_interval: 1s
+    limit_percentage: 80
+    spike_limit_percentage: 20
+  violation:
+    status_sync_interval: 30s
+connectors:
+  forward/violations: {}
+exporters:
+  k8swriter: {}
+  otlp_grpc:
+    endpoint: %[7]s
+    tls:
+      insecure: true
+service:
+  extensions: [enforcer]
+%[8]s
+  pipelines:
+    logs/learned:
+      receivers: [leader]
+      processors: [memory_limiter]
+      exporters: [k8swriter, forward/violations]
+    logs/events:
+      receivers: [forward/violations]
+      processors: [violation]
+      exporters: [otlp_grpc]
+`, lease, namespace, listen, server.cert, server.key, lt.ca.CertFile, sink, telemetry(metrics)))
+}
+
+// readerConfig is a reading replica: the hubble receiver in nodes mode,
+// learning, and the leader exporter; a standby of the same Lease.
+func (lt *loadtest) readerConfig(name, lease, peer string, cluster *dataplanetest.HubbleCluster, leaderPort, metrics string) (string, error) {
+	return lt.writeConfig(name, fmt.Sprintf(`extensions:
+  enforcer:
+    auth_type: kubeConfig
+    leader_election:
+      lease_name: %[1]s
+      lease_namespace: %[2]s
+receivers:
+  hubble:
+    mode: nodes
+    endpoint: %[3]s
+    tls:
+      ca_file: %[4]s
+      cert_file: %[5]s
+      key_file: %[6]s
+      server_name_override: %[7]s
+    backfill:
+      since: %[8]s
+    enforcer: enforcer
+processors:
+  memory_limiter:
+    check_interval: 1s
+    limit_percentage: 80
+    spike_limit_percentage: 20
+  learning: {}
+exporters:
+  leader:
+    port: %[9]s
+    tls:
+      ca_file: %[4]s
+      cert_file: %[10]s
+      key_file: %[11]s
+      server_name_override: %[12]s
+    aggregation:
+      interval: %[13]s
+service:
+  extensions: [enforcer]
+%[14]s
+  pipelines:
+    logs/flows:
+      receivers: [hubble]
+      processors: [memory_limiter, learning]
+      exporters: [leader]
+`, lease, namespace, peer, lt.ca.CertFile, cluster.Client.CertFile, cluster.Client.KeyFile, dataplanetest.PeerServerName,
+		backfill, leaderPort, lt.client.CertFile, lt.client.KeyFile, leaderServerName, scaleOutInterval, telemetry(metrics)))
+}
+
+type certPair struct{ cert, key string }
+
+// poll calls check every 50ms until it says done, the process of one of ps
+// exits, or wait passes.
+func poll(ctx context.Context, what string, wait time.Duration, ps []*process, check func() (bool, error)) error {
+	deadline := time.Now().Add(wait)
+	for {
+		done, err := check()
+		if err == nil && done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.Join(fmt.Errorf("waited %s for %s", wait, what), err)
+		}
+		for _, p := range ps {
+			select {
+			case <-p.exited:
+				return p.failed()
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// sum adds the counters named of each process.
+func sum(ps []*process, names ...string) (int64, error) {
+	var n int64
+	for _, p := range ps {
+		for _, name := range names {
+			v, err := p.counter(name)
+			if err != nil {
+				return 0, err
+			}
+			n += v
+		}
+	}
+	return n, nil
+}
+
+// Metric names read from the replicas.
+const (
+	metricMembers        = "network_enforcer_members"
+	metricTerms          = "network_enforcer_leader_terms"
+	metricEdgesHeld      = "network_enforcer_leader_exporter_edges_held"
+	metricRecordsSent    = "network_enforcer_leader_exporter_records_sent"
+	metricLeaderAccepted = "network_enforcer_leader_receiver_records_accepted"
+	metricLeaderDropped  = "network_enforcer_leader_receiver_records_dropped"
+)
+
+// scaleout measures the scale-out path; see scaleOutReport.
+func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
+	nodes, readers := lt.opts.scaleOutNodes, lt.opts.scaleOutReaders
+	names := make([]string, nodes)
+	for i := range names {
+		names[i] = clusterNode(i)
+	}
+	perNode, want, err := lt.clusterFlows(nodes)
+	if err != nil {
+		return result{}, err
+	}
+	rep := &scaleOutReport{readers: readers, nodes: nodes, flows: want, relay: lt.relayRun, relayFlows: lt.relayFlows}
+	for _, msgs := range perNode {
+		n := 0
+		for _, m := range msgs {
+			if m.GetFlow() != nil {
+				n++
+			}
+		}
+		rep.perNode = append(rep.perNode, n)
+	}
+	cluster, err := dataplanetest.NewHubbleCluster(lt.ca, nil, names...)
+	if err != nil {
+		return result{}, err
+	}
+	defer cluster.Close()
+	sink, stopSink, err := startViolationSink()
+	if err != nil {
+		return result{}, err
+	}
+	defer stopSink()
+	server, err := lt.ca.IssueServer("leader", leaderServerName)
+	if err != nil {
+		return result{}, err
+	}
+	_, leaderPort, _ := strings.Cut(func() string { a, _ := freeAddr(); return a }(), ":")
+	lease := fmt.Sprintf("loadtest-scaleout-%d", time.Now().UnixNano())
+
+	// The leader first, until it leads.
+	var all []*process
+	defer func() {
+		for _, p := range all {
+			p.stop()
+		}
+	}()
+	metrics, err := freeAddr()
+	if err != nil {
+		return result{}, err
+	}
+	if err := lt.scaleOutPod(ctx, "scaleout-leader", leaderIP); err != nil {
+		return result{}, err
+	}
+	config, err := lt.leaderConfig(lease, leaderIP+":"+leaderPort, metrics, sink.addr, certPair{server.CertFile, server.KeyFile})
+	if err != nil {
+		return result{}, err
+	}
+	leader, err := lt.startAs("scaleout-leader", "scaleout-leader", config, metrics)
+	if err != nil {
+		return result{}, err
+	}
+	all = append(all, leader)
+	if err := poll(ctx, "the leader to lead", 2*time.Minute, all, func() (bool, error) {
+		n, err := leader.counter(metricTerms)
+		return n >= 1, err
+	}); err != nil {
+		return result{}, err
+	}
+
+	// The readers, until they share every node.
+	var rs []*process
+	for i := range readers {
+		pod := fmt.Sprintf("scaleout-reader-%d", i+1)
+		if err := lt.scaleOutPod(ctx, pod, fmt.Sprintf("127.0.0.%d", i+3)); err != nil {
+			return result{}, err
+		}
+		metrics, err := freeAddr()
+		if err != nil {
+			return result{}, err
+		}
+		config, err := lt.readerConfig(pod, lease, cluster.PeerAddr, cluster, leaderPort, metrics)
+		if err != nil {
+			return result{}, err
+		}
+		p, err := lt.startAs(pod, pod, config, metrics)
+		if err != nil {
+			return result{}, err
+		}
+		all = append(all, p)
+		rs = append(rs, p)
+	}
+	// Every node is read once the readers agree on the members and every node
+	// has had a request, and no node has had a new one for a few seconds (a
+	// node that moves to the reader that joined is asked for again).
+	var seen string
+	requests := func() []int {
+		var out []int
+		for _, name := range names {
+			out = append(out, len(cluster.Node(name).Requests()))
+		}
+		return out
+	}
+	var last []int
+	var stable time.Time
+	if err := poll(ctx, "the readers to share every node", 2*time.Minute, all, func() (bool, error) {
+		seen = ""
+		ok := true
+		for _, p := range rs {
+			m, err := p.counter(metricMembers)
+			if err != nil {
+				return false, err
+			}
+			seen += fmt.Sprintf("%s: %d members; ", p.name, m)
+			ok = ok && m == int64(readers)
+		}
+		now := requests()
+		seen += fmt.Sprintf("requests by node %v", now)
+		if !ok || slices.Contains(now, 0) || !slices.Equal(now, last) {
+			last, stable = now, time.Now()
+			return false, nil
+		}
+		return time.Since(stable) > 3*time.Second, nil
+	}); err != nil {
+		return result{}, fmt.Errorf("%w (%s)", err, seen)
+	}
+	if terms, err := sum(rs, metricTerms); err != nil || terms != 0 {
+		return result{}, errors.Join(err, fmt.Errorf("a reader began %d terms of leadership", terms))
+	}
+
+	// The bulk: every node's flows at once, each node pushed by its own
+	// goroutine as agents send at once.
+	leaderCPU0, err := leader.cpu()
+	if err != nil {
+		return result{}, err
+	}
+	readerCPU0 := make([]time.Duration, len(rs))
+	for i, p := range rs {
+		if readerCPU0[i], err = p.cpu(); err != nil {
+			return result{}, err
+		}
+	}
+	received0, err := leader.counter(metricLeaderAccepted)
+	if err != nil {
+		return result{}, err
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, msgs := range perNode {
+		node := cluster.Node(names[i])
+		wg.Go(func() {
+			const chunk = 4096
+			for j := 0; j < len(msgs); j += chunk {
+				node.Push(msgs[j:min(j+chunk, len(msgs))]...)
+			}
+		})
+	}
+	// Once every flow is counted, every push has returned; after a failure
+	// the pushes are left to the end of the program.
+	if err := poll(ctx, "the readers to count every cluster flow", lt.opts.timeout, all, func() (bool, error) {
+		n, err := sum(rs, flowsource.MetricFlowsAccepted, flowsource.MetricFlowsDropped)
+		return n >= want, err
+	}); err != nil {
+		return result{}, err
+	}
+	// Then until the leader has everything the readers sent, with nothing
+	// held for the next interval: the state must hold still for more than an
+	// interval, and the end is when it first held.
+	var end time.Time
+	var leaderCPU time.Duration
+	readerCPU := make([]time.Duration, len(rs))
+	var lastSent int64 = -1
+	if err := poll(ctx, "the leader to receive what the readers sent", lt.opts.timeout, all, func() (bool, error) {
+		held, err1 := sum(rs, metricEdgesHeld)
+		sent, err2 := sum(rs, metricRecordsSent)
+		got, err3 := sum([]*process{leader}, metricLeaderAccepted, metricLeaderDropped)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return false, err
+		}
+		if held != 0 || got-received0 < sent || sent != lastSent {
+			lastSent, end = sent, time.Time{}
+			return false, nil
+		}
+		if end.IsZero() {
+			end = time.Now()
+			if leaderCPU, err = leader.cpu(); err != nil {
+				return false, err
+			}
+			for i, p := range rs {
+				if readerCPU[i], err = p.cpu(); err != nil {
+					return false, err
+				}
+			}
+		}
+		return time.Since(end) > scaleOutInterval*3/2, nil
+	}); err != nil {
+		return result{}, err
+	}
+	rep.elapsed = end.Sub(start)
+	received, err := leader.counter(metricLeaderAccepted)
+	if err != nil {
+		return result{}, err
+	}
+	rep.received = received - received0
+	if rep.leader, err = measuredCPU(leader, "leader", leaderCPU-leaderCPU0); err != nil {
+		return result{}, err
+	}
+	for i, p := range rs {
+		s, err := measuredCPU(p, p.name, readerCPU[i]-readerCPU0[i])
+		if err != nil {
+			return result{}, err
+		}
+		rep.reader = append(rep.reader, s)
+		n, err := sum([]*process{p}, flowsource.MetricFlowsAccepted, flowsource.MetricFlowsDropped)
+		if err != nil {
+			return result{}, err
+		}
+		rep.read = append(rep.read, n)
+	}
+	sentTotal, err := sum(rs, metricRecordsSent)
+	if err != nil {
+		return result{}, err
+	}
+	rep.notes = append(rep.notes, fmt.Sprintf("the readers' leader exporters sent %d records; the leader accepted %d", sentTotal, rep.received))
+
+	// The violations.
+	if err := lt.monitorPolicy(ctx, cluster, names, all); err != nil {
+		return result{}, err
+	}
+	if err := lt.violationLatency(ctx, cluster, names, sink, all, rep); err != nil {
+		return result{}, err
+	}
+	return result{path: "scaleout", title: "scaleout (hubble nodes mode: readers -> leader, mutual TLS)", flows: int(want), scaleOut: rep}, nil
+}
+
+// startAs runs the binary as the pod named.
+func (lt *loadtest) startAs(name, pod, config, metrics string) (*process, error) {
+	return lt.startEnv(name, config, metrics, "POD_NAME="+pod, "POD_NAMESPACE="+namespace)
+}
+
+// measuredCPU is a side of p with the CPU time given and its peak resident
+// memory now.
+func measuredCPU(p *process, name string, cpu time.Duration) (side, error) {
+	rss, err := p.peakRSS()
+	if err != nil {
+		return side{}, err
+	}
+	return side{name: name, cpu: cpu, peakRSS: rss}, nil
+}
+
+// monitorPolicy makes the api's ingress policy in monitor mode as a person
+// does: the readers learn the client's connection to the api on 8080, the
+// leader writes the proposal, and the proposal is promoted with the label.
+func (lt *loadtest) monitorPolicy(ctx context.Context, cluster *dataplanetest.HubbleCluster, names []string, ps []*process) error {
+	c := lt.env.Client
+	var policy v1alpha1.WorkloadNetworkPolicy
+	if err := c.Get(ctx, guardedPolicy, &policy); err == nil && policy.Spec.Mode == v1alpha1.PolicyModeMonitor {
+		return nil
+	}
+	msgs := dataplanetest.NewHubbleConnection(guardedCaller, guardedAPI, 39999, 8080, dataplanetest.ConnectionUnenforced)
+	for _, m := range msgs {
+		m.NodeName = names[0]
+		if f := m.GetFlow(); f != nil {
+			f.NodeName = names[0]
+		}
+	}
+	cluster.Push(msgs...)
+	proposal := &v1alpha1.WorkloadNetworkPolicyProposal{}
+	if err := poll(ctx, "the api's ingress proposal", 2*time.Minute, ps, func() (bool, error) {
+		return c.Get(ctx, guardedPolicy, proposal) == nil, nil
+	}); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(proposal.DeepCopy())
+	labels := proposal.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1alpha1.PromoteLabel] = string(v1alpha1.PolicyModeMonitor)
+	proposal.SetLabels(labels)
+	if err := c.Patch(ctx, proposal, patch); err != nil {
+		return err
+	}
+	return poll(ctx, "the api's monitor-mode policy", 2*time.Minute, ps, func() (bool, error) {
+		return c.Get(ctx, guardedPolicy, &policy) == nil && policy.Spec.Mode == v1alpha1.PolicyModeMonitor, nil
+	})
+}
+
+// violationLatency pushes violating connections, each on a port of its own
+// and a node in turn, and measures from each push to its event's arrival at
+// the sink. One connection first, not measured, waits until the policy has
+// reached the violation processor.
+func (lt *loadtest) violationLatency(ctx context.Context, cluster *dataplanetest.HubbleCluster, names []string,
+	sink *violationSink, ps []*process, rep *scaleOutReport,
+) error {
+	connection := func(i int, port uint32) []*observer.GetFlowsResponse {
+		msgs := dataplanetest.NewHubbleConnection(guardedIntruder, guardedAPI, 45000+uint32(i)%20000, port, dataplanetest.ConnectionDryRunDenied)
+		node := names[(i+len(names))%len(names)]
+		for _, m := range msgs {
+			m.NodeName = node
+			if f := m.GetFlow(); f != nil {
+				f.NodeName = node
+			}
+		}
+		return msgs
+	}
+	const warmPort = 31999
+	warmed := false
+	if err := poll(ctx, "the first violation event", 2*time.Minute, ps, func() (bool, error) {
+		if len(sink.at(warmPort)) > 0 {
+			return true, nil
+		}
+		if !warmed {
+			cluster.Push(connection(-1, warmPort)...)
+			warmed = true
+		}
+		return false, nil
+	}); err != nil {
+		return err
+	}
+	pushedAt := make([]time.Time, violations)
+	next := time.Now()
+	for i := range violations {
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		}
+		msgs := connection(i, violationPort(i))
+		pushedAt[i] = time.Now()
+		cluster.Push(msgs...)
+		next = next.Add(violationSpacing)
+	}
+	rep.violationsSent = violations
+	// Every event, or a minute; then a few seconds more for any second one.
+	_ = poll(ctx, "every violation event", time.Minute, ps, func() (bool, error) {
+		for i := range violations {
+			if len(sink.at(violationPort(i))) == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(5 * time.Second):
+	}
+	rep.events = map[int64]int{}
+	for i := range violations {
+		at := sink.at(violationPort(i))
+		rep.events[int64(violationPort(i))] = len(at)
+		if len(at) > 0 {
+			rep.latencies = append(rep.latencies, at[0].Sub(pushedAt[i]))
+		}
+	}
+	return nil
+}
