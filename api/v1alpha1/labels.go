@@ -35,4 +35,8 @@ const (
 	// (a Cilium node) to the RFC 3339 time (nanoseconds) up to which it handed
 	// every flow of that key on. The next owner of a key resumes from it.
 	CheckpointsAnnotation = "networkenforcer.kubewarden.io/checkpoints"
+	// ReleasedAnnotation, on a replica's membership Lease, lists the keys
+	// (JSON, sorted) that the replica no longer reads: their checkpoints there
+	// are final, and a new owner resumes from them at once.
+	ReleasedAnnotation = "networkenforcer.kubewarden.io/released"
 )

@@ -97,6 +97,14 @@ type Membership interface {
 	// CheckpointOf returns the newest time that any member, live or gone,
 	// published for key: a new owner resumes from it.
 	CheckpointOf(key string) (time.Time, bool)
+	// Release publishes at once that this replica no longer reads key, with
+	// its checkpoint: the key's new owner need not wait for the next renewal.
+	Release(key string)
+	// Settled reports whether CheckpointOf(key) is final: its writer
+	// released key, or is no longer a live member, or is this replica, or no
+	// member published one. A new owner that resumes before then would count
+	// again what the previous owner handed on since its last renewal.
+	Settled(key string) bool
 }
 
 // LeaderLocator finds the leading replica, for the readers that send it what

@@ -57,6 +57,13 @@ type membership struct {
 	renewed time.Time
 	// checkpoints are this replica's own, by key.
 	checkpoints map[string]time.Time
+	// released are the keys this replica no longer reads, with the
+	// checkpoint they had then: published beside the checkpoints, they tell
+	// the next owner that it may resume at once.
+	released map[string]time.Time
+	// renewNow asks the renewing goroutine for a renewal before its period:
+	// a key released is published at once.
+	renewNow chan struct{}
 	// gone are the checkpoints of member Leases that were deleted while this
 	// replica watched: a member that stops gracefully deletes its Lease, and
 	// the next owner of its keys resumes from what it published.
@@ -72,6 +79,7 @@ type membership struct {
 type parsedCheckpoints struct {
 	resourceVersion string
 	times           map[string]time.Time
+	released        map[string]bool
 }
 
 func newMembership(logger *zap.Logger, cfg LeaderElectionConfig, replica, identity string) *membership {
@@ -79,7 +87,8 @@ func newMembership(logger *zap.Logger, cfg LeaderElectionConfig, replica, identi
 		logger: logger, cfg: cfg, namespace: leaseNamespace(cfg.LeaseNamespace),
 		leaseName: memberLeaseName(cfg.LeaseName, replica), identity: identity, replica: replica,
 		group:       shortName(cfg.LeaseName, maxNameLength),
-		checkpoints: map[string]time.Time{}, gone: map[string]time.Time{}, parsed: map[string]parsedCheckpoints{},
+		checkpoints: map[string]time.Time{}, released: map[string]time.Time{}, renewNow: make(chan struct{}, 1),
+		gone: map[string]time.Time{}, parsed: map[string]parsedCheckpoints{},
 	}
 }
 
@@ -136,14 +145,14 @@ func (m *membership) startLocked() {
 	// up (up to renew_deadline) does not delay the expiry of the others.
 	go func() {
 		defer wg.Done()
-		every(ctx, m.cfg.RetryPeriod, func() {
+		every(ctx, m.cfg.RetryPeriod, m.renewNow, func() {
 			m.renew(ctx)
 			m.evaluate()
 		})
 	}()
 	go func() {
 		defer wg.Done()
-		every(ctx, m.cfg.RetryPeriod, m.evaluate)
+		every(ctx, m.cfg.RetryPeriod, nil, m.evaluate)
 	}()
 	go func() {
 		wg.Wait()
@@ -152,8 +161,9 @@ func (m *membership) startLocked() {
 	}()
 }
 
-// every calls fn at once and then every period until ctx ends.
-func every(ctx context.Context, period time.Duration, fn func()) {
+// every calls fn at once and then every period, and whenever now receives,
+// until ctx ends.
+func every(ctx context.Context, period time.Duration, now <-chan struct{}, fn func()) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
@@ -162,6 +172,7 @@ func every(ctx context.Context, period time.Duration, fn func()) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-now:
 		}
 	}
 }
@@ -184,6 +195,14 @@ func (m *membership) stop(ctx context.Context, graceful bool) {
 	if !graceful || m.own == nil {
 		return
 	}
+	// The last checkpoints first, every key released: the others keep what a
+	// deleted Lease last said, and the next owners resume from there at once.
+	m.mu.Lock()
+	for k, t := range m.checkpoints {
+		m.released[k] = t
+	}
+	m.mu.Unlock()
+	m.renew(ctx)
 	err := m.cs.CoordinationV1().Leases(m.namespace).Delete(ctx, m.own.Name,
 		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &m.own.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -226,6 +245,7 @@ func (m *membership) renew(ctx context.Context) {
 	m.mu.Lock()
 	l.Spec = m.specLocked(l.Spec, now)
 	checkpoints := formatCheckpoints(m.checkpoints)
+	released := formatReleased(m.released)
 	pod := m.pod
 	m.mu.Unlock()
 	if l.Labels == nil {
@@ -237,6 +257,11 @@ func (m *membership) renew(ctx context.Context) {
 			l.Annotations = map[string]string{}
 		}
 		l.Annotations[v1alpha1.CheckpointsAnnotation] = checkpoints
+	}
+	if released != "" {
+		l.Annotations[v1alpha1.ReleasedAnnotation] = released
+	} else {
+		delete(l.Annotations, v1alpha1.ReleasedAnnotation)
 	}
 	if p := pod(m.namespace, m.replica); p != nil && p.UID != "" {
 		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(false)}}
@@ -333,7 +358,7 @@ func (m *membership) deleted(obj any) {
 	}
 	if l, ok := obj.(*coordinationv1.Lease); ok {
 		m.mu.Lock()
-		for k, t := range m.checkpointsOfLocked(l) {
+		for k, t := range m.checkpointsOfLocked(l).times {
 			if t.After(m.gone[k]) {
 				m.gone[k] = t
 			}
@@ -355,13 +380,40 @@ func (m *membership) Owns(key string) bool {
 	return rendezvousOwner(m.live, key) == m.identity
 }
 
-// Checkpoint keeps the newest t of key, which the next renewal publishes.
+// Checkpoint keeps the newest t of key, which the next renewal publishes. A
+// key read again after its release is no longer released. The first
+// checkpoint of a key, or the first after its release, is published at once:
+// it tells a replica that takes the key over that this one read it.
 func (m *membership) Checkpoint(key string, t time.Time) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if t.After(m.checkpoints[key]) {
+	prev, known := m.checkpoints[key]
+	if t.After(prev) {
 		m.checkpoints[key] = t
 	}
+	r, released := m.released[key]
+	if released && t.After(r) {
+		delete(m.released, key)
+	}
+	m.mu.Unlock()
+	if !known || (released && t.After(r)) {
+		m.renewSoon()
+	}
+}
+
+// renewSoon asks for a renewal before the period ends.
+func (m *membership) renewSoon() {
+	select {
+	case m.renewNow <- struct{}{}:
+	default: // a renewal is asked for already
+	}
+}
+
+// Release marks key released at its checkpoint and renews at once.
+func (m *membership) Release(key string) {
+	m.mu.Lock()
+	m.released[key] = m.checkpoints[key]
+	m.mu.Unlock()
+	m.renewSoon()
 }
 
 // CheckpointOf returns the newest time of key among this replica's own
@@ -370,34 +422,59 @@ func (m *membership) Checkpoint(key string, t time.Time) {
 func (m *membership) CheckpointOf(key string) (time.Time, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	t, _, ok := m.newestLocked(key)
+	return t, ok
+}
+
+// Settled reports whether the newest checkpoint of key is final: this
+// replica's own, a deleted Lease's, or published by a member that released
+// key or whose Lease has expired; true when there is none.
+func (m *membership) Settled(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, from, ok := m.newestLocked(key)
+	if !ok || from == nil {
+		return true
+	}
+	if _, live := liveMember(from, time.Now()); !live {
+		return true
+	}
+	return m.checkpointsOfLocked(from).released[key]
+}
+
+// newestLocked returns the newest checkpoint of key and the member Lease
+// that published it; nil for this replica's own or a deleted Lease's.
+func (m *membership) newestLocked(key string) (time.Time, *coordinationv1.Lease, bool) {
 	best, ok := m.checkpoints[key]
+	var from *coordinationv1.Lease
 	if t, found := m.gone[key]; found && (!ok || t.After(best)) {
 		best, ok = t, true
 	}
 	if m.informer == nil {
-		return best, ok
+		return best, nil, ok
 	}
 	for _, obj := range m.informer.GetStore().List() {
 		l, isLease := obj.(*coordinationv1.Lease)
-		if !isLease {
+		if !isLease || (l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == m.identity) {
 			continue
 		}
-		if t, found := m.checkpointsOfLocked(l)[key]; found && (!ok || t.After(best)) {
-			best, ok = t, true
+		if t, found := m.checkpointsOfLocked(l).times[key]; found && (!ok || t.After(best)) {
+			best, from, ok = t, l, true
 		}
 	}
-	return best, ok
+	return best, from, ok
 }
 
-// checkpointsOfLocked returns the checkpoints that member Lease l publishes,
-// parsed once for each of its versions.
-func (m *membership) checkpointsOfLocked(l *coordinationv1.Lease) map[string]time.Time {
+// checkpointsOfLocked returns the checkpoints and released keys that member
+// Lease l publishes, parsed once for each of its versions.
+func (m *membership) checkpointsOfLocked(l *coordinationv1.Lease) parsedCheckpoints {
 	if p, ok := m.parsed[l.Name]; ok && p.resourceVersion == l.ResourceVersion {
-		return p.times
+		return p
 	}
-	times := parseCheckpoints(l.Annotations[v1alpha1.CheckpointsAnnotation])
-	m.parsed[l.Name] = parsedCheckpoints{resourceVersion: l.ResourceVersion, times: times}
-	return times
+	p := parsedCheckpoints{resourceVersion: l.ResourceVersion,
+		times: parseCheckpoints(l.Annotations[v1alpha1.CheckpointsAnnotation]), released: parseReleased(l.Annotations[v1alpha1.ReleasedAnnotation])}
+	m.parsed[l.Name] = p
+	return p
 }
 
 // members returns the identities of the live members.
@@ -436,6 +513,37 @@ func parseCheckpoints(v string) map[string]time.Time {
 		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 			out[k] = t
 		}
+	}
+	return out
+}
+
+// formatReleased is the released annotation's value, "" for none: the keys
+// still released at the checkpoint they had, as a sorted JSON list.
+func formatReleased(r map[string]time.Time) string {
+	if len(r) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b, _ := json.Marshal(keys)
+	return string(b)
+}
+
+// parseReleased reads the released annotation; nil when it cannot be read.
+func parseReleased(v string) map[string]bool {
+	if v == "" {
+		return nil
+	}
+	var keys []string
+	if err := json.Unmarshal([]byte(v), &keys); err != nil {
+		return nil
+	}
+	out := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		out[k] = true
 	}
 	return out
 }

@@ -16,6 +16,12 @@ func (e *enforcer) Checkpoint(key string, t time.Time) { e.membership.Checkpoint
 // CheckpointOf returns the newest checkpoint of key that any member published.
 func (e *enforcer) CheckpointOf(key string) (time.Time, bool) { return e.membership.CheckpointOf(key) }
 
+// Release publishes at once that this replica no longer reads key.
+func (e *enforcer) Release(key string) { e.membership.Release(key) }
+
+// Settled reports whether the newest checkpoint of key is final.
+func (e *enforcer) Settled(key string) bool { return e.membership.Settled(key) }
+
 // LeaderAddress returns the pod IP of the holder of the leader Lease, as this
 // replica's elector last observed it: the holder's identity names its pod,
 // which the shared cache holds, in the Lease's namespace.

@@ -252,6 +252,62 @@ func TestCheckpointsAcrossMembers(t *testing.T) {
 	}
 }
 
+// TestHandOverSettles: a key's checkpoint is not final while the member
+// that published it is live and reads it; its release publishes the final
+// checkpoint at once, and so does its graceful leave. A checkpoint published
+// later, when a member reads the key again, is not final until its release.
+func TestHandOverSettles(t *testing.T) {
+	controlplanetest.Require(t)
+	suffix := rand.String(5)
+	ms := joinMembers(t, "handover-"+suffix, "old-"+suffix, "new-"+suffix)
+	previous, next := ms[0], ms[1]
+	waitMembers(t, "two members", previous, next)
+	if !next.Settled("node-1") {
+		t.Fatal("a key that nobody checkpointed is not settled")
+	}
+
+	t1 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	previous.Checkpoint("node-1", t1)
+	waitFor(t, "the first checkpoint to be published", memberWait, func() bool {
+		got, ok := next.CheckpointOf("node-1")
+		return ok && got.Equal(t1)
+	})
+	if next.Settled("node-1") {
+		t.Fatal("settled while its reader is live and has not released it")
+	}
+	if !previous.Settled("node-1") {
+		t.Fatal("a member's own checkpoint is not settled for it")
+	}
+
+	t2 := t1.Add(time.Second)
+	previous.Checkpoint("node-1", t2)
+	previous.Release("node-1")
+	waitFor(t, "the release", memberWait, func() bool { return next.Settled("node-1") })
+	if got, _ := next.CheckpointOf("node-1"); !got.Equal(t2) {
+		t.Fatalf("settled at %v, want the released checkpoint %v", got, t2)
+	}
+
+	// Read again: not final until released again, or until its reader leaves.
+	t3 := t2.Add(time.Second)
+	previous.Checkpoint("node-1", t3)
+	waitFor(t, "the new checkpoint", memberWait, func() bool {
+		got, _ := next.CheckpointOf("node-1")
+		return got.Equal(t3)
+	})
+	if next.Settled("node-1") {
+		t.Fatal("settled after the key was read again")
+	}
+	t4 := t3.Add(time.Second)
+	previous.Checkpoint("node-1", t4)
+	if err := previous.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitMembers(t, "the old member to leave", next)
+	if got, ok := next.CheckpointOf("node-1"); !ok || !got.Equal(t4) || !next.Settled("node-1") {
+		t.Fatalf("after a graceful leave: %v %v, settled %v; want %v, settled", got, ok, next.Settled("node-1"), t4)
+	}
+}
+
 // TestLeaderAddress: every replica finds the leader's pod IP from the holder
 // of the leader Lease and the cached pods; none while the leader's pod is
 // unknown or has no IP.

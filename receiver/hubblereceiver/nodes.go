@@ -155,13 +155,13 @@ func (p *nodePool) rebalance() {
 		return
 	}
 	defer p.recordLocked()
-	stopped := false
+	var stopped []string
 	for name, n := range p.readers {
 		if !p.owns(name) {
 			p.r.Settings.Logger.Info("another replica owns the node now: it is no longer read here", zap.String("node", name))
 			delete(p.readers, name)
 			n.stop()
-			stopped = true
+			stopped = append(stopped, name)
 		}
 	}
 	for name := range p.peers {
@@ -170,8 +170,13 @@ func (p *nodePool) rebalance() {
 			p.startLocked(name)
 		}
 	}
-	if stopped {
+	if len(stopped) > 0 {
 		p.r.Flush()
+		// Checkpointed now: published at once, so that the new owners
+		// resume from it without waiting for the next renewal.
+		for _, name := range stopped {
+			p.member.Release(name)
+		}
 	}
 }
 
@@ -268,14 +273,68 @@ type nodeReader struct {
 }
 
 func newNodeReader(p *nodePool, name string) *nodeReader {
-	n := &nodeReader{pool: p, name: name, decoder: newFlowDecoder(),
+	return &nodeReader{pool: p, name: name, decoder: newFlowDecoder(),
 		logger: p.r.Settings.Logger.With(zap.String("node", name))}
-	if p.member != nil {
-		if t, ok := p.member.CheckpointOf(name); ok {
-			n.countFrom = t
+}
+
+// handOverPoll is how often a node's new reader asks whether the previous
+// reader's checkpoint is final.
+const handOverPoll = 50 * time.Millisecond
+
+// awaitHandOver waits, before the node's first stream, until the checkpoint
+// that another replica published for it is final (that replica released the
+// node, or left), and then resumes from it: what the previous reader handed
+// on since its last renewal is then not counted again. A previous reader
+// that neither releases nor renews is gone within a lease, which bounds the
+// wait. Without membership every node is this replica's from the start.
+func (n *nodeReader) awaitHandOver(ctx context.Context) {
+	member := n.pool.member
+	if member == nil {
+		return
+	}
+	n.mu.Lock()
+	first := n.resumeFrom.IsZero() && n.countFrom.IsZero()
+	n.mu.Unlock()
+	if !first {
+		return
+	}
+	if !member.Settled(n.name) {
+		n.logger.Info("waiting for the node's previous reader to hand it over")
+		tick := time.NewTicker(handOverPoll)
+		defer tick.Stop()
+		for !member.Settled(n.name) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
 		}
 	}
-	return n
+	start, ok := member.CheckpointOf(n.name)
+	if ok {
+		n.mu.Lock()
+		n.countFrom = start
+		n.mu.Unlock()
+	} else {
+		start = n.backfillStart()
+	}
+	// Published at once: a replica that takes the node over from this one
+	// waits for its release rather than reading the node's buffer again.
+	member.Checkpoint(n.name, start)
+}
+
+// backfillStart is the time before which a node's first stream reads
+// nothing: the backfill's start, or now without one.
+func (n *nodeReader) backfillStart() time.Time {
+	b := n.pool.r.cfg.Backfill
+	switch {
+	case !b.Enabled:
+		return time.Now()
+	case b.Number > 0:
+		return time.Unix(0, 1) // the newest b.Number flows, of any age
+	default:
+		return time.Now().Add(-b.Since)
+	}
 }
 
 // start dials the node at its address and opens its stream. A node that
@@ -334,6 +393,7 @@ func (n *nodeReader) request() *observer.GetFlowsRequest {
 // with the receiver's own decoder. A stream that breaks, or does not open, is
 // a node error.
 func (n *nodeReader) stream(ctx context.Context) (bool, error) {
+	n.awaitHandOver(ctx)
 	stream, err := n.client.GetFlows(ctx, n.request(), wirecodec.CallOption())
 	if err != nil {
 		n.failed(ctx, err)

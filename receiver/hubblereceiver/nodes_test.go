@@ -277,6 +277,35 @@ func TestMovedNodeStartsFromItsCheckpoint(t *testing.T) {
 	}
 }
 
+// TestMovedNodeWaitsForItsHandOver: a node that this replica comes to own is
+// not read while its previous owner's checkpoint is not final (that owner is
+// live and has not released it); once it is, the node is read from the final
+// checkpoint, so that nothing that owner handed on since its last renewal is
+// read again.
+func TestMovedNodeWaitsForItsHandOver(t *testing.T) {
+	conn := onNode("worker-2", dataplanetest.NewHubbleConnection(frontend, cart, 40001, 8080, dataplanetest.ConnectionUnenforced))
+	c, cfg := clusterSetup(t, conn, "worker-1", "worker-2")
+	_, r, e := startMember(t, cfg, func(node string) bool { return node == "worker-1" })
+	waitReading(t, r, "worker-1")
+
+	e.Checkpoint("worker-2", conn[0].GetFlow().GetTime().AsTime()) // published before the hand-over
+	e.SetSettled(func(node string) bool { return node != "worker-2" })
+	e.SetOwner(func(string) bool { return true })
+	waitReading(t, r, "worker-1", "worker-2")
+	time.Sleep(300 * time.Millisecond) // many polls of the hand-over
+	if n := len(c.Node("worker-2").Requests()); n != 0 {
+		t.Fatalf("worker-2 was read %d times before its previous owner released it", n)
+	}
+
+	final := conn[len(conn)-1].GetFlow().GetTime().AsTime()
+	e.Checkpoint("worker-2", final) // the previous owner's release
+	e.SetSettled(nil)
+	waitFor(t, "worker-2's stream", func() bool { return len(c.Node("worker-2").Requests()) == 1 })
+	if since := c.Node("worker-2").Requests()[0].GetSince().AsTime(); !since.Equal(final.Add(-2 * connectionPeriod)) {
+		t.Fatalf("worker-2 read since %v, want two connection periods before the final checkpoint %v", since, final)
+	}
+}
+
 // TestCheckpointFollowsThePipeline: a node's checkpoint moves once the
 // pipeline has taken the batch of its flows, not when they are received.
 func TestCheckpointFollowsThePipeline(t *testing.T) {
@@ -318,7 +347,9 @@ func TestCheckpointFollowsThePipeline(t *testing.T) {
 		return dropped == int64(len(flows))-1
 	})
 	<-entered // the pipeline holds the first batch
-	if cp, ok := e.CheckpointOf("worker-1"); ok {
+	// The reader claimed the node at the backfill's start; it hands nothing
+	// on before the pipeline takes it.
+	if cp, ok := e.CheckpointOf("worker-1"); ok && !cp.Before(flows[0].GetTime().AsTime()) {
 		t.Fatalf("checkpoint %v while the pipeline has not taken the flows", cp)
 	}
 	close(gate)

@@ -69,6 +69,8 @@ type Enforcer struct {
 	owns           func(key string) bool
 	membersChanged []func()
 	checkpoints    map[string]time.Time
+	released       []string
+	settled        func(key string) bool
 	leaderAddress  string
 }
 

@@ -66,3 +66,32 @@ func (e *Enforcer) SetLeaderAddress(addr string) {
 	defer e.mu.Unlock()
 	e.leaderAddress = addr
 }
+
+// Release records that the replica no longer reads key.
+func (e *Enforcer) Release(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.released = append(e.released, key)
+}
+
+// Released returns the keys released, in order.
+func (e *Enforcer) Released() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.released...)
+}
+
+// Settled asks the function that SetSettled set; every key is settled before.
+func (e *Enforcer) Settled(key string) bool {
+	e.mu.Lock()
+	settled := e.settled
+	e.mu.Unlock()
+	return settled == nil || settled(key)
+}
+
+// SetSettled sets which keys' checkpoints are final.
+func (e *Enforcer) SetSettled(settled func(key string) bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.settled = settled
+}
