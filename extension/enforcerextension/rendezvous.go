@@ -48,17 +48,17 @@ func rendezvousOwner(members []string, key string) string {
 // its member-of label: a label value's limit.
 const maxNameLength = 63
 
-// shortName returns s when it has at most max characters; else its first
-// characters and a hash of the whole, max characters in all, so that two
+// shortName returns s when it has at most limit characters; else its first
+// characters and a hash of the whole, limit characters in all, so that two
 // long names that share their beginning stay distinct. The cut keeps the
 // name valid: it ends in a letter or a digit before the hash.
-func shortName(s string, max int) string {
-	if len(s) <= max {
+func shortName(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
 	sum := sha256.Sum256([]byte(s))
 	suffix := hex.EncodeToString(sum[:])[:10]
-	head := strings.TrimRight(s[:max-len(suffix)-1], "-.")
+	head := strings.TrimRight(s[:limit-len(suffix)-1], "-.")
 	return head + "-" + suffix
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -575,7 +576,7 @@ func settleScaleOut(t *testing.T, sink *otlpSink, set scaleOutFlowSet) scaleOutR
 			if c.src == caller && !slices.Contains(learned, int32(c.port)) {
 				return false
 			}
-			if run.violations[fmt.Sprint(c.port)] == 0 {
+			if run.violations[strconv.FormatUint(uint64(c.port), 10)] == 0 {
 				return false
 			}
 		}

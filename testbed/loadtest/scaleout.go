@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc"
+
 	// The collector's otlp_grpc exporter compresses with gzip by default.
 	_ "google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/protobuf/proto"
@@ -590,18 +591,19 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 	var last []int
 	var stable time.Time
 	if err := poll(ctx, "the readers to share every node", 2*time.Minute, all, func() (bool, error) {
-		seen = ""
+		var b strings.Builder
 		ok := true
 		for _, p := range rs {
 			m, err := p.counter(metricMembers)
 			if err != nil {
 				return false, err
 			}
-			seen += fmt.Sprintf("%s: %d members; ", p.name, m)
+			fmt.Fprintf(&b, "%s: %d members; ", p.name, m)
 			ok = ok && m == int64(readers)
 		}
 		now := requests()
-		seen += fmt.Sprintf("requests by node %v", now)
+		fmt.Fprintf(&b, "requests by node %v", now)
+		seen = b.String()
 		if !ok || slices.Contains(now, 0) || !slices.Equal(now, last) {
 			last, stable = now, time.Now()
 			return false, nil
