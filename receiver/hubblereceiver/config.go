@@ -93,9 +93,10 @@ func createDefaultConfig() component.Config {
 }
 
 // Unmarshal reads the configuration onto the defaults, which depend on the
-// mode: in nodes mode, an endpoint that is not set is the Peer service's, and a
+// mode: in nodes mode, an endpoint that is not set is the Peer service's, a
 // TLS server name that is not set (with TLS on) is the one that Hubble Relay
-// verifies in the Peer service's certificate.
+// verifies in the Peer service's certificate, and field_mask is off unless
+// set.
 func (c *Config) Unmarshal(conf *confmap.Conf) error {
 	if err := conf.Unmarshal(c); err != nil {
 		return err
@@ -108,6 +109,11 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error {
 	}
 	if !conf.IsSet("tls::server_name_override") && !c.TLS.Insecure {
 		c.TLS.ServerName = defaultPeerServerName
+	}
+	// Without a relay the mask saves no relay work, and each agent would
+	// still pay for applying it; the decoder skips what it does not read.
+	if !conf.IsSet("field_mask") {
+		c.FieldMask = false
 	}
 	return nil
 }

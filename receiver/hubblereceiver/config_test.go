@@ -36,9 +36,11 @@ func TestLoadConfig(t *testing.T) {
 	leader.Enforcer = &primary
 
 	// Nodes mode: the endpoint and the TLS server name, unless set, are the
-	// Peer service's; the TLS settings dial every node too.
+	// Peer service's; the TLS settings dial every node too;
+	// and the field mask is off unless set.
 	nodes := createDefaultConfig().(*Config)
 	nodes.Mode = ModeNodes
+	nodes.FieldMask = false
 	nodes.Endpoint = "hubble-peer.kube-system.svc:443"
 	nodes.TLS.ServerName = "hubble-peer.default.hubble-grpc.cilium.io"
 	nodes.TLS.CAFile = "/etc/hubble/ca.crt"
@@ -49,11 +51,13 @@ func TestLoadConfig(t *testing.T) {
 
 	nodesElsewhere := createDefaultConfig().(*Config)
 	nodesElsewhere.Mode = ModeNodes
+	nodesElsewhere.FieldMask = true // set
 	nodesElsewhere.Endpoint = "hubble-peer.cilium.svc:443"
 	nodesElsewhere.TLS.ServerName = "hubble-peer.prod.hubble-grpc.cilium.io"
 
 	nodesPlaintext := createDefaultConfig().(*Config)
 	nodesPlaintext.Mode = ModeNodes
+	nodesPlaintext.FieldMask = false
 	nodesPlaintext.Endpoint = "hubble-peer.kube-system.svc:443"
 	nodesPlaintext.TLS.Insecure = true
 
