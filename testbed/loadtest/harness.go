@@ -42,7 +42,8 @@ type loadtest struct {
 	client certtest.Pair
 	bin    string
 	runs   int
-	// relayRun is the hubble path's first enforcer run (relay mode) and
+	// relayRun is the hubble path's enforcer run without the field mask
+	// (else with it) in relay mode, and
 	// relayFlows the flow messages it read, once it ran: the scale-out
 	// path's reference.
 	relayRun   *side

@@ -72,8 +72,10 @@ func (lt *loadtest) hubble(ctx context.Context) (result, error) {
 	}
 	r.enforcer, r.more = runs[0], runs[1:]
 	// The scale-out path's reference, per flow as that path counts (the
-	// fixture's other messages are served on both).
-	relay := r.enforcer
+	// fixture's other messages are served on both): the run without the
+	// mask when there is one, as the readers of nodes mode ask for whole
+	// flows by default.
+	relay := runs[len(runs)-1]
 	lt.relayRun, lt.relayFlows = &relay, int(h.want)
 	return r, nil
 }
