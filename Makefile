@@ -170,7 +170,7 @@ capture-cilium: image cluster-build $(HELM) ## Record the real Cilium agent's fl
 
 # LOADTEST_ARGS passes flags, e.g. LOADTEST_ARGS='-paths hubble -flows 2000000'.
 .PHONY: loadtest
-loadtest: build controlplane ## Measure the built binary under a million recorded flows of each data plane, against a receive-only baseline in the same run.
+loadtest: build controlplane ## Measure the built binary under a million recorded flows of each data plane, against a receive-only baseline in the same run, and scaled out (readers and a leader) against relay mode.
 	go run ./testbed/loadtest $(LOADTEST_ARGS)
 
 # The review page's browser test: Debian's headless Chromium, installed once
