@@ -381,10 +381,13 @@ csi:
 {{- fail (printf "controller.provider.%s.tls.existingSecret: set both certKey and keyKey, or neither" $provider) -}}
 {{- end -}}
 {{- $so := .Values.controller.scaleOut -}}
-{{- if and (eq $so.mode "nodes") (ne $provider "cilium") -}}
-{{- fail (printf "controller.scaleOut.mode: nodes reads Cilium's nodes directly and needs controller.provider.name: cilium, not %s" $provider) -}}
+{{- if and (eq $so.mode "nodes") (eq $provider "calico") -}}
+{{- fail "controller.scaleOut.mode: nodes shares the nodes among the replicas, with cilium (their Hubble servers) or istio (their node agents); Calico's Goldmane is one stream, which the leader reads" -}}
 {{- end -}}
-{{- if and (eq $so.mode "nodes") (eq $p.tls.mode "insecure") -}}
+{{- if and (eq $so.mode "nodes") (eq $provider "istio") (ne .Values.nodeAgent.mode "network-enforcer") -}}
+{{- fail "controller.scaleOut.mode: nodes with istio needs nodeAgent.mode: network-enforcer, whose node agents join ztunnel's lines on their node: fluent-bit sends raw lines, which must all reach one replica to be joined" -}}
+{{- end -}}
+{{- if and (eq $so.mode "nodes") (eq $provider "cilium") (eq $p.tls.mode "insecure") -}}
 {{- fail "controller.scaleOut.mode: nodes needs controller.provider.cilium.tls: the nodes' Hubble servers accept mutual TLS only (Cilium's relay client certificate)" -}}
 {{- end -}}
 {{- if and (eq $so.mode "nodes") (eq $so.tls.mode "existingSecret") (not $so.tls.existingSecret.name) -}}

@@ -140,7 +140,8 @@ func TestScaleOutRefused(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{"istio", vals("controller.scaleOut.mode", "nodes"), "controller.scaleOut.mode: nodes reads Cilium's nodes directly"},
+		{"calico", vals("controller.provider.name", "calico", "controller.scaleOut.mode", "nodes"), "Goldmane is one stream, which the leader reads"},
+		{"istio with fluent-bit", vals("controller.scaleOut.mode", "nodes", "nodeAgent.mode", "fluent-bit"), "needs nodeAgent.mode: network-enforcer"},
 		{"plaintext", scaleOutValues("controller.provider.cilium.tls.mode", "insecure"), "the nodes' Hubble servers accept mutual TLS only"},
 		{"existingSecret without a name", scaleOutValues("controller.scaleOut.tls.mode", "existingSecret"),
 			"controller.scaleOut.tls.existingSecret.name is required"},
@@ -154,5 +155,37 @@ func TestScaleOutRefused(t *testing.T) {
 				t.Errorf("got %v, want an error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestScaleOutIstio: with Istio every replica takes the node agents' records
+// (none refuses them), learns, and sends the leader what it learned.
+func TestScaleOutIstio(t *testing.T) {
+	r := render(t, vals("controller.scaleOut.mode", "nodes"))
+	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
+	if at(cfg, "receivers", "ztunnel", "enforcer") != nil {
+		t.Error("the ztunnel receiver follows leadership: the standbys would refuse the node agents")
+	}
+	if at(cfg, "receivers", "hubble") != nil || at(cfg, "receivers", "leader") == nil || at(cfg, "exporters", "leader") == nil {
+		t.Errorf("receivers %v, exporters %v", keysOf(cfg, "receivers"), keysOf(cfg, "exporters"))
+	}
+	if got := fmt.Sprint(at(cfg, "service", "pipelines", "logs/flows", "receivers")); got != "[ztunnel]" {
+		t.Errorf("logs/flows receivers %s", got)
+	}
+	if got := fmt.Sprint(at(cfg, "service", "pipelines", "logs/flows", "exporters")); got != "[leader]" {
+		t.Errorf("logs/flows exporters %s", got)
+	}
+	r.must(t, "Certificate", namespace, fullname+"-peers")
+	r.must(t, "DaemonSet", namespace, fullname+"-node-agent")
+	dryRun(t, r.objs)
+	validateConfigs(t, r)
+
+	// Restricted egress needs no node addresses here: the node agents come
+	// to the replicas.
+	eg := render(t, vals("controller.scaleOut.mode", "nodes", "networkPolicy.egress.enabled", true,
+		"networkPolicy.egress.apiServerCIDRs", []any{"10.0.0.1/32"}))
+	egress := fmt.Sprint(at(eg.must(t, "NetworkPolicy", namespace, fullname).Object, "spec", "egress"))
+	if !strings.Contains(egress, "port:4320") || strings.Contains(egress, "port:4244") {
+		t.Errorf("egress %s", egress)
 	}
 }

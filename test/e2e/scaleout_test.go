@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -12,7 +13,10 @@ import (
 	"time"
 
 	"github.com/cilium/cilium/api/v1/observer"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -615,4 +619,169 @@ func learnedPorts(spec *v1alpha1.PolicySpec) []int32 {
 		}
 	}
 	return out
+}
+
+// TestScaleOutIstio: two replicas each take the ztunnel records that reach
+// them, as node agents that balance over the replicas send them; each learns
+// and sends the leader what it learned. Every connection is learned, every
+// violation reported once, and both replicas did a share of the work.
+func TestScaleOutIstio(t *testing.T) {
+	controlplanetest.Require(t)
+	ctx := context.Background()
+	resetScaleOut(t)
+	ingress := types.NamespacedName{Namespace: "guarded", Name: "deployment-intruder-ingress"}
+	if err := env.Client.Delete(ctx, &v1alpha1.WorkloadNetworkPolicyProposal{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ingress.Namespace, Name: ingress.Name}}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+
+	ca := certtest.NewCA(t, "scale-out-istio-ca")
+	const ztunnelName = "ztunnel.network-enforcer.test"
+	ztunnelServer := ca.Server(t, "otlp", ztunnelName)
+	nodeAgent := ca.Client(t, "node-agent")
+	server := ca.Server(t, "leader", scaleOutLeaderName)
+	client := ca.Client(t, "replica")
+	sink := startOTLPSink(t)
+	_, leaderPort, _ := strings.Cut(freeAddr(t), ":")
+	_, ztunnelPort, _ := strings.Cut(freeAddr(t), ":")
+	lease := fmt.Sprintf("scale-out-istio-%d", time.Now().UnixNano())
+	var replicas []*scaleOutReplica
+	var senders []*grpc.ClientConn
+	for i := range 2 {
+		name := fmt.Sprintf("istio-replica-%d", i)
+		ip := fmt.Sprintf("127.0.0.%d", i+2)
+		scaleOutPod(t, name, ip)
+		metrics := freeAddr(t)
+		host, port, _ := strings.Cut(metrics, ":")
+		receivers := fmt.Sprintf(`
+  ztunnel:
+    protocols:
+      grpc:
+        endpoint: %[1]s:%[2]s
+        tls:
+          cert_file: %[3]s
+          key_file: %[4]s
+          client_ca_file: %[5]s
+    join_window: 500ms
+  leader:
+    endpoint: %[1]s:%[6]s
+    tls:
+      cert_file: %[7]s
+      key_file: %[8]s
+      client_ca_file: %[5]s
+    enforcer: enforcer`, ip, ztunnelPort, ztunnelServer.CertFile, ztunnelServer.KeyFile, ca.CertFile, leaderPort, server.CertFile, server.KeyFile)
+		exporters := fmt.Sprintf(`
+  leader:
+    port: %[1]s
+    tls:
+      ca_file: %[2]s
+      cert_file: %[3]s
+      key_file: %[4]s
+      server_name_override: %[5]s
+    aggregation:
+      interval: 1s`, leaderPort, ca.CertFile, client.CertFile, client.KeyFile, scaleOutLeaderName)
+		config := writeConfig(t, name+".yaml", fmt.Sprintf(scaleOutConfig, lease, receivers, exporters, "", sink.Addr, host, port,
+			"[ztunnel]", "[learning]", "[leader]", `
+    logs/learned:
+      receivers: [leader]
+      exporters: [k8swriter, forward/violations]`))
+		p := startBinary(t, config, "KUBECONFIG="+kubeconfig, "POD_NAME="+name, "POD_NAMESPACE="+scaleOutNamespace)
+		replicas = append(replicas, &scaleOutReplica{process: p, name: name, metrics: metrics})
+		senders = append(senders, otlpClient(t, ip+":"+ztunnelPort, ca, nodeAgent, ztunnelName))
+	}
+	(&scaleOut{replicas: replicas}).leader(t)
+
+	// Each connection's lines to one replica, the next connection's to the
+	// other, as a node agent's requests are balanced.
+	var learned, violating []uint32
+	for i := range uint32(12) {
+		learned = append(learned, 30000+i)
+		violating = append(violating, 30500+i)
+	}
+	n := 0
+	send := func(src, dst dataplanetest.End, port uint32) {
+		n++
+		lines := dataplanetest.NewZtunnelConnection(src, dst, uint32(45000+n), port, dataplanetest.ConnectionUnenforced)
+		sendLines(t, senders[n%len(senders)], lines)
+	}
+	for i := range learned {
+		send(caller, intruder, learned[i])
+		send(intruder, api, violating[i])
+	}
+
+	read := func() (string, map[string]int) {
+		var p v1alpha1.WorkloadNetworkPolicyProposal
+		spec := ""
+		if err := env.Client.Get(ctx, ingress, &p); err == nil {
+			b, err := json.Marshal(p.Spec)
+			must(t, err)
+			spec = string(b)
+		}
+		events := map[string]int{}
+		for _, lr := range sink.Records() {
+			if lr.EventName() == violationevent.Observed {
+				port, _ := eventAttrs(lr.Attributes().AsRaw()).Get("destination.port")
+				events[port]++
+			}
+		}
+		return spec, events
+	}
+	waitFor(t, "every connection learned and every violation reported", 2*time.Minute, func() bool {
+		spec, events := read()
+		for i := range learned {
+			if !strings.Contains(spec, `"`+strconv.FormatUint(uint64(learned[i]), 10)+`"`) ||
+				events[strconv.FormatUint(uint64(violating[i]), 10)] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(3 * time.Second) // an aggregation interval and a status sync
+	_, events := read()
+	for port, count := range events {
+		if count != 1 {
+			t.Errorf("the violation on port %s was reported %d times", port, count)
+		}
+	}
+	for _, r := range replicas {
+		if got := r.counter(t, "network_enforcer_receiver_flows_accepted"); got == 0 {
+			t.Errorf("%s took no ztunnel record: the node agents' records were not shared", r.name)
+		}
+	}
+}
+
+// otlpClient connects to an OTLP/gRPC listener with a client certificate,
+// checking the server's certificate for serverName.
+func otlpClient(t *testing.T, addr string, ca *certtest.CA, cert certtest.Pair, serverName string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
+		RootCAs: ca.Pool(), Certificates: []tls.Certificate{cert.TLS}, ServerName: serverName, MinVersion: tls.VersionTLS12})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// sendLines sends ztunnel lines as OTLP log records, retrying while the
+// replica starts.
+func sendLines(t *testing.T, conn *grpc.ClientConn, lines []string) {
+	t.Helper()
+	ld := plog.NewLogs()
+	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	for _, l := range lines {
+		sl.LogRecords().AppendEmpty().Body().SetStr(l)
+	}
+	var err error
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = plogotlp.NewGRPCClient(conn).Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("sending ztunnel lines: %v", err)
 }
