@@ -202,15 +202,26 @@ func (m *membership) stop(ctx context.Context, graceful bool) {
 		m.released[k] = t
 	}
 	m.mu.Unlock()
+	// A renewal cut short by the stop may have been written all the same:
+	// then this one conflicts, forgets the Lease as written, and the next
+	// reads it again and writes. If that fails too, the Lease is deleted as
+	// it is, and the others keep what it said before.
+	own := m.own
 	m.renew(ctx)
-	err := m.cs.CoordinationV1().Leases(m.namespace).Delete(ctx, m.own.Name,
-		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &m.own.UID}})
+	if m.own == nil {
+		m.renew(ctx)
+	}
+	if m.own != nil {
+		own = m.own
+	}
+	err := m.cs.CoordinationV1().Leases(m.namespace).Delete(ctx, own.Name,
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &own.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		m.logger.Warn("Could not delete the membership Lease: the others take this replica's keys when it expires",
-			zap.String("lease", m.own.Name), zap.Error(err))
+			zap.String("lease", own.Name), zap.Error(err))
 		return
 	}
-	m.logger.Info("Left the members: deleted the membership Lease", zap.String("lease", m.own.Name))
+	m.logger.Info("Left the members: deleted the membership Lease", zap.String("lease", own.Name))
 }
 
 // renew writes this replica's Lease: holder, duration, renew time, the

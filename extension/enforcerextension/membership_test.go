@@ -308,6 +308,41 @@ func TestHandOverSettles(t *testing.T) {
 	}
 }
 
+// TestLeaveAfterAWriteItDidNotSee: a renewal that the stop cut short may have
+// reached the API server all the same, and the Lease that the member holds is
+// then stale. Its graceful leave still publishes its last checkpoint and
+// deletes its Lease.
+func TestLeaveAfterAWriteItDidNotSee(t *testing.T) {
+	controlplanetest.Require(t)
+	suffix := rand.String(5)
+	lease := "stale-" + suffix
+	ms := joinMembers(t, lease, "leaving-"+suffix, "staying-"+suffix)
+	leaving, staying := ms[0], ms[1]
+	waitMembers(t, "two members", leaving, staying)
+
+	// The write it did not see.
+	l, ok := getLease(t, memberLeaseName(lease, "leaving-"+suffix))
+	if !ok {
+		t.Fatal("no Lease")
+	}
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if err := env.Client.Update(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	last := time.Date(2026, 12, 3, 11, 0, 0, 0, time.UTC)
+	leaving.Checkpoint("node-9", last)
+	if err := leaving.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := getLease(t, memberLeaseName(lease, "leaving-"+suffix)); ok {
+		t.Fatal("the Lease is still there")
+	}
+	waitMembers(t, "the other member alone", staying)
+	if got, ok := staying.CheckpointOf("node-9"); !ok || !got.Equal(last) || !staying.Settled("node-9") {
+		t.Fatalf("after the leave: %v %v, settled %v; want %v, settled", got, ok, staying.Settled("node-9"), last)
+	}
+}
+
 // TestLeaderAddress: every replica finds the leader's pod IP from the holder
 // of the leader Lease and the cached pods; none while the leader's pod is
 // unknown or has no IP.
