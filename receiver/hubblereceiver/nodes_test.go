@@ -50,18 +50,9 @@ func clusterSetup(t *testing.T, responses []*observer.GetFlowsResponse, nodes ..
 // the nodes that owns selects.
 func startMember(t *testing.T, cfg *Config, owns func(string) bool) (*flowsourcetest.Harness, *hubbleReceiver, *enforcerextensiontest.Enforcer) {
 	t.Helper()
-	id := component.MustNewID("enforcer")
-	cfg.Enforcer = &id
 	e := enforcerextensiontest.New()
 	e.SetOwner(owns)
-	set, h := flowsourcetest.NewHarness(t, metadata.Type)
-	r, err := newHubbleReceiver(set, cfg, h.Sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background(), e.Host(id)); err != nil {
-		t.Fatal(err)
-	}
+	h, r := startWithEnforcer(t, cfg, e)
 	t.Cleanup(func() { _ = r.Shutdown(context.Background()) })
 	return h, r, e
 }

@@ -315,10 +315,20 @@ func TestHandOffBetweenLeaders(t *testing.T) {
 func startHandedOver(t *testing.T, relay *dataplanetest.HubbleRelay, handed time.Time) (*flowsourcetest.Harness, *hubbleReceiver, *enforcerextensiontest.Enforcer) {
 	t.Helper()
 	_, cfg := tlsSetup(t, relay)
-	id := component.MustNewID("enforcer")
-	cfg.Enforcer = &id
 	e := enforcerextensiontest.New()
 	e.SetResumeFrom(handed)
+	h, r := startWithEnforcer(t, cfg, e)
+	e.Lead()
+	<-relay.Opened
+	return h, r, e
+}
+
+// startWithEnforcer starts a receiver of cfg whose enforcer is the fake e;
+// the test shuts it down.
+func startWithEnforcer(t *testing.T, cfg *Config, e *enforcerextensiontest.Enforcer) (*flowsourcetest.Harness, *hubbleReceiver) {
+	t.Helper()
+	id := component.MustNewID("enforcer")
+	cfg.Enforcer = &id
 	set, h := flowsourcetest.NewHarness(t, metadata.Type)
 	r, err := newHubbleReceiver(set, cfg, h.Sink)
 	if err != nil {
@@ -327,9 +337,7 @@ func startHandedOver(t *testing.T, relay *dataplanetest.HubbleRelay, handed time
 	if err := r.Start(context.Background(), e.Host(id)); err != nil {
 		t.Fatal(err)
 	}
-	e.Lead()
-	<-relay.Opened
-	return h, r, e
+	return h, r
 }
 
 // waitFor polls cond for up to ten seconds.

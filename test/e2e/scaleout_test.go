@@ -17,10 +17,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/certtest"
@@ -155,10 +157,15 @@ func TestScaleOutReplicaKilled(t *testing.T) {
 	if limit := leaseDuration + 2*jitteredRetry + 2*time.Second; took > limit {
 		t.Errorf("the victim's nodes were read again %s after the kill; the bound is %s", took, limit)
 	}
+	// Each from the victim's last published checkpoint of it, two connection
+	// periods (2 × 150 s) earlier, so that the connections it counted are
+	// known: not from the backfill.
+	published := victimCheckpoints(t, victim.name)
 	for _, node := range moved {
-		req := s.cluster.Node(node).LastRequest()
-		if req.GetSince() == nil {
-			t.Errorf("node %s: the new reader did not resume from a time: %v", node, req)
+		cp, ok := published[node]
+		since := s.cluster.Node(node).LastRequest().GetSince().AsTime()
+		if !ok || !since.Equal(cp.Add(-300*time.Second)) {
+			t.Errorf("node %s: the new reader asked since %v; the victim's checkpoint %v (published: %v)", node, since, cp, ok)
 		}
 	}
 	t.Logf("nodes %v moved %s after the kill", moved, took.Round(time.Millisecond))
@@ -230,22 +237,9 @@ func scaleOutRelay(t *testing.T, ca *certtest.CA, set scaleOutFlowSet) scaleOutR
 	resetScaleOut(t)
 	sink := startOTLPSink(t)
 	relay := dataplanetest.NewHubbleRelay(nil)
-	relayAddr := startHubbleRelay(t, ca, relay)
 	var clientPort uint32 = 40000
 	relay.Push(set.responses(&clientPort)...)
-	metrics := freeAddr(t)
-	host, port, _ := strings.Cut(metrics, ":")
-	config := writeConfig(t, "relay.yaml", fmt.Sprintf(scaleOutConfig, "scale-out-relay", fmt.Sprintf(`
-  hubble:
-    endpoint: %s
-    tls:
-      ca_file: %s
-      server_name_override: ui.hubble-relay.cilium.io
-    backfill:
-      since: 876000h
-    enforcer: enforcer`, relayAddr, ca.CertFile), "", "", sink.Addr, host, port,
-		"[hubble]", "[learning]", "[k8swriter, forward/violations]", ""))
-	startBinary(t, config, "KUBECONFIG="+kubeconfig, "POD_NAME=relay-replica")
+	startRelayReplica(t, "relay", ca, relay, sink.Addr)
 	return settleScaleOut(t, sink, set)
 }
 
@@ -331,55 +325,78 @@ func newScaleOut(t *testing.T, ca *certtest.CA, n int) *scaleOut {
 	}
 	t.Cleanup(cluster.Close)
 	s := &scaleOut{cluster: cluster, sink: startOTLPSink(t), clientPort: 40000}
-	server := ca.Server(t, "leader", scaleOutLeaderName)
-	client := ca.Client(t, "replica")
-	_, leaderPort, _ := strings.Cut(freeAddr(t), ":")
-	lease := fmt.Sprintf("scale-out-%d", time.Now().UnixNano())
+	peers := newScaleOutPeers(t, ca, s.sink.Addr, "scale-out")
 	for i := range n {
-		name := fmt.Sprintf("replica-%d-%d", n, i)
-		ip := fmt.Sprintf("127.0.0.%d", i+2)
-		scaleOutPod(t, name, ip)
-		metrics := freeAddr(t)
-		host, port, _ := strings.Cut(metrics, ":")
-		receivers := fmt.Sprintf(`
+		s.replicas = append(s.replicas, peers.start(t, fmt.Sprintf("replica-%d-%d", n, i), i, "hubble", fmt.Sprintf(`
   hubble:
     mode: nodes
-    endpoint: %[1]s
+    endpoint: %s
     tls:
-      ca_file: %[2]s
-      cert_file: %[3]s
-      key_file: %[4]s
-      server_name_override: %[5]s
-    enforcer: enforcer
-  leader:
-    endpoint: %[6]s:%[7]s
-    tls:
-      cert_file: %[8]s
-      key_file: %[9]s
-      client_ca_file: %[2]s
-    enforcer: enforcer`, cluster.PeerAddr, ca.CertFile, cluster.Client.CertFile, cluster.Client.KeyFile,
-			dataplanetest.PeerServerName, ip, leaderPort, server.CertFile, server.KeyFile)
-		exporters := fmt.Sprintf(`
-  leader:
-    port: %[1]s
-    tls:
-      ca_file: %[2]s
-      cert_file: %[3]s
-      key_file: %[4]s
-      server_name_override: %[5]s
-    aggregation:
-      interval: 1s`, leaderPort, ca.CertFile, client.CertFile, client.KeyFile, scaleOutLeaderName)
-		config := writeConfig(t, name+".yaml", fmt.Sprintf(scaleOutConfig, lease, receivers, exporters, "", s.sink.Addr, host, port,
-			"[hubble]", "[learning]", "[leader]", `
-    logs/learned:
-      receivers: [leader]
-      exporters: [k8swriter, forward/violations]`))
-		p := startBinary(t, config, "KUBECONFIG="+kubeconfig, "POD_NAME="+name, "POD_NAMESPACE="+scaleOutNamespace)
-		s.replicas = append(s.replicas, &scaleOutReplica{process: p, name: name, metrics: metrics})
+      ca_file: %s
+      cert_file: %s
+      key_file: %s
+      server_name_override: %s
+    enforcer: enforcer`, cluster.PeerAddr, ca.CertFile, cluster.Client.CertFile, cluster.Client.KeyFile, dataplanetest.PeerServerName)))
 	}
 	waitFor(t, "every node to be read", time.Minute, func() bool { return s.allNodesRead(t) })
 	s.leader(t)
 	return s
+}
+
+// scaleOutPeers is what the replicas of one run share: the lease, the
+// leader's port, the key pairs of the hop to the leader and the events' sink.
+type scaleOutPeers struct {
+	ca                *certtest.CA
+	server, client    certtest.Pair
+	lease, leaderPort string
+	sink              string
+}
+
+func newScaleOutPeers(t *testing.T, ca *certtest.CA, sink, lease string) *scaleOutPeers {
+	t.Helper()
+	_, port, _ := strings.Cut(freeAddr(t), ":")
+	return &scaleOutPeers{ca: ca, server: ca.Server(t, "leader", scaleOutLeaderName), client: ca.Client(t, "replica"),
+		lease: fmt.Sprintf("%s-%d", lease, time.Now().UnixNano()), leaderPort: port, sink: sink}
+}
+
+// scaleOutIP is the address of the i-th replica's pod.
+func scaleOutIP(i int) string { return fmt.Sprintf("127.0.0.%d", i+2) }
+
+// start starts the i-th replica in nodes mode: the flow receiver given as
+// YAML under receivers: (named receiver), learning into the leader
+// exporter, and the leader receiver into the writer and the violation
+// processor. Its Pod gives its address, where the readers find the leader.
+func (p *scaleOutPeers) start(t *testing.T, name string, i int, receiver, receiverYAML string) *scaleOutReplica {
+	t.Helper()
+	ip := scaleOutIP(i)
+	scaleOutPod(t, name, ip)
+	metrics := freeAddr(t)
+	host, port, _ := strings.Cut(metrics, ":")
+	receivers := receiverYAML + fmt.Sprintf(`
+  leader:
+    endpoint: %s:%s
+    tls:
+      cert_file: %s
+      key_file: %s
+      client_ca_file: %s
+    enforcer: enforcer`, ip, p.leaderPort, p.server.CertFile, p.server.KeyFile, p.ca.CertFile)
+	exporters := fmt.Sprintf(`
+  leader:
+    port: %s
+    tls:
+      ca_file: %s
+      cert_file: %s
+      key_file: %s
+      server_name_override: %s
+    aggregation:
+      interval: 1s`, p.leaderPort, p.ca.CertFile, p.client.CertFile, p.client.KeyFile, scaleOutLeaderName)
+	config := writeConfig(t, name+".yaml", fmt.Sprintf(scaleOutConfig, p.lease, receivers, exporters, "", p.sink, host, port,
+		"["+receiver+"]", "[learning]", "[leader]", `
+    logs/learned:
+      receivers: [leader]
+      exporters: [k8swriter, forward/violations]`))
+	proc := startBinary(t, config, "KUBECONFIG="+kubeconfig, "POD_NAME="+name, "POD_NAMESPACE="+scaleOutNamespace)
+	return &scaleOutReplica{process: proc, name: name, metrics: metrics}
 }
 
 func scaleOutNodeNames() []string {
@@ -511,21 +528,9 @@ func makeScaleOutPolicy(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	resetGuarded(t)
-	ca := certtest.NewCA(t, "policy-ca")
 	relay := dataplanetest.NewHubbleRelay(nil)
-	addr := startHubbleRelay(t, ca, relay)
 	relay.Push(dataplanetest.NewHubbleConnection(caller, api, 39999, 8080, dataplanetest.ConnectionUnenforced)...)
-	metrics := freeAddr(t)
-	host, port, _ := strings.Cut(metrics, ":")
-	config := writeConfig(t, "policy.yaml", fmt.Sprintf(scaleOutConfig, "scale-out-policy", fmt.Sprintf(`
-  hubble:
-    endpoint: %s
-    tls:
-      ca_file: %s
-      server_name_override: ui.hubble-relay.cilium.io
-    enforcer: enforcer`, addr, ca.CertFile), "", "", startOTLPSink(t).Addr, host, port,
-		"[hubble]", "[learning]", "[k8swriter, forward/violations]", ""))
-	p := startBinary(t, config, "KUBECONFIG="+kubeconfig, "POD_NAME=policy-replica")
+	p := startRelayReplica(t, "policy", certtest.NewCA(t, "policy-ca"), relay, startOTLPSink(t).Addr)
 	proposal := &v1alpha1.WorkloadNetworkPolicyProposal{}
 	waitFor(t, "the api's ingress proposal", time.Minute, func() bool {
 		return env.Client.Get(ctx, scaleOutPolicy, proposal) == nil
@@ -538,11 +543,25 @@ func makeScaleOutPolicy(t *testing.T) {
 	<-p.exited
 }
 
-// startHubbleRelay serves relay over TLS with the relay's server name.
-func startHubbleRelay(t *testing.T, ca *certtest.CA, relay *dataplanetest.HubbleRelay) string {
+// startRelayReplica serves relay over TLS with the relay's server name and
+// starts one replica in relay mode that reads all of it, learns into the
+// writer and reports violations to sink.
+func startRelayReplica(t *testing.T, name string, ca *certtest.CA, relay *dataplanetest.HubbleRelay, sink string) *process {
 	t.Helper()
-	return grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
+	addr := grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
 		func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) }).Addr
+	host, port, _ := strings.Cut(freeAddr(t), ":")
+	config := writeConfig(t, name+".yaml", fmt.Sprintf(scaleOutConfig, "scale-out-"+name, fmt.Sprintf(`
+  hubble:
+    endpoint: %s
+    tls:
+      ca_file: %s
+      server_name_override: ui.hubble-relay.cilium.io
+    backfill:
+      since: 876000h
+    enforcer: enforcer`, addr, ca.CertFile), "", "", sink, host, port,
+		"[hubble]", "[learning]", "[k8swriter, forward/violations]", ""))
+	return startBinary(t, config, "KUBECONFIG="+kubeconfig, "POD_NAME="+name+"-replica")
 }
 
 // settleScaleOut waits until the client's egress proposal holds every
@@ -639,54 +658,23 @@ func TestScaleOutIstio(t *testing.T) {
 	const ztunnelName = "ztunnel.network-enforcer.test"
 	ztunnelServer := ca.Server(t, "otlp", ztunnelName)
 	nodeAgent := ca.Client(t, "node-agent")
-	server := ca.Server(t, "leader", scaleOutLeaderName)
-	client := ca.Client(t, "replica")
 	sink := startOTLPSink(t)
-	_, leaderPort, _ := strings.Cut(freeAddr(t), ":")
+	peers := newScaleOutPeers(t, ca, sink.Addr, "scale-out-istio")
 	_, ztunnelPort, _ := strings.Cut(freeAddr(t), ":")
-	lease := fmt.Sprintf("scale-out-istio-%d", time.Now().UnixNano())
 	var replicas []*scaleOutReplica
 	var senders []*grpc.ClientConn
 	for i := range 2 {
-		name := fmt.Sprintf("istio-replica-%d", i)
-		ip := fmt.Sprintf("127.0.0.%d", i+2)
-		scaleOutPod(t, name, ip)
-		metrics := freeAddr(t)
-		host, port, _ := strings.Cut(metrics, ":")
-		receivers := fmt.Sprintf(`
+		ip := scaleOutIP(i)
+		replicas = append(replicas, peers.start(t, fmt.Sprintf("istio-replica-%d", i), i, "ztunnel", fmt.Sprintf(`
   ztunnel:
     protocols:
       grpc:
-        endpoint: %[1]s:%[2]s
+        endpoint: %s:%s
         tls:
-          cert_file: %[3]s
-          key_file: %[4]s
-          client_ca_file: %[5]s
-    join_window: 500ms
-  leader:
-    endpoint: %[1]s:%[6]s
-    tls:
-      cert_file: %[7]s
-      key_file: %[8]s
-      client_ca_file: %[5]s
-    enforcer: enforcer`, ip, ztunnelPort, ztunnelServer.CertFile, ztunnelServer.KeyFile, ca.CertFile, leaderPort, server.CertFile, server.KeyFile)
-		exporters := fmt.Sprintf(`
-  leader:
-    port: %[1]s
-    tls:
-      ca_file: %[2]s
-      cert_file: %[3]s
-      key_file: %[4]s
-      server_name_override: %[5]s
-    aggregation:
-      interval: 1s`, leaderPort, ca.CertFile, client.CertFile, client.KeyFile, scaleOutLeaderName)
-		config := writeConfig(t, name+".yaml", fmt.Sprintf(scaleOutConfig, lease, receivers, exporters, "", sink.Addr, host, port,
-			"[ztunnel]", "[learning]", "[leader]", `
-    logs/learned:
-      receivers: [leader]
-      exporters: [k8swriter, forward/violations]`))
-		p := startBinary(t, config, "KUBECONFIG="+kubeconfig, "POD_NAME="+name, "POD_NAMESPACE="+scaleOutNamespace)
-		replicas = append(replicas, &scaleOutReplica{process: p, name: name, metrics: metrics})
+          cert_file: %s
+          key_file: %s
+          client_ca_file: %s
+    join_window: 500ms`, ip, ztunnelPort, ztunnelServer.CertFile, ztunnelServer.KeyFile, ca.CertFile)))
 		senders = append(senders, otlpClient(t, ip+":"+ztunnelPort, ca, nodeAgent, ztunnelName))
 	}
 	(&scaleOut{replicas: replicas}).leader(t)
@@ -784,4 +772,29 @@ func sendLines(t *testing.T, conn *grpc.ClientConn, lines []string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("sending ztunnel lines: %v", err)
+}
+
+// victimCheckpoints reads the checkpoints that a replica published in its
+// membership Lease, which stays, expired, after the replica was killed.
+func victimCheckpoints(t *testing.T, replica string) map[string]time.Time {
+	t.Helper()
+	var leases coordinationv1.LeaseList
+	must(t, env.Client.List(context.Background(), &leases, client.InNamespace(scaleOutNamespace),
+		client.HasLabels{v1alpha1.MemberOfLabel}))
+	for _, l := range leases.Items {
+		if l.Spec.HolderIdentity == nil || !strings.HasPrefix(*l.Spec.HolderIdentity, replica+"_") {
+			continue
+		}
+		var raw map[string]string
+		must(t, json.Unmarshal([]byte(l.Annotations[v1alpha1.CheckpointsAnnotation]), &raw))
+		out := map[string]time.Time{}
+		for node, v := range raw {
+			ts, err := time.Parse(time.RFC3339Nano, v)
+			must(t, err)
+			out[node] = ts
+		}
+		return out
+	}
+	t.Fatalf("no membership Lease of %s", replica)
+	return nil
 }
