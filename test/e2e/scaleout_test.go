@@ -446,16 +446,23 @@ func (s *scaleOut) leader(t *testing.T) *scaleOutReplica {
 	return leader
 }
 
-// allNodesRead reports whether the live replicas read every node once: the
-// sum of their nodes gauges is the cluster's size.
+// allNodesRead reports whether the live replicas agree on the members (each
+// counts all of them) and read every node once: the sum of their nodes
+// gauges is the cluster's size. Until they agree, a node may still move.
 func (s *scaleOut) allNodesRead(t *testing.T) bool {
 	t.Helper()
-	var n int64
+	var live []*scaleOutReplica
 	for _, r := range s.replicas {
 		select {
 		case <-r.exited:
-			continue
 		default:
+			live = append(live, r)
+		}
+	}
+	var n int64
+	for _, r := range live {
+		if r.counter(t, "network_enforcer_members") != int64(len(live)) {
+			return false
 		}
 		n += r.counter(t, "network_enforcer_receiver_nodes")
 	}
