@@ -4,13 +4,28 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-# One set of build settings for vet, tests, the distribution and the control plane,
-# so that they share the Go build cache: a cold run compiles each dependency once.
-# Static binaries, as the image needs.
+# One set of build settings for vet, tests, the distribution, the image, the control
+# plane and the real node's parts, so that they share the Go build cache: a cold run
+# compiles each package once. Static binaries, as the image needs; -trimpath, as the
+# image (one digest per commit) and the Cilium build (from a copy of its module, in a
+# new folder each time) need, and since a compile's cache key holds its flags, every
+# other build takes it too. The hack/ scripts set the same when they run alone.
 export CGO_ENABLED := 0
+export GOFLAGS := -trimpath -buildvcs=false
 
-# Pinned tool versions. Each tool is installed once into a versioned folder under
-# .cache/tools, so bumping a version here installs the new one beside the old.
+# What is built from pinned versions (the tools below, the control plane, cert-manager's
+# controller, the real node's parts) goes into one cache per machine, shared by every
+# clone, as Go's build cache is (hack/lib.sh); each part in a folder named by its
+# version, so that bumping a version builds the new one beside the old.
+NETWORK_ENFORCER_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/network-enforcer
+export NETWORK_ENFORCER_CACHE
+
+# PHASE runs a recipe's command as a named phase, whose time the log of .ci/run
+# keeps (make ci-phases).
+PHASE := $(CURDIR)/hack/phase.sh
+
+# Pinned tool versions. Each tool is installed once into a versioned folder of
+# the cache, so bumping a version here installs the new one beside the old.
 OCB_VERSION            ?= v0.165.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
 PROTOC_GEN_GO_VERSION  ?= v1.36.12
@@ -19,7 +34,7 @@ HELM_VERSION           ?= v3.22.0
 GOLANGCI_LINT_VERSION  ?= v2.15.0
 PROTOC_VERSION         := 3.21.12
 
-TOOLS          := $(CURDIR)/.cache/tools
+TOOLS          := $(NETWORK_ENFORCER_CACHE)/tools
 OCB            := $(TOOLS)/builder-$(OCB_VERSION)/builder
 CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 PROTOC_GEN_GO  := $(TOOLS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)/protoc-gen-go
@@ -85,7 +100,7 @@ lint: $(GOLANGCI_LINT) ## Check formatting (gofmt, of every module), that the bu
 	@files=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$files" ]; then \
 		echo "gofmt would change:"; echo "$$files"; exit 1; fi
 	go run ./tools/modalign go.mod $(BUILD_MODULES)
-	$(GOLANGCI_LINT) run $(LINT_ARGS) $(GO_PACKAGES)
+	$(PHASE) "golangci-lint run" $(GOLANGCI_LINT) run $(LINT_ARGS) $(GO_PACKAGES)
 
 # The browser libraries that the review page embeds, pinned in
 # hack/third-party.sh; the Go build needs only the committed copies.
@@ -96,9 +111,10 @@ third-party: ## Refresh third_party/ (Cytoscape.js, cytoscape-dagre) from npm at
 ##@ Build
 
 .PHONY: build
+# Stripped, as the image wants it: the image takes this binary for the host's platform.
 build: $(OCB) ## Build the collector distribution into bin/network-enforcer.
 	$(OCB) --config builder-config.yaml --skip-compilation
-	cd $(BUILD_DIR) && go build -o ../$(BINARY) .
+	cd $(BUILD_DIR) && $(PHASE) "the distribution" go build -ldflags="-s -w" -o ../$(BINARY) .
 
 # The image's name; by default the chart's image.repository and appVersion, so that
 # the chart's defaults run an image imported into a node's containerd.
@@ -113,13 +129,15 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct)
 IMAGE_REVISION ?= $(shell git rev-parse HEAD)$(shell git diff --quiet HEAD -- || echo -dirty)
 
 .PHONY: image
-image: $(OCB) ## Build the distribution's image (IMAGE, IMAGE_PLATFORMS) into bin/ as an OCI layout and a docker tarball, without a container engine; print its digest.
-	$(OCB) --config builder-config.yaml --skip-compilation
+# The host's platform takes the binary of `make build`, built with the same flags;
+# each other platform is built into bin/image/.
+image: build ## Build the distribution's image (IMAGE, IMAGE_PLATFORMS) into bin/ as an OCI layout and a docker tarball, without a container engine; print its digest.
 	for platform in $(IMAGE_PLATFORMS); do \
-		(cd $(BUILD_DIR) && GOOS=$${platform%/*} GOARCH=$${platform#*/} \
-			go build -trimpath -ldflags="-s -w" -buildvcs=false -o ../bin/image/$${platform/\//-}/network-enforcer .); \
+		out=bin/image/$${platform/\//-}/network-enforcer; mkdir -p "$$(dirname "$$out")"; \
+		if [[ "$$platform" == "$$(go env GOOS)/$$(go env GOARCH)" ]]; then cp $(BINARY) "$$out"; continue; fi; \
+		(cd $(BUILD_DIR) && GOOS=$${platform%/*} GOARCH=$${platform#*/} go build -ldflags="-s -w" -o "../$$out" .); \
 	done
-	go run ./tools/image -name '$(IMAGE)' -epoch '$(SOURCE_DATE_EPOCH)' \
+	$(PHASE) "image" go run ./tools/image -name '$(IMAGE)' -epoch '$(SOURCE_DATE_EPOCH)' \
 		-revision '$(IMAGE_REVISION)' -version "$$(sed -n 's/^  version: //p' builder-config.yaml)" \
 		$(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=bin/image/$(subst /,-,$(p))/network-enforcer) \
 		-layout bin/network-enforcer-image -tarball bin/network-enforcer-image.tar
@@ -154,9 +172,28 @@ cluster: cluster-build ## Run a real single-node cluster on this machine (root) 
 # downloads of one overlap the compiling of another. The image comes after
 # the build: both generate the distribution's sources in _build.
 test: ## Build what the tests need, then run unit, control-plane, browser, binary and real-node tests.
-	$(MAKE) --no-print-directory -j3 build controlplane cluster-build certmanager $(HELM) browser
-	$(MAKE) --no-print-directory image
+	$(MAKE) --no-print-directory -j3 $(TEST_DEPS)
 	hack/test.sh
+
+# What the tests need, longest first: the real node's parts wait for the control
+# plane, and the image for the build.
+TEST_DEPS := cluster-build image certmanager $(HELM) browser
+
+# .ci/run builds what the checks need (the linter, the generators) beside what the
+# tests need: one compiles while another downloads or links. The Debian packages
+# (protoc, Chromium) come one after the other, as apt takes one install at a time.
+.PHONY: ci-deps
+ci-deps: ## Build what make lint, check-generate and test need, side by side (.ci/run's first step).
+	$(MAKE) --no-print-directory -j4 $(filter-out browser,$(TEST_DEPS)) $(GOLANGCI_LINT) $(CONTROLLER_GEN) $(PROTOC_GEN_GO) $(PROTOC_GEN_GRPC) debian-packages
+
+.PHONY: debian-packages
+debian-packages:
+	$(MAKE) --no-print-directory protoc
+	$(MAKE) --no-print-directory browser
+
+.PHONY: ci-phases
+ci-phases: ## Print the phases of the last .ci/run (from .cache/ci/run.log): when each started and ended, and its time.
+	hack/ci-phases.sh
 
 # The real-node suite, which `make test` runs too, alone. It starts its own
 # cluster: beside `make cluster`, it waits for that one to end.
@@ -207,14 +244,14 @@ helm-lint: $(HELM) ## Lint the Helm chart (helm lint --strict) with each provide
 # build-tool MODULE,VERSION,PACKAGE,LDFLAGS builds PACKAGE of tools/pins into $@.
 define build-tool
 	@grep -qE "^\s*$(1) $(2)( |$$$$)" tools/pins/go.mod || { echo "tools/pins/go.mod does not pin $(1) $(2)"; exit 1; }
-	cd tools/pins && go build -ldflags "-s -w $(4)" -o $@ $(3)
+	cd tools/pins && $(PHASE) "$(notdir $@) $(2)" go build -ldflags "-s -w $(4)" -o $@ $(3)
 endef
 
 $(OCB):
-	GOBIN=$(dir $@) go install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+	GOBIN=$(dir $@) $(PHASE) "ocb $(OCB_VERSION)" go install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
 
 $(GOLANGCI_LINT):
-	GOBIN=$(dir $@) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	GOBIN=$(dir $@) $(PHASE) "golangci-lint $(GOLANGCI_LINT_VERSION)" go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 $(CONTROLLER_GEN): tools/pins/go.mod
 	$(call build-tool,sigs.k8s.io/controller-tools,$(CONTROLLER_GEN_VERSION),sigs.k8s.io/controller-tools/cmd/controller-gen,-X sigs.k8s.io/controller-tools/pkg/version.version=$(CONTROLLER_GEN_VERSION))

@@ -12,8 +12,12 @@ if [[ $(id -u) -ne 0 ]]; then
 	echo "hack/browser.sh: chromium is missing; install Debian's chromium and chromium-driver as root (apt-get install chromium chromium-driver)" >&2
 	exit 1
 fi
-echo "installing headless Chromium (Debian chromium, chromium-driver)"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+# shellcheck source=hack/lib.sh
+source "$(dirname "$0")/lib.sh"
+install() {
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+}
+phase "headless Chromium (Debian chromium, chromium-driver)" install
 chromium --version

@@ -5,7 +5,8 @@
 #   1. $KUBEBUILDER_ASSETS, when that folder holds all three binaries (as a
 #      folder of setup-envtest does once kube-controller-manager is added);
 #   2. else $NETWORK_ENFORCER_CONTROLPLANE_DIR when set, or the versioned cache
-#      folder .cache/controlplane/kubernetes-<v>-etcd-<v>, built there from the Go
+#      folder controlplane/kubernetes-<v>-etcd-<v> of the project's cache
+#      ($NETWORK_ENFORCER_CACHE, see hack/lib.sh), built there from the Go
 #      modules pinned in tools/controlplane/go.mod when a binary is missing. A later
 #      run with the same versions reuses it.
 #
@@ -14,6 +15,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=hack/lib.sh
+source "$root/hack/lib.sh"
 mod="$root/tools/controlplane"
 binaries=(kube-apiserver kube-controller-manager etcd)
 
@@ -34,7 +37,7 @@ fi
 modversion() { grep -E "^\s*(require\s+)?$1 v" "$mod/go.mod" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^v[0-9]/) {print $i; exit}}'; }
 k8s_version=$(modversion k8s.io/kubernetes)
 etcd_version=$(modversion go.etcd.io/etcd/server/v3)
-dir="${NETWORK_ENFORCER_CONTROLPLANE_DIR:-$root/.cache/controlplane/kubernetes-${k8s_version}-etcd-${etcd_version}}"
+dir="${NETWORK_ENFORCER_CONTROLPLANE_DIR:-$NETWORK_ENFORCER_CACHE/controlplane/kubernetes-${k8s_version}-etcd-${etcd_version}}"
 
 if [[ "${1:-}" == "--print" ]] || complete "$dir"; then
 	echo "$dir"
@@ -45,9 +48,7 @@ if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
 	echo "\$KUBEBUILDER_ASSETS ($KUBEBUILDER_ASSETS) does not hold all of ${binaries[*]}: building them into $dir" >&2
 fi
 
-tmp="$dir.partial"
-rm -rf "$tmp"
-mkdir -p "$tmp"
+tmp=$(partial_dir "$dir")
 trap 'rm -rf "$tmp"' EXIT
 
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${k8s_version}"
@@ -56,16 +57,14 @@ ldflags+=" -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"${k8s_ver
 ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 
 cd "$mod"
-start=$SECONDS
 # One build of the three: the packages they share compile once and the
 # binaries link side by side (etcd ignores the -X of Kubernetes' version).
-echo "building kube-apiserver, kube-controller-manager $k8s_version and etcd $etcd_version" >&2
-CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./etcd
+phase "control plane (kube-apiserver, kube-controller-manager $k8s_version, etcd $etcd_version)" \
+	go build -ldflags "$ldflags" -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./etcd >&2
 # The folder may exist already, with some of the binaries or none; etcd comes
 # last, so that the folder looks complete only once it is.
 mkdir -p "$dir"
 for bin in kube-apiserver kube-controller-manager etcd; do
 	mv -f "$tmp/$bin" "$dir/$bin"
 done
-echo "control plane built in $((SECONDS - start))s" >&2
 echo "$dir"

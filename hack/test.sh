@@ -17,6 +17,8 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# shellcheck source=hack/lib.sh
+source hack/lib.sh
 
 assets=$(hack/controlplane.sh --print)
 export KUBEBUILDER_ASSETS="$assets"
@@ -33,9 +35,11 @@ export NETWORK_ENFORCER_REQUIRE_ALL=1
 # A package argument makes it one run of those packages, in their order
 # (-shuffle=on to shuffle them too).
 runs=("-shuffle=on -timeout 20m ./..." "-tags cluster -timeout 30m ./test/cluster/...")
+names=("unit, control-plane, browser and binary tests" "real-node suite")
 for arg in "$@"; do
 	if [[ "$arg" == ./* ]]; then
 		runs=("-tags cluster -timeout 20m")
+		names=("tests")
 		break
 	fi
 done
@@ -80,7 +84,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 status=0
-for run in "${runs[@]}"; do
+for i in "${!runs[@]}"; do
+	run=${runs[$i]}
+	phase_begin "${names[$i]}"
+	phase_start=$SECONDS
 	# A background job of a script is no process-group leader, so setsid makes
 	# the session at once, without a fork: $! is the session's id. Were it
 	# not, no process would have that session id and the cleanup would end
@@ -92,5 +99,6 @@ for run in "${runs[@]}"; do
 	wait "$session" || s=$?
 	if ((status == 0)); then status=$s; fi
 	cleanup
+	phase_end "${names[$i]}" "$phase_start" "$s"
 done
 exit "$status"

@@ -16,8 +16,8 @@
 # It is the largest part by far, and one `go build` of its four commands
 # compiles each package they share once and links them side by side.
 #
-# Each part is built once into .cache/cluster/<part>-<version> (or under
-# $NETWORK_ENFORCER_CLUSTER_CACHE), so bumping a version builds the new one
+# Each part is built once into cluster/<part>-<version> of the project's cache
+# (hack/lib.sh), or under $NETWORK_ENFORCER_CLUSTER_CACHE,, so bumping a version builds the new one
 # beside the old; a later run takes no time.
 #
 # Usage: hack/cluster/build.sh          build what is missing; print the folder
@@ -25,8 +25,9 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cache="${NETWORK_ENFORCER_CLUSTER_CACHE:-$root/.cache/cluster}"
-export CGO_ENABLED=0
+# shellcheck source=hack/lib.sh
+source "$root/hack/lib.sh"
+cache="${NETWORK_ENFORCER_CLUSTER_CACHE:-$NETWORK_ENFORCER_CACHE/cluster}"
 
 # A third-party version that is not in a go.mod of ours: kube-router's
 # Kubernetes libraries are too old to build it at the distribution's.
@@ -53,15 +54,13 @@ part() {
 	shift
 	for bin in "${bins[@]}"; do [[ -x "$dir/$bin" ]] || complete=0; done
 	if ((complete)); then return 0; fi
-	echo "building $name" >&2
-	local start=$SECONDS
-	tmp="$dir.partial"
-	rm -rf "$tmp"
-	mkdir -p "$tmp"
-	"$@"
+	tmp=$(partial_dir "$dir")
+	if ! phase "$name" "$@"; then
+		rm -rf "$tmp"
+		return 1
+	fi
 	rm -rf "$dir"
 	mv "$tmp" "$dir"
-	echo "built $name in $((SECONDS - start))s" >&2
 }
 
 k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${k8s_version}"
@@ -103,9 +102,9 @@ build_cilium() {
 	(
 		cd "$tmp/src"
 		go mod edit -replace github.com/osrg/gobgp/v4=github.com/osrg/gobgp/v4@v4.7.0
-		# -trimpath: the copy's folder is a new one in each work tree, and
-		# without it the build cache would not serve another tree's build.
-		export GOFLAGS="-buildvcs=false -mod=mod -trimpath"
+		# The shared flags (hack/lib.sh) and -mod=mod; -trimpath among them
+		# matters most here: the copy's folder is a new one each time.
+		export GOFLAGS="$GOFLAGS -mod=mod"
 		local ldflags="-s -w -X github.com/cilium/cilium/pkg/version.ciliumVersion=${cilium_version#v}"
 		go build -ldflags "$ldflags" -o "$tmp/" ./daemon ./plugins/cilium-cni ./cilium-dbg ./hubble-relay
 	)

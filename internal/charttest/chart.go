@@ -29,7 +29,7 @@ const Version = "v3.22.0"
 const ChartDir = "chart"
 
 // Path returns the helm binary: $HELM when set, else the one that the Makefile
-// installs under the repository root, .cache/tools/helm-<Version>/helm. When the
+// installs into the project's cache, tools/helm-<Version>/helm. When the
 // binary is missing it returns a *controlplanetest.MissingError, which names the
 // make target that installs it.
 func Path() (string, error) {
@@ -39,11 +39,11 @@ func Path() (string, error) {
 		}
 		return p, nil
 	}
-	root, err := controlplanetest.RepoRoot()
+	cache, err := controlplanetest.CacheDir()
 	if err != nil {
 		return "", err
 	}
-	p := filepath.Join(root, ".cache", "tools", "helm-"+Version, "helm")
+	p := filepath.Join(cache, "tools", "helm-"+Version, "helm")
 	if _, err := os.Stat(p); err != nil {
 		return "", missing(p + " is missing")
 	}

@@ -37,6 +37,21 @@ func RepoRoot() (string, error) {
 	}
 }
 
+// CacheDir returns the folder where the Makefile and hack/ build what comes from
+// pinned versions (the tools, the control plane, the real node's parts), as
+// hack/lib.sh chooses it: $NETWORK_ENFORCER_CACHE when set, else network-enforcer
+// in the user's cache folder ($XDG_CACHE_HOME, or ~/.cache).
+func CacheDir() (string, error) {
+	if dir := os.Getenv("NETWORK_ENFORCER_CACHE"); dir != "" {
+		return dir, nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("the project's cache folder: %w", err)
+	}
+	return filepath.Join(dir, "network-enforcer"), nil
+}
+
 // AssetsDir returns the folder that holds the control-plane binaries, as
 // `hack/controlplane.sh --print` finds it: $KUBEBUILDER_ASSETS when that folder
 // holds all of them (as setup-envtest's folder does once kube-controller-manager
