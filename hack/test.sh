@@ -32,9 +32,11 @@ export NETWORK_ENFORCER_REQUIRE_ALL=1
 # Then the real-node suite (test/cluster, behind the tag cluster, which a plain
 # `go test ./...` leaves out: it changes the machine's network while it runs),
 # in its own order, alone on the machine, as its figures of CPU and time want.
+# The real-node suite runs with -v: its tests log what they measure (each
+# test's time, the times to learn and enforce), and a CI log keeps them.
 # A package argument makes it one run of those packages, in their order
 # (-shuffle=on to shuffle them too).
-runs=("-shuffle=on -timeout 20m ./..." "-tags cluster -timeout 30m ./test/cluster/...")
+runs=("-shuffle=on -timeout 20m ./..." "-tags cluster -timeout 30m -v ./test/cluster/...")
 names=("unit, control-plane, browser and binary tests" "real-node suite")
 for arg in "$@"; do
 	if [[ "$arg" == ./* ]]; then
