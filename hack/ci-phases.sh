@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prints the phases of the last .ci/run from its log (.cache/ci/run.log, or the
 # file given): each phase's start and end in seconds since the run's start, and
-# its time, in the order they started. Phases nest and run side by side; a phase
-# that has no end line was cut short (a failure elsewhere, or the run stopped).
+# its time, in the order they started. Phases nest and run side by side, and a
+# name may come back (make test builds the distribution again, from the cache);
+# an end belongs to the latest start of its name. A phase with no end line was
+# cut short (a failure elsewhere, or the run stopped).
 #
 # Usage: hack/ci-phases.sh [LOG]
 set -euo pipefail
@@ -15,34 +17,31 @@ awk '
 	# "<== phase NAME: Ns" or "<== phase NAME: failed (exit N) after Ns".
 	{ t = $1; last = t; sub(/^ *[0-9]+ /, "") }
 	/^==> phase / {
-		name = substr($0, 11)
-		n++; order[n] = name; started[name] = t
+		n++; name[n] = substr($0, 11); start[n] = t; open[name[n]] = n
 		next
 	}
 	/^<== phase / {
 		rest = substr($0, 11)
-		i = index(rest, ": ")
-		while (i > 0 && !(substr(rest, 1, i - 1) in started)) {
-			j = index(substr(rest, i + 2), ": "); i = j ? i + 1 + j : 0
+		# The name is what comes before the last ": " whose prefix is an open phase.
+		for (i = length(rest) - 1; i > 0; i--) {
+			if (substr(rest, i, 2) == ": " && (substr(rest, 1, i - 1) in open)) break
 		}
 		if (i == 0) next
-		name = substr(rest, 1, i - 1)
-		ended[name] = t
-		status[name] = (substr(rest, i + 2) ~ /^failed/) ? "failed" : "ok"
+		k = open[substr(rest, 1, i - 1)]
+		end[k] = t
+		status[k] = (substr(rest, i + 2) ~ /^failed/) ? "failed" : "ok"
 		next
 	}
 	/^CI passed in / { total = t }
 	END {
-		printf "%-72s %7s %7s %7s  %s\n", "phase", "start", "end", "time", "status"
+		w = 5
+		for (k = 1; k <= n; k++) if (length(name[k]) > w) w = length(name[k])
+		printf "%-" w "s %6s %6s %6s  %s\n", "phase", "start", "end", "time", "status"
 		for (k = 1; k <= n; k++) {
-			name = order[k]
-			if (name in ended) {
-				printf "%-72s %7d %7d %7d  %s\n", name, started[name], ended[name], ended[name] - started[name], status[name]
-			} else {
-				printf "%-72s %7d %7s %7s  %s\n", name, started[name], "-", "-", "no end"
-			}
+			if (k in end) printf "%-" w "s %6d %6d %6d  %s\n", name[k], start[k], end[k], end[k] - start[k], status[k]
+			else printf "%-" w "s %6d %6s %6s  %s\n", name[k], start[k], "-", "-", "no end"
 		}
-		if (total != "") printf "%-72s %7s %7d %7d  passed\n", "CI", "0", total, total
-		else printf "%-72s %7s %7d %7s  not passed (last line at %ds)\n", "CI", "0", last, "-", last
+		if (total != "") printf "%-" w "s %6d %6d %6d  %s\n", "CI", 0, total, total, "passed"
+		else printf "%-" w "s %6d %6d %6s  %s\n", "CI", 0, last, "-", "not passed (the log ends there)"
 	}
 ' "$log"
