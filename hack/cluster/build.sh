@@ -20,14 +20,8 @@
 # (hack/lib.sh), or under $NETWORK_ENFORCER_CLUSTER_CACHE, so bumping a version
 # builds the new one beside the old; a later run takes no time.
 #
-# The parts are independent but for the node's, which shares most of its
-# packages with the control plane and so builds after it; `make cluster-build`
-# builds them side by side (one part each: --part), Cilium's, the longest, first.
-#
-# Usage: hack/cluster/build.sh              build what is missing; print the folder
-#        hack/cluster/build.sh --print      print the folder only
-#        hack/cluster/build.sh --part PART  build one part if missing: node,
-#                                           containerd, kube-router, coredns or cilium
+# Usage: hack/cluster/build.sh          build what is missing; print the folder
+#        hack/cluster/build.sh --print  print the folder only
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -130,28 +124,12 @@ kube_router_dir="$cache/kube-router-$KUBE_ROUTER_VERSION"
 coredns_dir="$cache/coredns-$coredns_version-cluster"
 cilium_dir="$cache/cilium-$cilium_version"
 
-# build_part PART builds one part when it is missing.
-build_part() {
-	case "$1" in
-	node) part "kubelet, kube-scheduler, kube-proxy, kubectl $k8s_version" "$node_dir" kubelet kube-scheduler kube-proxy kubectl -- build_node ;;
-	containerd) part "containerd $containerd_version" "$containerd_dir" containerd containerd-shim-runc-v2 ctr -- build_containerd ;;
-	kube-router) part "kube-router $KUBE_ROUTER_VERSION" "$kube_router_dir" kube-router -- build_kube_router ;;
-	coredns) part "coredns $coredns_version" "$coredns_dir" coredns -- build_coredns ;;
-	cilium) part "cilium $cilium_version" "$cilium_dir" cilium-agent cilium-cni cilium-dbg hubble-relay -- build_cilium ;;
-	*)
-		echo "hack/cluster/build.sh: unknown part \"$1\": must be one of node, containerd, kube-router, coredns, cilium" >&2
-		return 2
-		;;
-	esac
-}
-
-if [[ "${1:-}" == "--part" ]]; then
-	build_part "${2:?usage: hack/cluster/build.sh --part PART}"
-	exit 0
-fi
-
 controlplane=$("$root/hack/controlplane.sh")
-for p in node containerd kube-router coredns cilium; do build_part "$p"; done
+part "kubelet, kube-scheduler, kube-proxy, kubectl $k8s_version" "$node_dir" kubelet kube-scheduler kube-proxy kubectl -- build_node
+part "containerd $containerd_version" "$containerd_dir" containerd containerd-shim-runc-v2 ctr -- build_containerd
+part "kube-router $KUBE_ROUTER_VERSION" "$kube_router_dir" kube-router -- build_kube_router
+part "coredns $coredns_version" "$coredns_dir" coredns -- build_coredns
+part "cilium $cilium_version" "$cilium_dir" cilium-agent cilium-cni cilium-dbg hubble-relay -- build_cilium
 
 # Made anew, so that no link to a part that is no longer built stays.
 rm -rf "$out"
