@@ -50,6 +50,19 @@ func TestSampleConfigStartsAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatalf("health_check did not answer 200: %v", err)
 	}
+	// The collector catches SIGTERM only once its components have started
+	// (otelcol's Collector.Run calls signal.Notify after it logs that everything
+	// is ready, and health_check answers 200 before both): a SIGTERM in between
+	// ends the process with Go's default action. Wait for the line, then for the
+	// few statements between it and signal.Notify.
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true,
+		func(context.Context) (bool, error) {
+			return strings.Contains(p.output.String(), "Everything is ready. Begin running and processing data."), nil
+		})
+	if err != nil {
+		t.Fatalf("the collector never logged that it is ready: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
 
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
