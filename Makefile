@@ -9,16 +9,17 @@ SHELL := /usr/bin/env bash
 # compiles each package once. Static binaries, as the image needs; -trimpath, as the
 # image (one digest per commit) and the Cilium build (from a copy of its module, in a
 # new folder each time) need, and since a compile's cache key holds its flags, every
-# other build takes it too. The hack/ scripts set the same when they run alone.
-export CGO_ENABLED := 0
-export GOFLAGS := -trimpath -buildvcs=false
-
+# other build takes it too.
+#
 # What is built from pinned versions (the tools below, the control plane, cert-manager's
 # controller, the real node's parts) goes into one cache per machine, shared by every
-# clone, as Go's build cache is (hack/lib.sh); each part in a folder named by its
-# version, so that bumping a version builds the new one beside the old.
-NETWORK_ENFORCER_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/network-enforcer
-export NETWORK_ENFORCER_CACHE
+# clone, as Go's build cache is; each part in a folder named by its version, so that
+# bumping a version builds the new one beside the old.
+#
+# Both settings are hack/lib.sh's, which the scripts source when they run alone:
+# make reads them from it, so that they are written once.
+SHARED_SETTINGS := CGO_ENABLED GOFLAGS NETWORK_ENFORCER_CACHE
+$(foreach v,$(SHARED_SETTINGS),$(eval export $(v) := $(shell . hack/lib.sh && echo "$$$(v)")))
 
 # PHASE runs a recipe's command as a named phase, whose time the log of .ci/run
 # keeps (make ci-phases).
@@ -240,7 +241,10 @@ helm-lint: $(HELM) ## Lint the Helm chart (helm lint --strict) with each provide
 # generates, and so is golangci-lint, built at the versions its release was tested
 # with: its two hundred modules, golang.org/x/tools newer than controller-gen's among
 # them, would otherwise move the versions of tools/pins.
-# The tools' own builds set the version they print.
+# The tools' own builds set the version they print. A tool's folder is named by its
+# version and shared by every clone (the cache), so a tool that is there is not
+# built again: a clone's tools/pins/go.mod is newer than it whenever the clone is,
+# and rebuilding would rewrite a binary that another clone may be running.
 
 # build-tool MODULE,VERSION,PACKAGE,LDFLAGS builds PACKAGE of tools/pins into $@.
 define build-tool
@@ -254,16 +258,16 @@ $(OCB):
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) $(PHASE) "golangci-lint $(GOLANGCI_LINT_VERSION)" go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
-$(CONTROLLER_GEN): tools/pins/go.mod
+$(CONTROLLER_GEN):
 	$(call build-tool,sigs.k8s.io/controller-tools,$(CONTROLLER_GEN_VERSION),sigs.k8s.io/controller-tools/cmd/controller-gen,-X sigs.k8s.io/controller-tools/pkg/version.version=$(CONTROLLER_GEN_VERSION))
 
-$(PROTOC_GEN_GO): tools/pins/go.mod
+$(PROTOC_GEN_GO):
 	$(call build-tool,google.golang.org/protobuf,$(PROTOC_GEN_GO_VERSION),google.golang.org/protobuf/cmd/protoc-gen-go)
 
-$(PROTOC_GEN_GRPC): tools/pins/go.mod
+$(PROTOC_GEN_GRPC):
 	$(call build-tool,google.golang.org/grpc/cmd/protoc-gen-go-grpc,$(PROTOC_GEN_GRPC_VERSION),google.golang.org/grpc/cmd/protoc-gen-go-grpc)
 
-$(HELM): tools/pins/go.mod
+$(HELM):
 	$(call build-tool,helm.sh/helm/v3,$(HELM_VERSION),helm.sh/helm/v3/cmd/helm,-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION))
 
 # protoc comes from Debian's protobuf-compiler, the one source of it here; the

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
 // TestAssetsDir: $KUBEBUILDER_ASSETS is used when it holds every binary; else
@@ -43,5 +45,41 @@ func TestAssetsDir(t *testing.T) {
 	t.Setenv("NETWORK_ENFORCER_CONTROLPLANE_DIR", full)
 	if dir, err := AssetsDir(root); err != nil || dir != full {
 		t.Fatalf("with a complete cache folder: %q, %v; want %q", dir, err, full)
+	}
+}
+
+// TestCacheDirIsLibSh: the tests look for helm (and so for what the Makefile
+// builds) where hack/lib.sh, which the Makefile reads, puts the cache, with
+// $NETWORK_ENFORCER_CACHE, with $XDG_CACHE_HOME, and with neither.
+func TestCacheDirIsLibSh(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	for name, env := range map[string]map[string]string{
+		"NETWORK_ENFORCER_CACHE": {"NETWORK_ENFORCER_CACHE": filepath.Join(home, "mine"), "XDG_CACHE_HOME": filepath.Join(home, "xdg")},
+		"XDG_CACHE_HOME":         {"NETWORK_ENFORCER_CACHE": "", "XDG_CACHE_HOME": filepath.Join(home, "xdg")},
+		"HOME only":              {"NETWORK_ENFORCER_CACHE": "", "XDG_CACHE_HOME": ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("HOME", home)
+			for k, v := range env {
+				t.Setenv(k, v)
+				if v == "" {
+					os.Unsetenv(k) // t.Setenv restores it afterwards
+				}
+			}
+			cmd := testproc.Command("bash", "-c", `. hack/lib.sh && echo "$NETWORK_ENFORCER_CACHE"`)
+			cmd.Dir = root
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := CacheDir()
+			if want := strings.TrimSpace(string(out)); err != nil || got != want {
+				t.Fatalf("CacheDir() = %q, %v; hack/lib.sh says %q", got, err, want)
+			}
+		})
 	}
 }
