@@ -40,6 +40,7 @@ const (
 	endWorkloadName
 	endIdentity
 	endLabels
+	endNames
 	endExternal
 	endSlots
 )
@@ -59,14 +60,18 @@ var slotKeys = func() (k [numSlots]string) {
 // inSlotOrder puts the keys of an end into to, in the order of its slots.
 func (keys *endKeys) inSlotOrder(to []string) {
 	copy(to, []string{keys.address, keys.port, keys.namespace, keys.pod,
-		keys.workloadKind, keys.workloadName, keys.identity, keys.labels, keys.external})
+		keys.workloadKind, keys.workloadName, keys.identity, keys.labels, keys.names, keys.external})
 }
 
 // intSlots are the slots whose values are ints; the others' are strings.
-const intSlots = 1<<slotCount | 1<<(slotSource+endPort) | 1<<(slotDestination+endPort)
+const intSlots shape = 1<<slotCount | 1<<(slotSource+endPort) | 1<<(slotDestination+endPort)
 
 // shape says which slots a record fills: bit s for slot s.
-type shape uint32
+type shape uint64
+
+// A slot past shape's bits would be left out of every record without a word:
+// this stops compiling first.
+const _ = 64 - numSlots
 
 // attrValue is the value of one attribute: s for a string slot, n for an int one.
 type attrValue struct {
@@ -130,15 +135,21 @@ func (a *attrValues) endpoint(first slot, e *Endpoint) {
 	a.str(first+endWorkloadKind, e.WorkloadKind)
 	a.str(first+endWorkloadName, e.WorkloadName)
 	a.str(first+endIdentity, e.Identity)
-	switch len(e.Labels) {
+	a.list(first+endLabels, e.Labels)
+	a.list(first+endNames, e.Names)
+	a.str(first+endExternal, string(e.External))
+}
+
+// list fills slot s with l joined by LabelSeparator: one string, not a slice,
+// for a slice value costs an allocation an item.
+func (a *attrValues) list(s slot, l []string) {
+	switch len(l) {
 	case 0:
 	case 1:
-		a.str(first+endLabels, e.Labels[0])
+		a.str(s, l[0])
 	default:
-		// One string, not a slice: a slice value costs an allocation a label.
-		a.str(first+endLabels, strings.Join(e.Labels, LabelSeparator))
+		a.str(s, strings.Join(l, LabelSeparator))
 	}
-	a.str(first+endExternal, string(e.External))
 }
 
 // writeAttributes replaces m's entries with a's. It copies the template of a's

@@ -11,10 +11,10 @@ import (
 )
 
 // writeCases are records of every kind of shape: all optional fields set, none,
-// a mix, and an end's labels none, one and many.
+// a mix, and an end's labels and DNS names none, one and many.
 func writeCases() map[string]Record {
 	full := Endpoint{"10.0.1.23", 43718, "shop", "web-7c9d8b6f5-x2k9p", "Deployment", "web", "31245",
-		[]string{"app=web", "tier=frontend", "version=v2"}, ExternalWorld}
+		[]string{"app=web", "tier=frontend", "version=v2"}, []string{"*.example.com", "api.example.com"}, ExternalWorld}
 	return map[string]Record{
 		"none": {},
 		"all": {Time: time.Date(2026, 3, 2, 10, 15, 7, 512347190, time.UTC), Provider: ProviderCalico, Outcome: OutcomeDenied,
@@ -24,11 +24,11 @@ func writeCases() map[string]Record {
 		"hubble": benchRecord(),
 		"external destination": {Provider: ProviderCilium, Outcome: OutcomeAllowed, Transport: TransportUDP,
 			Source:      Endpoint{Address: "10.0.0.1", Namespace: "shop", Pod: "web", Labels: []string{"app=web"}},
-			Destination: Endpoint{Address: "203.0.113.9", Port: 53, External: ExternalWorld}},
+			Destination: Endpoint{Address: "203.0.113.9", Port: 443, Names: []string{"api.example.com"}, External: ExternalWorld}},
 		"istio": {Provider: ProviderIstio, Outcome: OutcomeDenied, Reporter: ReporterDestination, Direction: DirectionIngress,
 			Policy:      PolicyRef{Kind: "AuthorizationPolicy", Namespace: "shop", Name: "deny"},
 			Source:      Endpoint{Identity: "cluster.local/ns/shop/sa/web"},
-			Destination: Endpoint{Port: 8080, Labels: []string{}}, Count: -3},
+			Destination: Endpoint{Port: 8080, Labels: []string{}, Names: []string{}}, Count: -3},
 		"policy name only": {Policy: PolicyRef{Name: "p"}, PendingPolicy: PolicyRef{Namespace: "n"},
 			Source: Endpoint{Port: 1}, Destination: Endpoint{WorkloadName: "w", External: ExternalHost}},
 	}

@@ -24,6 +24,11 @@ type Endpoint struct {
 	Identity string
 	// Labels are the pod labels as "key=value", when the data plane gives them.
 	Labels []string
+	// Names are the DNS names that the data plane knows the end by (Hubble's
+	// source_names/destination_names, from the agent's FQDN cache, filled only
+	// when the lookup went through Cilium's DNS proxy); empty for most ends.
+	// They are what a policy can name an end outside the cluster by.
+	Names []string
 	// External is set when the end is not a pod of the cluster.
 	External External
 }
@@ -88,7 +93,9 @@ func (r *Record) WriteTo(lr plog.LogRecord) {
 func (r *Record) ReadFrom(lr plog.LogRecord) { r.read(lr, true) }
 
 // ReadSkippingLabels is ReadFrom for a reader that has no use for the ends' pod
-// labels: splitting them is the only part of reading a record that allocates.
+// labels: splitting them is the only part of reading a record that allocates,
+// besides the ends' DNS names, which it still reads: learning names an outside
+// end by them, and few ends have any.
 func (r *Record) ReadSkippingLabels(lr plog.LogRecord) { r.read(lr, false) }
 
 func (r *Record) read(lr plog.LogRecord, labels bool) {
@@ -107,12 +114,16 @@ func (r *Record) read(lr plog.LogRecord, labels bool) {
 			r.Destination.Port = uint32(v.Int())
 		case sourceKeys.labels:
 			if labels {
-				r.Source.Labels = readLabels(v)
+				r.Source.Labels = readList(v)
 			}
 		case destinationKeys.labels:
 			if labels {
-				r.Destination.Labels = readLabels(v)
+				r.Destination.Labels = readList(v)
 			}
+		case sourceKeys.names:
+			r.Source.Names = readList(v)
+		case destinationKeys.names:
+			r.Destination.Names = readList(v)
 		}
 		return true
 	})
@@ -172,9 +183,9 @@ func (e *Endpoint) stringField(keys *endKeys, k string) *string {
 	return nil
 }
 
-// readLabels reads an end's labels: one string of key=value joined by
-// LabelSeparator, or, as records of earlier versions have them, a slice.
-func readLabels(v pcommon.Value) []string {
+// readList reads an end's labels or DNS names: one string joined by
+// LabelSeparator, or, as records of earlier versions have the labels, a slice.
+func readList(v pcommon.Value) []string {
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
 		if v.Str() == "" {

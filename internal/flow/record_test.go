@@ -18,7 +18,8 @@ func TestRecordRoundTrip(t *testing.T) {
 		Transport: TransportTCP,
 		Source: Endpoint{Address: "10.0.1.23", Port: 43718, Namespace: "shop", Pod: "web-7c9d8b6f5-*",
 			WorkloadKind: "Deployment", WorkloadName: "web", Labels: []string{"app=web", "tier=frontend"}},
-		Destination:    Endpoint{Address: "203.0.113.9", Port: 443, External: ExternalNetwork},
+		Destination: Endpoint{Address: "203.0.113.9", Port: 443, Names: []string{"api.example.com", "cdn.example.com"},
+			External: ExternalNetwork},
 		Policy:         PolicyRef{Kind: "NetworkPolicy", Namespace: "shop", Name: "deny-egress"},
 		PendingOutcome: OutcomeAllowed,
 		PendingPolicy:  PolicyRef{Kind: "StagedNetworkPolicy", Namespace: "shop", Name: "allow"},
@@ -40,8 +41,13 @@ func TestRecordRoundTrip(t *testing.T) {
 	if v, _ := lr.Attributes().Get("source.k8s.pod.labels"); v.Str() != "app=web,tier=frontend" {
 		t.Fatalf("source.k8s.pod.labels = %v", v.AsRaw())
 	}
-	if _, ok := lr.Attributes().Get("destination.k8s.pod.name"); ok {
-		t.Fatal("an unknown value was written as an attribute")
+	if v, _ := lr.Attributes().Get("destination.dns.names"); v.Str() != "api.example.com,cdn.example.com" {
+		t.Fatalf("destination.dns.names = %v", v.AsRaw())
+	}
+	for _, k := range []string{"destination.k8s.pod.name", "source.dns.names"} {
+		if _, ok := lr.Attributes().Get(k); ok {
+			t.Fatalf("an unknown value was written as an attribute: %s", k)
+		}
 	}
 }
 
@@ -53,16 +59,27 @@ func TestCountDefaultsToOne(t *testing.T) {
 	}
 }
 
-// ReadSkippingLabels reads all of a record but its labels.
+// ReadSkippingLabels reads all of a record but its labels: the ends' DNS
+// names too, which learning needs.
 func TestReadSkippingLabels(t *testing.T) {
 	in := benchRecord()
+	in.Destination = Endpoint{Address: "203.0.113.9", Port: 443, Identity: "2",
+		Names: []string{"api.example.com", "cdn.example.com"}, External: ExternalWorld}
 	lr := plog.NewLogRecord()
 	in.WriteTo(lr)
 	var out Record
 	out.ReadSkippingLabels(lr)
-	in.Source.Labels, in.Destination.Labels = nil, nil
+	in.Source.Labels = nil
 	if !reflect.DeepEqual(in, out) {
 		t.Fatalf("got %+v\nwant %+v", out, in)
+	}
+	// A record without names read into the same Record leaves none of the
+	// previous record's.
+	noNames := benchRecord()
+	noNames.WriteTo(lr)
+	out.ReadSkippingLabels(lr)
+	if out.Source.Names != nil || out.Destination.Names != nil {
+		t.Fatalf("names %q, %q left from the previous record", out.Source.Names, out.Destination.Names)
 	}
 }
 

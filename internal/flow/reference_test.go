@@ -46,14 +46,19 @@ func writeEndpoint(a pcommon.Map, k *endKeys, e *Endpoint) {
 	putStr(a, k.workloadKind, e.WorkloadKind)
 	putStr(a, k.workloadName, e.WorkloadName)
 	putStr(a, k.identity, e.Identity)
-	switch len(e.Labels) {
+	putList(a, k.labels, e.Labels)
+	putList(a, k.names, e.Names)
+	putStr(a, k.external, string(e.External))
+}
+
+func putList(a pcommon.Map, key string, l []string) {
+	switch len(l) {
 	case 0:
 	case 1:
-		a.PutStr(k.labels, e.Labels[0])
+		a.PutStr(key, l[0])
 	default:
-		a.PutStr(k.labels, strings.Join(e.Labels, LabelSeparator))
+		a.PutStr(key, strings.Join(l, LabelSeparator))
 	}
-	putStr(a, k.external, string(e.External))
 }
 
 func writePolicy(a pcommon.Map, kind, ns, name string, p PolicyRef) {
@@ -96,6 +101,9 @@ func (e *Endpoint) attributeCount() int {
 		n++
 	}
 	if len(e.Labels) > 0 {
+		n++
+	}
+	if len(e.Names) > 0 {
 		n++
 	}
 	return n

@@ -15,6 +15,8 @@ func ResolveEndpoint(r workload.Resolver, end *Endpoint) (workload.Ref, workload
 	case "":
 	case ExternalHost:
 		return workload.Ref{}, workload.UnresolvedHost
+	case ExternalRemoteNode:
+		return workload.Ref{}, workload.UnresolvedRemoteNode
 	case ExternalAPIServer:
 		return workload.Ref{}, workload.UnresolvedAPIServer
 	default:

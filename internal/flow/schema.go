@@ -28,13 +28,14 @@ const (
 	AttrPendingPolicyName      = "policy.pending.ref.name"
 )
 
-// LabelSeparator joins an end's pod labels (key=value) in its labels attribute.
-// Neither a label key nor a label value can hold it.
+// LabelSeparator joins an end's pod labels (key=value) in its labels attribute,
+// and its DNS names in its names attribute. Neither a label key, a label value
+// nor a DNS name can hold it.
 const LabelSeparator = ","
 
 // endKeys are the attribute keys of one end of a flow.
 type endKeys struct {
-	address, port, namespace, pod, workloadKind, workloadName, identity, labels, external string
+	address, port, namespace, pod, workloadKind, workloadName, identity, labels, names, external string
 }
 
 // The attribute keys of each end: the semantic-convention name after "source." or
@@ -45,13 +46,15 @@ var (
 		address: "source.address", port: "source.port",
 		namespace: "source.k8s.namespace.name", pod: "source.k8s.pod.name",
 		workloadKind: "source.k8s.workload.kind", workloadName: "source.k8s.workload.name",
-		identity: "source.identity", labels: "source.k8s.pod.labels", external: "source.external",
+		identity: "source.identity", labels: "source.k8s.pod.labels", names: "source.dns.names",
+		external: "source.external",
 	}
 	destinationKeys = endKeys{
 		address: "destination.address", port: "destination.port",
 		namespace: "destination.k8s.namespace.name", pod: "destination.k8s.pod.name",
 		workloadKind: "destination.k8s.workload.kind", workloadName: "destination.k8s.workload.name",
-		identity: "destination.identity", labels: "destination.k8s.pod.labels", external: "destination.external",
+		identity: "destination.identity", labels: "destination.k8s.pod.labels", names: "destination.dns.names",
+		external: "destination.external",
 	}
 )
 
@@ -114,6 +117,10 @@ type External string
 const (
 	ExternalWorld External = "world"
 	ExternalHost  External = "host"
+	// ExternalRemoteNode is another node than the one of the pod at the
+	// flow's other end, where the data plane tells them apart (Cilium's
+	// remote-node identity); ExternalHost is then that pod's own node.
+	ExternalRemoteNode External = "remote_node"
 	// ExternalAPIServer is the Kubernetes API server, where the data plane
 	// names it apart from the host (Cilium's kube-apiserver identity).
 	ExternalAPIServer  External = "apiserver"

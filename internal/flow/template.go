@@ -41,7 +41,7 @@ func templateOf(s shape) pcommon.Map {
 
 func newTemplate(s shape) pcommon.Map {
 	t := pcommon.NewMap()
-	t.EnsureCapacity(bits.OnesCount32(uint32(s)))
+	t.EnsureCapacity(bits.OnesCount64(uint64(s)))
 	for i := range numSlots {
 		if s&(1<<i) == 0 {
 			continue

@@ -20,8 +20,12 @@ const (
 	// UnresolvedExternal: the end is outside the cluster (the world, a network
 	// set), as the data plane says.
 	UnresolvedExternal Unresolved = "external"
-	// UnresolvedHost: the end is a node, as the data plane says.
+	// UnresolvedHost: the end is a node, as the data plane says; with Cilium,
+	// the node of the pod at the flow's other end.
 	UnresolvedHost Unresolved = "host"
+	// UnresolvedRemoteNode: the end is another node than that of the pod at
+	// the flow's other end, as the data plane says (Cilium's remote-node).
+	UnresolvedRemoteNode Unresolved = "remote_node"
 	// UnresolvedAPIServer: the end is the Kubernetes API server, as the data
 	// plane says.
 	UnresolvedAPIServer Unresolved = "apiserver"

@@ -103,8 +103,8 @@ func convertFlow(f *flowpb.Flow, rec *flow.Record) (flowsource.DropReason, bool)
 		Reporter:    reporter,
 		Direction:   direction,
 		Transport:   transport,
-		Source:      endpointOf(f.GetSource(), f.GetIP().GetSource(), srcPort, false),
-		Destination: endpointOf(f.GetDestination(), f.GetIP().GetDestination(), dstPort, true),
+		Source:      endpointOf(f.GetSource(), f.GetIP().GetSource(), srcPort, f.GetSourceNames(), false),
+		Destination: endpointOf(f.GetDestination(), f.GetIP().GetDestination(), dstPort, f.GetDestinationNames(), true),
 		Policy:      policyOf(f, outcome, direction),
 		Count:       1,
 	}
@@ -182,7 +182,9 @@ func directionOf(d flowpb.TrafficDirection) (flow.Direction, flow.Reporter, flow
 	}
 }
 
-func endpointOf(ep *flowpb.Endpoint, addr string, port uint32, destination bool) flow.Endpoint {
+// endpointOf builds an end from its Hubble endpoint, address, port and the
+// names that the agent's FQDN cache holds for its address.
+func endpointOf(ep *flowpb.Endpoint, addr string, port uint32, names []string, destination bool) flow.Endpoint {
 	e := flow.Endpoint{
 		Address:   addr,
 		Port:      port,
@@ -212,8 +214,60 @@ func endpointOf(ep *flowpb.Endpoint, addr string, port uint32, destination bool)
 	}
 	if e.Pod == "" {
 		e.External = externalOf(ep, destination)
+		// A pod is named by its workload: names that its address had for a
+		// lookup are no name of the pod.
+		e.Names = dnsNames(names)
 	}
 	return e
+}
+
+// dnsNames returns the names that the agent's FQDN cache gives for an end, as
+// a policy names a DNS name: lower case, without the trailing dot, sorted and
+// once each, so that one end is the same names in every record. A name that
+// a policy cannot hold is dropped: the cache keeps what DNS answers said. The
+// slice is new: names is the decoder's, which the next flow reuses.
+func dnsNames(names []string) []string {
+	var out []string
+	for _, n := range names {
+		n = strings.TrimSuffix(strings.ToLower(n), ".")
+		if validDNSName(n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// validDNSName reports whether n is a DNS name that a policy can hold: at
+// most 253 characters of labels of a-z, 0-9 and inner "-", each of 1 to 63,
+// joined by "."; the first label may be "*" for any one label.
+func validDNSName(n string) bool {
+	if len(n) > 253 {
+		return false
+	}
+	n = strings.TrimPrefix(n, "*.")
+	for {
+		label, rest, more := strings.Cut(n, ".")
+		if !validDNSLabel(label) {
+			return false
+		}
+		if !more {
+			return true
+		}
+		n = rest
+	}
+}
+
+func validDNSLabel(l string) bool {
+	if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+		return false
+	}
+	for i := range len(l) {
+		if c := l[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // podLabel returns a Cilium endpoint label as the pod's label key=value, or
@@ -234,6 +288,11 @@ func podLabel(l string) (string, bool) {
 // Service, the backend's address and port), and one from it is the node's
 // (the kubelet's probes, host-network pods). The label names an address, not a
 // port: a host-network server on such a node is seen as the API server too.
+//
+// The host identity is the node of the agent that reports the flow, and so of
+// the pod at the flow's other end: it is host, which Cilium lets into its
+// pods whatever the policy. Any other node is remote_node, also a remote node
+// that runs the API server (identity 7) seen as a source.
 func externalOf(ep *flowpb.Endpoint, destination bool) flow.External {
 	if destination && slices.Contains(ep.GetLabels(), "reserved:kube-apiserver") {
 		return flow.ExternalAPIServer
@@ -241,22 +300,24 @@ func externalOf(ep *flowpb.Endpoint, destination bool) flow.External {
 	switch ep.GetIdentity() {
 	case identityWorld, identityWorldIPv4, identityWorldIPv6:
 		return flow.ExternalWorld
-	case identityHost, identityRemoteNode:
+	case identityHost:
 		return flow.ExternalHost
+	case identityRemoteNode:
+		return flow.ExternalRemoteNode
 	case identityKubeAPI:
 		if destination {
 			return flow.ExternalAPIServer
 		}
-		return flow.ExternalHost
+		return flow.ExternalRemoteNode
 	}
 	for _, l := range ep.GetLabels() {
 		switch {
 		case strings.HasPrefix(l, "reserved:world"):
 			return flow.ExternalWorld
-		case l == "reserved:host", l == "reserved:remote-node":
+		case l == "reserved:host":
 			return flow.ExternalHost
-		case l == "reserved:kube-apiserver":
-			return flow.ExternalHost // a destination with it returned above
+		case l == "reserved:remote-node", l == "reserved:kube-apiserver": // a destination with it returned above
+			return flow.ExternalRemoteNode
 		}
 	}
 	return flow.ExternalUnknown

@@ -9,10 +9,11 @@ import (
 )
 
 // FuzzConvertFlow fuzzes the Hubble flow conversion and the merge of a
-// connection's events, seeded from the fixtures and from a real agent's flows.
+// connection's events, seeded from the fixtures, flows with names for their
+// ends and a real agent's flows.
 func FuzzConvertFlow(f *testing.F) {
 	var seeds []*flowpb.Flow
-	for _, resp := range loadFixtures(f) {
+	for _, resp := range append(loadFixtures(f), namedResponses(f)...) {
 		if fl := resp.GetFlow(); fl != nil {
 			seeds = append(seeds, fl)
 		}

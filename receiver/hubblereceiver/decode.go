@@ -26,6 +26,8 @@ const (
 	fieldFlowSource           protowire.Number = 8
 	fieldFlowDestination      protowire.Number = 9
 	fieldFlowType             protowire.Number = 10
+	fieldFlowSourceNames      protowire.Number = 13
+	fieldFlowDestinationNames protowire.Number = 14
 	fieldFlowEventType        protowire.Number = 19
 	fieldFlowTrafficDirection protowire.Number = 22
 	fieldFlowDropReasonDesc   protowire.Number = 25
@@ -164,9 +166,10 @@ func newFlowDecoder() *flowDecoder {
 	return d
 }
 
-// newFlow returns the decoder's flow, emptied.
+// newFlow returns the decoder's flow, emptied. The names keep their backing
+// arrays, as the ends' labels do.
 func (d *flowDecoder) newFlow() *flowpb.Flow {
-	d.f = flowpb.Flow{}
+	d.f = flowpb.Flow{SourceNames: d.f.SourceNames[:0], DestinationNames: d.f.DestinationNames[:0]}
 	d.workloads.reset()
 	d.policies.reset()
 	return &d.f
@@ -210,6 +213,10 @@ func (d *flowDecoder) flow(b []byte, f *flowpb.Flow) error {
 				f.Destination = &d.dst
 			}
 			err = d.endpoint(rd.Bytes, f.Destination)
+		case rd.Num == fieldFlowSourceNames:
+			f.SourceNames, err = d.appendString(rd.Bytes, f.SourceNames)
+		case rd.Num == fieldFlowDestinationNames:
+			f.DestinationNames, err = d.appendString(rd.Bytes, f.DestinationNames)
 		case rd.Num == fieldFlowEventType:
 			if f.EventType == nil {
 				d.eventType.Type = 0
@@ -375,10 +382,7 @@ func (d *flowDecoder) endpoint(b []byte, ep *flowpb.Endpoint) error {
 		case rd.Num == fieldEndpointPodName:
 			ep.PodName, err = d.strings.String(rd.Bytes)
 		case rd.Num == fieldEndpointLabels:
-			var l string
-			if l, err = d.strings.String(rd.Bytes); err == nil {
-				ep.Labels = append(ep.Labels, l)
-			}
+			ep.Labels, err = d.appendString(rd.Bytes, ep.Labels)
 		case rd.Num == fieldEndpointWorkloads:
 			w := d.workloads.get()
 			w.Name, w.Kind = "", ""
@@ -390,6 +394,15 @@ func (d *flowDecoder) endpoint(b []byte, ep *flowpb.Endpoint) error {
 		}
 	}
 	return rd.Err()
+}
+
+// appendString appends b, one item of a repeated string field, to list.
+func (d *flowDecoder) appendString(b []byte, list []string) ([]string, error) {
+	s, err := d.strings.String(b)
+	if err != nil {
+		return list, err
+	}
+	return append(list, s), nil
 }
 
 func (d *flowDecoder) workload(b []byte, w *flowpb.Workload) error {
@@ -470,6 +483,6 @@ func (p *pool[T]) get() *T {
 // node_name is asked for too.
 var fieldMaskPaths = []string{
 	"time", "node_name", "verdict", "drop_reason_desc", "Type", "traffic_direction", "trace_reason", "is_reply",
-	"event_type", "IP", "l4", "source", "destination",
+	"event_type", "IP", "l4", "source", "destination", "source_names", "destination_names",
 	"egress_allowed_by", "ingress_allowed_by", "egress_denied_by", "ingress_denied_by",
 }

@@ -37,6 +37,8 @@ func TestFieldNumbers(t *testing.T) {
 		{flowMsg, "source", fieldFlowSource},
 		{flowMsg, "destination", fieldFlowDestination},
 		{flowMsg, "Type", fieldFlowType},
+		{flowMsg, "source_names", fieldFlowSourceNames},
+		{flowMsg, "destination_names", fieldFlowDestinationNames},
 		{flowMsg, "event_type", fieldFlowEventType},
 		{flowMsg, "traffic_direction", fieldFlowTrafficDirection},
 		{flowMsg, "drop_reason_desc", fieldFlowDropReasonDesc},
@@ -80,10 +82,11 @@ func TestFieldNumbers(t *testing.T) {
 	}
 }
 
-// allResponses are the fixture's messages and a real agent's flows.
+// allResponses are the fixture's messages, flows with names for their ends,
+// and a real agent's flows.
 func allResponses(tb testing.TB) []*observer.GetFlowsResponse {
 	tb.Helper()
-	out := loadFixtures(tb)
+	out := append(loadFixtures(tb), namedResponses(tb)...)
 	for _, name := range realAgentRecordings {
 		for _, f := range loadRealAgent(tb, name) {
 			out = append(out, &observer.GetFlowsResponse{ResponseTypes: &observer.GetFlowsResponse_Flow{Flow: f}})
@@ -181,13 +184,13 @@ func TestFieldMaskKeepsWhatIsRead(t *testing.T) {
 	t.Logf("the field mask keeps %d of %d bytes", maskedSize, wholeSize)
 }
 
-// FuzzDecode feeds the decoder arbitrary bytes, seeded with every fixture in
-// every encoding and the first flows of each real agent's recording as sent
-// (the corpus stays small enough to start fuzzing at once): it never panics,
-// and whatever the generated code decodes, the decoder decodes to the same
-// record.
+// FuzzDecode feeds the decoder arbitrary bytes, seeded with every fixture and
+// flow with names in every encoding and the first flows of each real agent's
+// recording as sent (the corpus stays small enough to start fuzzing at once):
+// it never panics, and whatever the generated code decodes, the decoder
+// decodes to the same record.
 func FuzzDecode(f *testing.F) {
-	seeds := wirecodectest.Seeds(f, loadFixtures(f))
+	seeds := wirecodectest.Seeds(f, append(loadFixtures(f), namedResponses(f)...))
 	for _, name := range realAgentRecordings {
 		for _, fl := range loadRealAgent(f, name)[:100] {
 			resp := &observer.GetFlowsResponse{ResponseTypes: &observer.GetFlowsResponse_Flow{Flow: fl}}
