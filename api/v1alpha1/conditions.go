@@ -83,6 +83,10 @@ const (
 	// ReasonNoAuthorizationPolicyCRD: the policy has the istio backend, and the
 	// cluster did not serve AuthorizationPolicies when the collector started.
 	ReasonNoAuthorizationPolicyCRD = "NoAuthorizationPolicyCRD"
+	// ReasonNoCiliumNetworkPolicyCRD: the policy has the cilium backend, and
+	// the cluster did not serve CiliumNetworkPolicies when the collector
+	// started.
+	ReasonNoCiliumNetworkPolicyCRD = "NoCiliumNetworkPolicyCRD"
 	// ReasonRenderFailed: the API server refused to create, change or delete
 	// the native object; the message has its answer.
 	ReasonRenderFailed = "RenderFailed"

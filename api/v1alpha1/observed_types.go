@@ -10,7 +10,7 @@ import (
 const MaxObservedEdges = 256
 
 // PeerClass says what kind of end the peer of an observed edge is.
-// +kubebuilder:validation:Enum=Workload;External;Host;Node;APIServer;BarePod;Unidentified
+// +kubebuilder:validation:Enum=Workload;External;Host;RemoteNode;Node;APIServer;BarePod;Unidentified
 type PeerClass string
 
 const (
@@ -21,8 +21,11 @@ const (
 	// a network set.
 	PeerClassExternal PeerClass = "External"
 	// PeerClassHost is an end that the data plane calls the host: a node's own
-	// address.
+	// address; with Cilium, the node of the workload's pod itself.
 	PeerClassHost PeerClass = "Host"
+	// PeerClassRemoteNode is another node than the workload pod's, where the
+	// data plane tells the two apart (Cilium's remote-node identity).
+	PeerClassRemoteNode PeerClass = "RemoteNode"
 	// PeerClassNode is a host-network pod, at its node's address.
 	PeerClassNode PeerClass = "Node"
 	// PeerClassAPIServer is the Kubernetes API server, when the data plane
@@ -181,7 +184,7 @@ type EdgeEstimators struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=class
-	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:MaxItems=8
 	Classes []ClassEstimators `json:"classes,omitempty"`
 }
 

@@ -5,7 +5,7 @@ import (
 )
 
 // Backend names the data plane object that a policy is rendered as.
-// +kubebuilder:validation:Enum=kubernetes;istio
+// +kubebuilder:validation:Enum=kubernetes;istio;cilium
 type Backend string
 
 const (
@@ -13,7 +13,50 @@ const (
 	BackendKubernetes Backend = "kubernetes"
 	// BackendIstio renders a security.istio.io/v1 AuthorizationPolicy (Istio ambient).
 	BackendIstio Backend = "istio"
+	// BackendCilium renders a cilium.io/v2 CiliumNetworkPolicy (Cilium), which
+	// names the API server and the nodes as Cilium's own entities and outside
+	// services by DNS name, as a NetworkPolicy cannot.
+	BackendCilium Backend = "cilium"
 )
+
+// Entity is a peer beyond the cluster's workloads that every data plane knows by
+// what it is rather than by an address.
+// +kubebuilder:validation:Enum=APIServer;Nodes
+type Entity string
+
+const (
+	// EntityAPIServer is the Kubernetes API server, wherever it runs: the
+	// addresses and ports of the default/kubernetes Service's endpoints.
+	EntityAPIServer Entity = "APIServer"
+	// EntityNodes are the cluster's nodes: the pod's own node, the other
+	// nodes, and the host-network pods on them.
+	EntityNodes Entity = "Nodes"
+)
+
+// OutsidePeer is one peer beyond the cluster's workloads, by what it is, and the
+// ports allowed with it. It names exactly one of entity and dnsName.
+// +kubebuilder:validation:XValidation:rule="has(self.entity) != has(self.dnsName)",message="an outside peer names exactly one of entity and dnsName"
+type OutsidePeer struct {
+	// entity is the API server (APIServer) or the cluster's nodes (Nodes).
+	// +optional
+	Entity Entity `json:"entity,omitempty"`
+
+	// dnsName is an outside service by its DNS name, lower case and without the
+	// trailing dot: a full name (api.example.com) or a pattern whose first
+	// label is * for any one label (*.example.com).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	DNSName string `json:"dnsName,omitempty"`
+
+	// ports are the allowed ports, as in a NetworkPolicy rule (a port, or a
+	// range with endPort). Empty allows every port.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Ports []networkingv1.NetworkPolicyPort `json:"ports,omitempty"`
+}
 
 // Direction is the direction of traffic, seen from the target workload.
 // +kubebuilder:validation:Enum=Ingress;Egress
@@ -132,13 +175,14 @@ type IstioPolicySpec struct {
 // allow for one workload and direction, in the format of one backend.
 //
 // +kubebuilder:validation:XValidation:rule="self.backend != 'kubernetes' || (has(self.kubernetes) && !has(self.istio))",message="backend kubernetes needs spec.kubernetes and no spec.istio"
+// +kubebuilder:validation:XValidation:rule="self.backend != 'cilium' || (has(self.kubernetes) && !has(self.istio))",message="backend cilium needs spec.kubernetes and no spec.istio"
 // +kubebuilder:validation:XValidation:rule="self.backend != 'istio' || (has(self.istio) && !has(self.kubernetes))",message="backend istio needs spec.istio and no spec.kubernetes"
 // +kubebuilder:validation:XValidation:rule="!has(self.kubernetes) || (has(self.kubernetes.podSelector) && ((has(self.kubernetes.podSelector.matchLabels) && size(self.kubernetes.podSelector.matchLabels) > 0) || (has(self.kubernetes.podSelector.matchExpressions) && size(self.kubernetes.podSelector.matchExpressions) > 0)))",message="spec.kubernetes.podSelector must not be empty: an empty selector would apply the policy to every pod in the namespace"
 // +kubebuilder:validation:XValidation:rule="self.backend != 'istio' || self.direction == 'Ingress'",message="backend istio supports direction Ingress only: ztunnel enforces inbound traffic"
 type PolicySpec struct {
 	// backend is the data plane format of this object: kubernetes (a NetworkPolicy,
-	// for Calico and Cilium) or istio (an AuthorizationPolicy, for Istio ambient).
-	// It cannot change after creation.
+	// for Calico and Cilium), cilium (a CiliumNetworkPolicy, for Cilium) or istio
+	// (an AuthorizationPolicy, for Istio ambient). It cannot change after creation.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="backend is immutable"
 	Backend Backend `json:"backend"`
@@ -152,11 +196,22 @@ type PolicySpec struct {
 	// +required
 	Direction Direction `json:"direction"`
 
-	// kubernetes is the NetworkPolicy spec, set when backend is kubernetes.
+	// kubernetes is the NetworkPolicy spec, set when backend is kubernetes or
+	// cilium: the workload peers and address blocks that the object allows.
 	// +optional
 	Kubernetes *networkingv1.NetworkPolicySpec `json:"kubernetes,omitempty"`
 
 	// istio is the AuthorizationPolicy spec, set when backend is istio.
 	// +optional
 	Istio *IstioPolicySpec `json:"istio,omitempty"`
+
+	// outside lists the peers beyond the cluster's workloads that this object
+	// allows by what they are, not by an address that goes stale: the API
+	// server, the nodes, an outside service by DNS name. Every backend takes
+	// them and renders each in its data plane's own terms, or says on the
+	// WouldBlock condition why it cannot (docs/architecture.md).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	Outside []OutsidePeer `json:"outside,omitempty"`
 }

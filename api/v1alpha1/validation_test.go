@@ -5,8 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
@@ -94,6 +97,62 @@ func TestSpecRulesRejectInvalidObjects(t *testing.T) {
 		},
 		message: `spec.backend: Unsupported value: "calico"`,
 	}, {
+		name: "cilium backend without spec.kubernetes",
+		spec: func() v1alpha1.PolicySpec {
+			s := ciliumSpec()
+			s.Kubernetes = nil
+			return s
+		},
+		message: "backend cilium needs spec.kubernetes and no spec.istio",
+	}, {
+		name: "cilium backend with spec.istio too",
+		spec: func() v1alpha1.PolicySpec {
+			s := ciliumSpec()
+			s.Istio = istioSpec().Istio
+			return s
+		},
+		message: "backend cilium needs spec.kubernetes and no spec.istio",
+	}, {
+		name: "outside peer with an entity and a name",
+		spec: func() v1alpha1.PolicySpec {
+			s := ciliumSpec()
+			s.Outside = []v1alpha1.OutsidePeer{{Entity: v1alpha1.EntityAPIServer, DNSName: "api.example.com"}}
+			return s
+		},
+		message: "an outside peer names exactly one of entity and dnsName",
+	}, {
+		name: "outside peer with neither",
+		spec: func() v1alpha1.PolicySpec {
+			s := kubernetesSpec()
+			s.Outside = []v1alpha1.OutsidePeer{{}}
+			return s
+		},
+		message: "an outside peer names exactly one of entity and dnsName",
+	}, {
+		name: "unknown entity",
+		spec: func() v1alpha1.PolicySpec {
+			s := ciliumSpec()
+			s.Outside = []v1alpha1.OutsidePeer{{Entity: "World"}}
+			return s
+		},
+		message: `spec.outside[0].entity: Unsupported value: "World"`,
+	}, {
+		name: "DNS name in upper case",
+		spec: func() v1alpha1.PolicySpec {
+			s := ciliumSpec()
+			s.Outside = []v1alpha1.OutsidePeer{{DNSName: "API.example.com"}}
+			return s
+		},
+		message: "spec.outside[0].dnsName in body should match",
+	}, {
+		name: "DNS pattern with * past the first label",
+		spec: func() v1alpha1.PolicySpec {
+			s := ciliumSpec()
+			s.Outside = []v1alpha1.OutsidePeer{{DNSName: "api.*.com"}}
+			return s
+		},
+		message: "spec.outside[0].dnsName in body should match",
+	}, {
 		name: "unknown target kind",
 		spec: func() v1alpha1.PolicySpec {
 			s := kubernetesSpec()
@@ -134,6 +193,8 @@ func TestSpecRulesAcceptValidObjects(t *testing.T) {
 		"kubernetes-expressions-only": expressionsOnly,
 		"istio-ingress":               istioSpec(),
 		"istio-statefulset":           statefulSet,
+		"cilium-egress-outside":       ciliumSpec(),
+		"kubernetes-outside":          withOutside(kubernetesSpec()),
 	} {
 		for kind, obj := range bothKinds(ns, name, spec) {
 			t.Run(name+"/"+kind, func(t *testing.T) {
@@ -143,6 +204,28 @@ func TestSpecRulesAcceptValidObjects(t *testing.T) {
 			})
 		}
 	}
+}
+
+// ciliumSpec is an egress spec of backend cilium that allows, beyond a workload,
+// each kind of outside peer.
+func ciliumSpec() v1alpha1.PolicySpec {
+	s := withOutside(kubernetesSpec())
+	s.Backend = v1alpha1.BackendCilium
+	s.Direction = v1alpha1.DirectionEgress
+	return s
+}
+
+// withOutside adds to spec the API server on 6443, the nodes on every port and
+// two outside services by name.
+func withOutside(spec v1alpha1.PolicySpec) v1alpha1.PolicySpec {
+	tcp, port := corev1.ProtocolTCP, intstr.FromInt32(6443)
+	spec.Outside = []v1alpha1.OutsidePeer{
+		{Entity: v1alpha1.EntityAPIServer, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}}},
+		{Entity: v1alpha1.EntityNodes},
+		{DNSName: "api.example.com"},
+		{DNSName: "*.storage.example.net"},
+	}
+	return spec
 }
 
 func TestBackendIsImmutable(t *testing.T) {

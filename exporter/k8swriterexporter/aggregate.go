@@ -22,6 +22,10 @@ type peerRef struct {
 	workload  workload.Ref
 	principal string
 	cidr      string // an address block outside the cluster's workloads (render_ipblock.go)
+	// entity and dnsName are a peer beyond the workloads, by what it is
+	// (render_outside.go).
+	entity  v1alpha1.Entity
+	dnsName string
 }
 
 // portRef is a protocol and a port.
@@ -106,7 +110,7 @@ func (a *aggregate) add(e *learning.Edge) (types.NamespacedName, bool) {
 		a.learned[key] = l
 		a.keys[l.name] = key
 	}
-	peer := peerRef{workload: e.Peer, principal: e.Principal, cidr: e.PeerCIDR}
+	peer := peerRef{workload: e.Peer, principal: e.Principal, cidr: e.PeerCIDR, entity: e.PeerEntity, dnsName: e.PeerName}
 	port := portRef{protocol: e.Protocol, port: e.Port}
 	if !l.peers.add(peer, port) {
 		return l.name, false

@@ -29,7 +29,7 @@ func observedKey(o *learning.Observation) (observed.Key, bool) {
 
 // judge judges p's observed edges by its spec as it is now.
 func (w *writer) judge(p *v1alpha1.WorkloadNetworkPolicyProposal) observed.Judge {
-	return observed.JudgeSpec(w.enforcer, &p.Spec, p.Namespace)
+	return observed.JudgeSpec(w.enforcer, &p.Spec, p.Namespace, w.enforcer.DataPlane())
 }
 
 // judgeCached judges the edges of proposal name by its spec in the cache:

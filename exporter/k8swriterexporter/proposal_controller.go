@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 )
 
 // proposalWatches are what asks the proposal writer's controller for a
@@ -60,6 +61,10 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 	for peer, ports := range l.peers {
 		if peer.cidr != "" {
 			learnedRules.add(ipBlockRule(peer.cidr, ports))
+			continue
+		}
+		if peer.entity != "" || peer.dnsName != "" {
+			learnedRules.add(outsideRule(peer.entity, peer.dnsName, ports))
 			continue
 		}
 		r := &rule{principal: peer.principal, ports: ports}
@@ -221,7 +226,7 @@ func (w *writer) writeStatus(ctx context.Context, pw enforcerextension.ProposalW
 			zap.String("proposal", name.String()), zap.Error(u.Err))
 	}
 	st.ObservedTraffic = u.Traffic
-	meta.SetStatusCondition(&st.Conditions, u.WouldBlockCondition(p.Generation))
+	meta.SetStatusCondition(&st.Conditions, u.WouldBlockCondition(p.Generation, netpolmatch.WhyBlocked(&p.Spec, w.enforcer.DataPlane())))
 	meta.SetStatusCondition(&st.Conditions, u.EvidenceCompleteCondition(p.Generation))
 	if apiequality.Semantic.DeepEqual(st, &p.Status) {
 		return nil

@@ -26,7 +26,10 @@ type rule struct {
 	selector  *metav1.LabelSelector
 	principal string
 	cidr      string // an ipBlock peer (render_ipblock.go)
-	ports     map[portRef]struct{}
+	// entity and dnsName are a peer of spec.outside (render_outside.go).
+	entity  v1alpha1.Entity
+	dnsName string
+	ports   map[portRef]struct{}
 	// spans are the port ranges of a collapsed kubernetes rule, by protocol;
 	// ports is then empty.
 	spans map[string]portSpan
@@ -74,6 +77,9 @@ func (r *rule) bound(backend v1alpha1.Backend, maxPorts int) {
 func (r *rule) key() string {
 	if r.cidr != "" {
 		return ipBlockKey(r.cidr)
+	}
+	if r.outside() {
+		return outsideKey(r.entity, r.dnsName)
 	}
 	if r.principal != "" {
 		return r.principal
@@ -158,22 +164,7 @@ func rulesOf(spec *v1alpha1.PolicySpec) rules {
 	}
 	if k := spec.Kubernetes; k != nil {
 		add := func(peers []networkingv1.NetworkPolicyPeer, nps []networkingv1.NetworkPolicyPort) {
-			ports := map[portRef]struct{}{}
-			spans := map[string]portSpan{}
-			for _, p := range nps {
-				if p.Port == nil || p.Port.Type != intstr.Int {
-					continue
-				}
-				proto := "tcp"
-				if p.Protocol != nil {
-					proto = strings.ToLower(string(*p.Protocol))
-				}
-				if p.EndPort != nil {
-					spans[proto] = portSpan{lo: uint32(p.Port.IntVal), hi: uint32(*p.EndPort)}
-					continue
-				}
-				ports[portRef{protocol: proto, port: uint32(p.Port.IntVal)}] = struct{}{}
-			}
+			ports, spans := portsOf(nps)
 			for _, peer := range peers {
 				r := ipBlockRuleOf(peer, ports)
 				if r == nil {
@@ -196,7 +187,33 @@ func rulesOf(spec *v1alpha1.PolicySpec) rules {
 			add(r.To, r.Ports)
 		}
 	}
+	for _, o := range spec.Outside {
+		rs.add(outsideRuleOf(o))
+	}
 	return rs
+}
+
+// portsOf reads the ports of a NetworkPolicy rule, or of an outside peer, that
+// the writer could have written: ports by protocol and port, and port ranges
+// by protocol. A named port is not one the writer writes, and is left out.
+func portsOf(nps []networkingv1.NetworkPolicyPort) (map[portRef]struct{}, map[string]portSpan) {
+	ports := map[portRef]struct{}{}
+	spans := map[string]portSpan{}
+	for _, p := range nps {
+		if p.Port == nil || p.Port.Type != intstr.Int {
+			continue
+		}
+		proto := "tcp"
+		if p.Protocol != nil {
+			proto = strings.ToLower(string(*p.Protocol))
+		}
+		if p.EndPort != nil {
+			spans[proto] = portSpan{lo: uint32(p.Port.IntVal), hi: uint32(*p.EndPort)}
+			continue
+		}
+		ports[portRef{protocol: proto, port: uint32(p.Port.IntVal)}] = struct{}{}
+	}
+	return ports, spans
 }
 
 func clonePorts(p map[portRef]struct{}) map[portRef]struct{} {
@@ -218,6 +235,12 @@ func render(backend v1alpha1.Backend, target v1alpha1.TargetRef, d v1alpha1.Dire
 		sorted = append(sorted, r)
 	}
 	slices.SortFunc(sorted, func(a, b *rule) int { return cmp.Compare(a.key(), b.key()) })
+	sorted = slices.DeleteFunc(sorted, func(r *rule) bool {
+		if r.outside() {
+			spec.Outside = append(spec.Outside, r.outsidePeer())
+		}
+		return r.outside()
+	})
 	if backend == v1alpha1.BackendIstio {
 		spec.Istio = &v1alpha1.IstioPolicySpec{Selector: v1alpha1.IstioSelector{MatchLabels: podSelector.MatchLabels}}
 		for _, r := range sorted {
@@ -246,21 +269,7 @@ func render(backend v1alpha1.Backend, target v1alpha1.TargetRef, d v1alpha1.Dire
 		if r.cidr != "" {
 			peers = ipBlockPeers(r)
 		}
-		var ports []networkingv1.NetworkPolicyPort
-		for _, p := range sortedPorts(r.ports) {
-			proto := corev1.Protocol(strings.ToUpper(p.protocol))
-			port := intstr.FromInt32(int32(p.port))
-			ports = append(ports, networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port})
-		}
-		for _, p := range slices.Sorted(maps.Keys(r.spans)) {
-			proto, span := corev1.Protocol(strings.ToUpper(p)), r.spans[p]
-			port := intstr.FromInt32(int32(span.lo))
-			np := networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port}
-			if span.hi > span.lo {
-				np.EndPort = ptr.To(int32(span.hi))
-			}
-			ports = append(ports, np)
-		}
+		ports := networkPolicyPorts(r)
 		if d == v1alpha1.DirectionIngress {
 			k.Ingress = append(k.Ingress, networkingv1.NetworkPolicyIngressRule{From: peers, Ports: ports})
 		} else {
@@ -269,6 +278,27 @@ func render(backend v1alpha1.Backend, target v1alpha1.TargetRef, d v1alpha1.Dire
 	}
 	spec.Kubernetes = k
 	return spec
+}
+
+// networkPolicyPorts are a rule's ports as a NetworkPolicy rule, or an outside
+// peer, names them: each port, then each protocol's range; none for any port.
+func networkPolicyPorts(r *rule) []networkingv1.NetworkPolicyPort {
+	var ports []networkingv1.NetworkPolicyPort
+	for _, p := range sortedPorts(r.ports) {
+		proto := corev1.Protocol(strings.ToUpper(p.protocol))
+		port := intstr.FromInt32(int32(p.port))
+		ports = append(ports, networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port})
+	}
+	for _, p := range slices.Sorted(maps.Keys(r.spans)) {
+		proto, span := corev1.Protocol(strings.ToUpper(p)), r.spans[p]
+		port := intstr.FromInt32(int32(span.lo))
+		np := networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port}
+		if span.hi > span.lo {
+			np.EndPort = ptr.To(int32(span.hi))
+		}
+		ports = append(ports, np)
+	}
+	return ports
 }
 
 func sortedPorts(ports map[portRef]struct{}) []portRef {

@@ -18,6 +18,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/observed"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
@@ -35,6 +36,7 @@ type enforcer interface {
 	workload.Labeler
 	HasPolicy(w workload.Ref, direction v1alpha1.Direction) bool
 	Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool)
+	DataPlane() netpolmatch.DataPlane
 }
 
 // writer is the exporter: it aggregates learned edges in memory and, while this

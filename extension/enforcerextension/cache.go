@@ -23,20 +23,40 @@ const indexPolicyTarget = "spec.targetRef+direction"
 // cachedTypes are Network Enforcer's own objects and the native objects it
 // renders, which the controller-runtime cache keeps whole: there are few of them,
 // and the writer and the reconcilers read them as API objects.
-// AuthorizationPolicies are among them only when the cluster serves them: a
-// watch on a type that the cluster does not serve fails, and a cluster without
-// Istio (Calico, Cilium) must start all the same.
-func cachedTypes(authorizationPolicies bool) []client.Object {
+// AuthorizationPolicies and CiliumNetworkPolicies are among them only when the
+// cluster serves them: a watch on a type that the cluster does not serve
+// fails, and a cluster without Istio or Cilium must start all the same.
+func cachedTypes(served servedKinds) []client.Object {
 	return append([]client.Object{&v1alpha1.WorkloadNetworkPolicyProposal{}, &v1alpha1.WorkloadNetworkPolicy{}},
-		nativeTypes(authorizationPolicies)...)
+		nativeTypes(served)...)
+}
+
+// servedKinds says which of the native kinds that not every cluster has the
+// cluster served, as discovery said when the collector started.
+type servedKinds struct {
+	authorizationPolicies, ciliumNetworkPolicies bool
+}
+
+// discoverKinds asks discovery which optional native kinds the cluster serves.
+func discoverKinds(d discovery.DiscoveryInterface) (servedKinds, error) {
+	var s servedKinds
+	var err error
+	if s.authorizationPolicies, err = servesResource(d, authorizationPolicyResource); err != nil {
+		return s, err
+	}
+	s.ciliumNetworkPolicies, err = servesResource(d, ciliumNetworkPolicyResource)
+	return s, err
 }
 
 // nativeTypes are the kinds of native object that policies render as, which
 // the render controller watches for drift.
-func nativeTypes(authorizationPolicies bool) []client.Object {
+func nativeTypes(served servedKinds) []client.Object {
 	objs := []client.Object{&networkingv1.NetworkPolicy{}}
-	if authorizationPolicies {
+	if served.authorizationPolicies {
 		objs = append(objs, &securityv1.AuthorizationPolicy{})
+	}
+	if served.ciliumNetworkPolicies {
+		objs = append(objs, ciliumNetworkPolicies{}.empty())
 	}
 	return objs
 }

@@ -2,6 +2,7 @@ package enforcerextension
 
 import (
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
+	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 
 	"errors"
 	"fmt"
@@ -18,6 +19,12 @@ type Config struct {
 
 	// LeaderElection configures the Lease that elects the one active replica.
 	LeaderElection LeaderElectionConfig `mapstructure:"leader_election"`
+
+	// DataPlane is the data plane that enforces the rendered objects (istio,
+	// calico or cilium): what it does with peers beyond the workloads is its
+	// own, and the previews and monitor verdicts judge as it does. Empty
+	// judges by the spec alone, as the Kubernetes API documents it.
+	DataPlane netpolmatch.DataPlane `mapstructure:"data_plane"`
 
 	_ struct{}
 }
@@ -53,7 +60,14 @@ func createDefaultConfig() component.Config {
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	return errors.Join(c.APIConfig.Validate(), c.LeaderElection.validate())
+	errs := []error{c.APIConfig.Validate(), c.LeaderElection.validate()}
+	switch c.DataPlane {
+	case "", netpolmatch.DataPlaneIstio, netpolmatch.DataPlaneCalico, netpolmatch.DataPlaneCilium:
+	default:
+		errs = append(errs, fmt.Errorf("invalid data_plane %q: must be one of %s, %s, %s", c.DataPlane,
+			netpolmatch.DataPlaneIstio, netpolmatch.DataPlaneCalico, netpolmatch.DataPlaneCilium))
+	}
+	return errors.Join(errs...)
 }
 
 // validate checks the Lease name and that the durations are ordered the way

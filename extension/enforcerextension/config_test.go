@@ -11,6 +11,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/configtest"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
+	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -22,9 +23,11 @@ func TestLoadConfig(t *testing.T) {
 				LeaseName: "enforcer-a", LeaseNamespace: "network-enforcer",
 				LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second,
 			},
+			DataPlane: netpolmatch.DataPlaneCilium,
 		}},
 		{ID: component.NewIDWithName(metadata.Type, "bad_auth"), WantErr: []string{
 			`invalid auth_type "token": must be one of serviceAccount, kubeConfig`,
+			`invalid data_plane "flannel": must be one of istio, calico, cilium`,
 		}},
 		{ID: component.NewIDWithName(metadata.Type, "bad_lease_name"), WantErr: []string{
 			`invalid leader_election::lease_name "Not_A_Name"`,

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
+	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -54,9 +55,10 @@ type enforcer struct {
 	// (proposals, policy status), which a hand-off drains.
 	writersMu         sync.Mutex
 	writerControllers []*termController
-	// authorizationPolicies is whether the cluster served AuthorizationPolicies
-	// at start, and so whether they are watched and rendered.
-	authorizationPolicies bool
+	// served is which optional native kinds (AuthorizationPolicies,
+	// CiliumNetworkPolicies) the cluster served at start, and so whether
+	// they are watched and rendered.
+	served servedKinds
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -119,10 +121,14 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 	if err != nil {
 		return err
 	}
-	if e.authorizationPolicies, err = servesResource(cs.Discovery(), authorizationPolicyResource); err != nil {
+	if e.served, err = discoverKinds(cs.Discovery()); err != nil {
 		return err
 	}
-	if !e.authorizationPolicies {
+	if !e.served.ciliumNetworkPolicies {
+		e.set.Logger.Info("The cluster does not serve CiliumNetworkPolicies (no Cilium): policies of the cilium backend are not rendered",
+			zap.String("resource", ciliumNetworkPolicyResource.String()))
+	}
+	if !e.served.authorizationPolicies {
 		e.set.Logger.Info("The cluster does not serve AuthorizationPolicies (no Istio): policies of the istio backend are not rendered",
 			zap.String("resource", authorizationPolicyResource.String()))
 	}
@@ -139,7 +145,7 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 		cancel()
 		return err
 	}
-	for _, obj := range cachedTypes(e.authorizationPolicies) {
+	for _, obj := range cachedTypes(e.served) {
 		if _, err := e.cache.GetInformer(runCtx, obj); err != nil {
 			cancel()
 			return fmt.Errorf("watching %T: %w", obj, err)
@@ -251,3 +257,8 @@ func (e *enforcer) Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPo
 	}
 	return &p, true
 }
+
+// DataPlane is the data plane that enforces the rendered objects, as
+// data_plane configures it: the judges of previews and monitor verdicts judge
+// as it does.
+func (e *enforcer) DataPlane() netpolmatch.DataPlane { return e.cfg.DataPlane }

@@ -24,7 +24,8 @@ import (
 // renderer keeps each WorkloadNetworkPolicy rendered as the native object of its
 // backend, with the policy's name and namespace and a controller owner reference
 // to it: a NetworkPolicy for kubernetes (render_networkpolicy.go), an
-// AuthorizationPolicy for istio (render_authorizationpolicy.go). Drift on an owned
+// AuthorizationPolicy for istio (render_authorizationpolicy.go), a
+// CiliumNetworkPolicy for cilium (render_ciliumnetworkpolicy.go). Drift on an owned
 // object is reverted; an object of that name that the policy does not control is
 // left alone and reported in the Rendered condition.
 type renderer struct {
@@ -32,10 +33,10 @@ type renderer struct {
 	reader   client.Reader
 	client   client.Client
 	recorder record.EventRecorder
-	// authorizationPolicies is whether the cluster serves AuthorizationPolicies,
-	// as discovery said at start. Without Istio they are neither watched nor
-	// rendered.
-	authorizationPolicies bool
+	// served is which optional native kinds the cluster serves, as discovery
+	// said at start. Without Istio or Cilium their kinds are neither watched
+	// nor rendered.
+	served servedKinds
 }
 
 // renderController is the renderer on each term: one policy a reconcile, told
@@ -44,10 +45,10 @@ type renderer struct {
 // that goes).
 func (e *enforcer) renderController() *termController {
 	r := &renderer{logger: e.set.Logger, reader: e.cache, client: e.client, recorder: e.recorder,
-		authorizationPolicies: e.authorizationPolicies}
+		served: e.served}
 	watches := []Watch{{Object: &v1alpha1.WorkloadNetworkPolicy{},
 		Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}}}
-	for _, obj := range nativeTypes(e.authorizationPolicies) {
+	for _, obj := range nativeTypes(e.served) {
 		watches = append(watches, Watch{Object: obj})
 	}
 	return &termController{name: "render", watches: watches, reconcile: func(ctx context.Context, key types.NamespacedName) error {
@@ -77,13 +78,19 @@ func (r *renderer) reconcile(ctx context.Context, p *v1alpha1.WorkloadNetworkPol
 	case v1alpha1.BackendKubernetes:
 		return render(ctx, r, p, networkPolicies{})
 	case v1alpha1.BackendIstio:
-		if !r.authorizationPolicies {
+		if !r.served.authorizationPolicies {
 			// A condition, not an error: nothing changes until the collector
 			// restarts, so retrying every round would only fill the log.
 			return r.setRendered(ctx, p, metav1.ConditionFalse, v1alpha1.ReasonNoAuthorizationPolicyCRD,
 				"the cluster did not serve security.istio.io/v1 AuthorizationPolicies when the collector started: install Istio, then restart the collector")
 		}
 		return render(ctx, r, p, authorizationPolicies{})
+	case v1alpha1.BackendCilium:
+		if !r.served.ciliumNetworkPolicies {
+			return r.setRendered(ctx, p, metav1.ConditionFalse, v1alpha1.ReasonNoCiliumNetworkPolicyCRD,
+				"the cluster did not serve cilium.io/v2 CiliumNetworkPolicies when the collector started: install Cilium, then restart the collector")
+		}
+		return render(ctx, r, p, ciliumNetworkPolicies{})
 	}
 	return nil
 }

@@ -33,6 +33,9 @@ type Options struct {
 	// WithoutIstio leaves Istio's AuthorizationPolicy CRD out, as in a cluster
 	// without Istio (Calico, Cilium).
 	WithoutIstio bool
+	// WithoutCilium leaves Cilium's CiliumNetworkPolicy CRD out, as in a
+	// cluster without Cilium.
+	WithoutCilium bool
 }
 
 // Env is a running control plane.
@@ -91,6 +94,13 @@ func New(opts Options) (_ *Env, err error) {
 		crd, err := IstioCRD(root, AuthorizationPolicyCRD)
 		if err != nil {
 			return nil, fmt.Errorf("the istio AuthorizationPolicy CRD: %w", err)
+		}
+		crds = append(crds, crd)
+	}
+	if !opts.WithoutCilium {
+		crd, err := CiliumCRD(root, "ciliumnetworkpolicies")
+		if err != nil {
+			return nil, fmt.Errorf("the CiliumNetworkPolicy CRD: %w", err)
 		}
 		crds = append(crds, crd)
 	}

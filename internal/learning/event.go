@@ -24,6 +24,8 @@ const (
 	AttrPeerWorkload  = "network_enforcer.peer.workload"
 	AttrPeerPrincipal = "network_enforcer.peer.principal"
 	AttrPeerCIDR      = "network_enforcer.peer.cidr"
+	AttrPeerEntity    = "network_enforcer.peer.entity"
+	AttrPeerName      = "network_enforcer.peer.name"
 	AttrProtocol      = "network.transport"
 	AttrPort          = "destination.port"
 )
@@ -45,6 +47,12 @@ type Edge struct {
 	// that end is outside the cluster's workloads (the world, a node, a
 	// host-network pod) and the processor learns such ends; never a pod's.
 	PeerCIDR string
+	// PeerEntity is the other end when it is the API server or a node, learned
+	// as what it is (outside_peers entities), not as an address.
+	PeerEntity v1alpha1.Entity
+	// PeerName is the other end's DNS name when it is an outside service that
+	// the data plane names (outside_peers entities).
+	PeerName string
 	// Protocol is tcp, udp or sctp.
 	Protocol string
 	Port     uint32
@@ -58,6 +66,10 @@ func (e *Edge) AppendTo(sl plog.ScopeLogs) {
 		a.PutStr(AttrPeerPrincipal, e.Principal)
 	case e.PeerCIDR != "":
 		a.PutStr(AttrPeerCIDR, e.PeerCIDR)
+	case e.PeerEntity != "":
+		a.PutStr(AttrPeerEntity, string(e.PeerEntity))
+	case e.PeerName != "":
+		a.PutStr(AttrPeerName, e.PeerName)
 	default:
 		a.PutStr(AttrPeerWorkload, e.Peer.String())
 	}
@@ -85,20 +97,27 @@ func (e *Edge) ReadFrom(lr plog.LogRecord) bool {
 	if lr.EventName() != EventName {
 		return false
 	}
-	a := lr.Attributes()
+	e.readAttributes(lr.Attributes())
+	return true
+}
+
+// readAttributes fills e from the attributes of a learned edge's record, or of
+// an observation's, which name the edge alike.
+func (e *Edge) readAttributes(a pcommon.Map) {
 	*e = Edge{
-		Backend:   v1alpha1.Backend(str(a, AttrBackend)),
-		Direction: v1alpha1.Direction(str(a, AttrDirection)),
-		Workload:  workload.ParseRef(str(a, AttrWorkload)),
-		Peer:      workload.ParseRef(str(a, AttrPeerWorkload)),
-		Principal: str(a, AttrPeerPrincipal),
-		PeerCIDR:  str(a, AttrPeerCIDR),
-		Protocol:  str(a, AttrProtocol),
+		Backend:    v1alpha1.Backend(str(a, AttrBackend)),
+		Direction:  v1alpha1.Direction(str(a, AttrDirection)),
+		Workload:   workload.ParseRef(str(a, AttrWorkload)),
+		Peer:       workload.ParseRef(str(a, AttrPeerWorkload)),
+		Principal:  str(a, AttrPeerPrincipal),
+		PeerCIDR:   str(a, AttrPeerCIDR),
+		PeerEntity: v1alpha1.Entity(str(a, AttrPeerEntity)),
+		PeerName:   str(a, AttrPeerName),
+		Protocol:   str(a, AttrProtocol),
 	}
 	if v, ok := a.Get(AttrPort); ok {
 		e.Port = uint32(v.Int())
 	}
-	return true
 }
 
 func str(a pcommon.Map, k string) string {

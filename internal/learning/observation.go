@@ -82,23 +82,12 @@ func (o *Observation) ReadFrom(lr plog.LogRecord) (learned, ok bool) {
 	}
 	a := lr.Attributes()
 	*o = Observation{
-		Edge: Edge{
-			Backend:   v1alpha1.Backend(str(a, AttrBackend)),
-			Direction: v1alpha1.Direction(str(a, AttrDirection)),
-			Workload:  workload.ParseRef(str(a, AttrWorkload)),
-			Peer:      workload.ParseRef(str(a, AttrPeerWorkload)),
-			Principal: str(a, AttrPeerPrincipal),
-			PeerCIDR:  str(a, AttrPeerCIDR),
-			Protocol:  str(a, AttrProtocol),
-		},
 		Class:       v1alpha1.PeerClass(str(a, AttrPeerClass)),
 		PeerAddress: str(a, AttrPeerAddress),
 		PeerDNSName: str(a, AttrPeerDNSName),
 		Time:        lr.Timestamp().AsTime(),
 	}
-	if v, ok := a.Get(AttrPort); ok {
-		o.Port = uint32(v.Int())
-	}
+	o.readAttributes(a)
 	flows, has := a.Get(AttrFlows)
 	if !has {
 		return learned, false

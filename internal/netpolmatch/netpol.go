@@ -32,6 +32,13 @@ type Peer struct {
 	// Principal is the peer's Istio identity, without spiffe://, which Istio
 	// rules match; empty for a peer without one.
 	Principal string
+	// Class is what the peer is, for one beyond the workloads (the API
+	// server, a node, the world): what spec.outside's entities and the data
+	// plane's own rules tell apart (dataplane.go).
+	Class v1alpha1.PeerClass
+	// DNSNames are the peer's DNS names, where the data plane gives some,
+	// which spec.outside's names match.
+	DNSNames []string
 }
 
 // Allows reports whether a NetworkPolicy spec, in policyNamespace, allows a flow

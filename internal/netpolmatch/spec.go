@@ -9,12 +9,27 @@ import (
 )
 
 // MatchSpec judges a flow with peer on protocol and port against a proposal's
-// or policy's spec, in namespace, by its backend: the NetworkPolicy spec as
-// the CNI would, the Istio spec as ztunnel would. rule names the rule that
-// allowed it (ingress[0], egress[1], rules[2]), "" when no rule did: the spec
-// does not govern the direction, or it does not allow the flow.
-func MatchSpec(spec *v1alpha1.PolicySpec, namespace string, p *Peer, protocol corev1.Protocol, port int32,
+// or policy's spec, in namespace, as its backend's native object would be
+// enforced by data plane dp: the NetworkPolicy spec (backends kubernetes and
+// cilium) as the CNI would, the Istio spec as ztunnel would, the outside
+// peers as the backend renders them, and what the data plane does whatever
+// the policy says (dataplane.go). rule names the rule that allowed it
+// (ingress[0], egress[1], rules[2], outside[3], or DataPlaneRule), "" when
+// no rule did: the spec does not govern the direction, or it does not allow
+// the flow.
+func MatchSpec(spec *v1alpha1.PolicySpec, namespace string, dp DataPlane, p *Peer, protocol corev1.Protocol, port int32,
 	sc SelectorCache) (rule string, allowed bool) {
+	if passes(dp, spec, p) {
+		return DataPlaneRule, true
+	}
+	if i := matchOutside(spec, dp, p, protocol, port); i >= 0 {
+		return fmt.Sprintf("outside[%d]", i), true
+	}
+	if cidrBlind(dp, p.Class) {
+		q := *p
+		q.Address = "" // no address block selects it
+		p = &q
+	}
 	var i int
 	if spec.Backend == v1alpha1.BackendIstio {
 		if i, allowed = MatchIstio(spec.Istio, p.Principal, p.Address, port); i >= 0 {
@@ -53,9 +68,12 @@ func Rules(spec *v1alpha1.PolicySpec) []string {
 	default:
 		n = len(spec.Kubernetes.Ingress)
 	}
-	names := make([]string, n)
+	names := make([]string, n, n+len(spec.Outside))
 	for i := range names {
 		names[i] = RuleName(spec, i)
+	}
+	for i := range spec.Outside {
+		names = append(names, fmt.Sprintf("outside[%d]", i))
 	}
 	return names
 }

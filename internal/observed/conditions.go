@@ -14,7 +14,7 @@ import (
 
 // classOrder is the order in which a WouldBlock message names peer classes.
 var classOrder = []v1alpha1.PeerClass{
-	v1alpha1.PeerClassWorkload, v1alpha1.PeerClassExternal, v1alpha1.PeerClassHost, v1alpha1.PeerClassNode,
+	v1alpha1.PeerClassWorkload, v1alpha1.PeerClassExternal, v1alpha1.PeerClassHost, v1alpha1.PeerClassRemoteNode, v1alpha1.PeerClassNode,
 	v1alpha1.PeerClassAPIServer, v1alpha1.PeerClassBarePod, v1alpha1.PeerClassUnidentified,
 }
 
@@ -22,8 +22,9 @@ var classOrder = []v1alpha1.PeerClass{
 // of generation: "protect would block 3 observed edges: 2 External, 1 Host",
 // or, past the tracking limit, "protect would block about 200,000 observed
 // edges: about 199,000 External, 3 Host; 1,022 of them tracked; tracking
-// limit 1,024 reached".
-func (u *Update) WouldBlockCondition(generation int64) metav1.Condition {
+// limit 1,024 reached". why, when not nil, says for each blocked class why
+// ("... 1 APIServer (Cilium does not select ...)").
+func (u *Update) WouldBlockCondition(generation int64, why func(v1alpha1.PeerClass) string) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionWouldBlock, ObservedGeneration: generation}
 	n := int(u.Traffic.WouldBlockEdges)
 	if n == 0 {
@@ -34,7 +35,11 @@ func (u *Update) WouldBlockCondition(generation int64) metav1.Condition {
 	var parts []string
 	for _, class := range classOrder {
 		if m := u.WouldBlock[class]; m > 0 {
-			parts = append(parts, u.count(m, u.estimated[class])+" "+string(class))
+			part := u.count(m, u.estimated[class]) + " " + string(class)
+			if why != nil {
+				part += " (" + why(class) + ")"
+			}
+			parts = append(parts, part)
 		}
 	}
 	c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonObservedWouldBlock

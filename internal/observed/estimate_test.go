@@ -76,7 +76,7 @@ func TestFloodIsCountedPastTheTrackingLimit(t *testing.T) {
 	if s.NotTracked() != int(tr.ObservedEdges)-1024 {
 		t.Fatalf("not tracked: %d, want %d", s.NotTracked(), tr.ObservedEdges-1024)
 	}
-	c := u.WouldBlockCondition(1)
+	c := u.WouldBlockCondition(1, nil)
 	want := fmt.Sprintf("protect would block about %s observed edges: about %s External, 1 Host; 1,023 of them tracked; tracking limit 1,024 reached",
 		round(int(tr.WouldBlockEdges)), round(u.WouldBlock[v1alpha1.PeerClassExternal]))
 	if c.Status != metav1.ConditionTrue || c.Message != want {

@@ -16,6 +16,8 @@ func ClassOf(reason workload.Unresolved) v1alpha1.PeerClass {
 		return v1alpha1.PeerClassExternal
 	case workload.UnresolvedHost:
 		return v1alpha1.PeerClassHost
+	case workload.UnresolvedRemoteNode:
+		return v1alpha1.PeerClassRemoteNode
 	case workload.UnresolvedAPIServer:
 		return v1alpha1.PeerClassAPIServer
 	case workload.UnresolvedHostNetwork:
@@ -33,7 +35,10 @@ func ClassOf(reason workload.Unresolved) v1alpha1.PeerClass {
 // only an empty selector matches), a bare pod by its namespace, and any peer
 // by its principal and address.
 func PeerOf(labels workload.Labeler, k *Key) *netpolmatch.Peer {
-	p := &netpolmatch.Peer{Address: k.Address, Principal: k.Principal, Namespace: k.Namespace}
+	p := &netpolmatch.Peer{Address: k.Address, Principal: k.Principal, Namespace: k.Namespace, Class: k.Class}
+	if k.DNSName != "" {
+		p.DNSNames = []string{k.DNSName}
+	}
 	if k.Namespace != "" && k.Kind != "" && k.Kind != KindPod {
 		p.PodLabels, p.NamespaceLabels, _ = labels.Labels(workload.Ref{Namespace: k.Namespace, Kind: v1alpha1.WorkloadKind(k.Kind), Name: k.Name})
 	}
@@ -42,14 +47,15 @@ func PeerOf(labels workload.Labeler, k *Key) *netpolmatch.Peer {
 
 // JudgeSpec judges observed edges by spec, a policy's or a proposal's in
 // namespace, with the matcher that judges monitor-mode violations: the
-// proposal writer and the policy status owner judge alike through it. It
+// proposal writer and the policy status owner judge alike through it, as
+// the data plane dp enforces the object. It
 // judges a copy of spec: a store keeps the judge for the edges it does not
 // track, while the next status write decodes the API server's answer into the
 // object that spec belongs to.
-func JudgeSpec(labels workload.Labeler, spec *v1alpha1.PolicySpec, namespace string) Judge {
+func JudgeSpec(labels workload.Labeler, spec *v1alpha1.PolicySpec, namespace string, dp netpolmatch.DataPlane) Judge {
 	sc := netpolmatch.SelectorCache{}
 	spec = spec.DeepCopy()
 	return func(k *Key) (string, bool) {
-		return netpolmatch.MatchSpec(spec, namespace, PeerOf(labels, k), k.Protocol, k.Port, sc)
+		return netpolmatch.MatchSpec(spec, namespace, dp, PeerOf(labels, k), k.Protocol, k.Port, sc)
 	}
 }

@@ -106,7 +106,7 @@ func TestStatusJudgesByTheSpecAsItIs(t *testing.T) {
 	if u.Traffic.WouldBlockEdges != 1 || u.Traffic.Observed[0].Verdict != v1alpha1.VerdictWouldBlock {
 		t.Fatalf("traffic %+v", u.Traffic)
 	}
-	c := u.WouldBlockCondition(2)
+	c := u.WouldBlockCondition(2, nil)
 	if c.Status != metav1.ConditionTrue || c.Message != "protect would block 1 observed edge: 1 Workload" || c.ObservedGeneration != 2 {
 		t.Fatalf("condition %+v", c)
 	}
@@ -137,7 +137,7 @@ func TestStatusIsBounded(t *testing.T) {
 	if tr.Observed[0].Port != 1004 || tr.Observed[2].Port != 1002 {
 		t.Fatalf("not newest first: %d, %d", tr.Observed[0].Port, tr.Observed[2].Port)
 	}
-	if msg := u.WouldBlockCondition(1).Message; msg != "protect would block about 7 observed edges: about 7 External; 5 of them tracked; tracking limit 5 reached" {
+	if msg := u.WouldBlockCondition(1, nil).Message; msg != "protect would block about 7 observed edges: about 7 External; 5 of them tracked; tracking limit 5 reached" {
 		t.Fatalf("message %q", msg)
 	}
 }

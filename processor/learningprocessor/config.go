@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 )
 
@@ -20,6 +21,11 @@ const (
 	// OutsidePeersIPBlocks learns such a peer as an address block, the flow's
 	// peer address cut to the configured prefix length.
 	OutsidePeersIPBlocks OutsidePeers = "ip_blocks"
+	// OutsidePeersEntities learns such a peer as what it is: the API server as
+	// the API server, a node or host-network pod as the nodes, an outside
+	// service by the DNS name that the data plane gives for it; an address
+	// block (as ip_blocks) only for an outside peer that has no name.
+	OutsidePeersEntities OutsidePeers = "entities"
 )
 
 // The prefix lengths that an outside peer's address may be cut to: a block
@@ -36,8 +42,13 @@ type Config struct {
 	// and policies.
 	Enforcer component.ID `mapstructure:"enforcer"`
 
-	// OutsidePeers is drop (the default) or ip_blocks.
+	// OutsidePeers is drop (the default), ip_blocks or entities.
 	OutsidePeers OutsidePeers `mapstructure:"outside_peers"`
+	// CiliumBackend is the backend of what is learned from Cilium's flows:
+	// kubernetes (a NetworkPolicy, the default) or cilium (a
+	// CiliumNetworkPolicy, which can name the API server, the nodes and DNS
+	// names as Cilium enforces them).
+	CiliumBackend v1alpha1.Backend `mapstructure:"cilium_backend"`
 	// IPv4Prefix and IPv6Prefix are the prefix lengths that an outside peer's
 	// address is cut to with ip_blocks: 32 and 128 (the address itself) by
 	// default, so that nothing is allowed that was not seen.
@@ -54,7 +65,7 @@ type Config struct {
 }
 
 func createDefaultConfig() component.Config {
-	return &Config{Enforcer: enforcerextension.DefaultReference(), OutsidePeers: OutsidePeersDrop, IPv4Prefix: 32, IPv6Prefix: 128, Observe: true}
+	return &Config{Enforcer: enforcerextension.DefaultReference(), OutsidePeers: OutsidePeersDrop, CiliumBackend: v1alpha1.BackendKubernetes, IPv4Prefix: 32, IPv6Prefix: 128, Observe: true}
 }
 
 // Validate checks the configuration.
@@ -63,8 +74,15 @@ func (c *Config) Validate() error {
 	if err := enforcerextension.ValidateReference(c.Enforcer); err != nil {
 		errs = append(errs, err)
 	}
-	if c.OutsidePeers != OutsidePeersDrop && c.OutsidePeers != OutsidePeersIPBlocks {
-		errs = append(errs, fmt.Errorf("invalid outside_peers %q: must be one of %s, %s", c.OutsidePeers, OutsidePeersDrop, OutsidePeersIPBlocks))
+	switch c.OutsidePeers {
+	case OutsidePeersDrop, OutsidePeersIPBlocks, OutsidePeersEntities:
+	default:
+		errs = append(errs, fmt.Errorf("invalid outside_peers %q: must be one of %s, %s, %s",
+			c.OutsidePeers, OutsidePeersDrop, OutsidePeersIPBlocks, OutsidePeersEntities))
+	}
+	if c.CiliumBackend != v1alpha1.BackendKubernetes && c.CiliumBackend != v1alpha1.BackendCilium {
+		errs = append(errs, fmt.Errorf("invalid cilium_backend %q: must be one of %s, %s",
+			c.CiliumBackend, v1alpha1.BackendKubernetes, v1alpha1.BackendCilium))
 	}
 	if c.IPv4Prefix < minIPv4Prefix || c.IPv4Prefix > 32 {
 		errs = append(errs, fmt.Errorf("invalid ipv4_prefix %d: must be between %d and 32", c.IPv4Prefix, minIPv4Prefix))

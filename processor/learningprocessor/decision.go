@@ -1,6 +1,8 @@
 package learningprocessor
 
 import (
+	"strings"
+
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
@@ -26,6 +28,9 @@ type flowKey struct {
 	// sourceIdentity is the principal of an Istio flow's peer; other data
 	// planes' identities are not learned.
 	sourceIdentity string
+	// names are the DNS names of the ends that have some, which an outside
+	// peer is learned by (outside_peers entities): rare, and joined only then.
+	names string
 }
 
 func keyOf(rec *flow.Record) flowKey {
@@ -38,6 +43,9 @@ func keyOf(rec *flow.Record) flowKey {
 	}
 	if rec.Provider == flow.ProviderIstio {
 		k.sourceIdentity = rec.Source.Identity
+	}
+	if len(rec.Source.Names)+len(rec.Destination.Names) > 0 {
+		k.names = strings.Join(rec.Source.Names, flow.LabelSeparator) + "|" + strings.Join(rec.Destination.Names, flow.LabelSeparator)
 	}
 	return k
 }

@@ -24,6 +24,9 @@ type memo struct {
 	policies map[policyKey]bool
 	// edges finds a learned edge of the batch in observations.
 	edges map[learning.Edge]int
+	// names finds, by its record, an edge learned for a peer's further DNS
+	// name and not yet observed (observe.go).
+	names map[learning.Edge]int
 	// unlearnedEdges finds an edge that was not learned in observations.
 	unlearnedEdges map[unlearnedKey]int
 	observations   []observation

@@ -43,12 +43,35 @@ func (m *memo) learned(e *learning.Edge, class v1alpha1.PeerClass, sl plog.Scope
 	if i, ok := m.edges[*e]; ok {
 		return i
 	}
-	e.AppendTo(sl)
+	record, ok := m.names[*e] // handed on already, as a further name
+	if ok {
+		delete(m.names, *e)
+	} else {
+		e.AppendTo(sl)
+		record = sl.LogRecords().Len() - 1
+	}
 	i := len(m.observations)
 	m.edges[*e] = i
 	m.observations = append(m.observations, observation{
-		Observation: learning.Observation{Edge: *e, Class: class}, record: sl.LogRecords().Len() - 1})
+		Observation: learning.Observation{Edge: *e, Class: class}, record: record})
 	return i
+}
+
+// learnedName hands on e, an edge learned for one of a peer's further DNS
+// names, once per batch and without evidence of its own: the flows are
+// counted on the edge of its first name.
+func (m *memo) learnedName(e *learning.Edge, sl plog.ScopeLogs) {
+	if _, ok := m.edges[*e]; ok {
+		return
+	}
+	if _, ok := m.names[*e]; ok {
+		return
+	}
+	if m.names == nil {
+		m.names = map[learning.Edge]int{}
+	}
+	e.AppendTo(sl)
+	m.names[*e] = sl.LogRecords().Len() - 1
 }
 
 // unlearned returns the index of the observation of the edge e of a peer,

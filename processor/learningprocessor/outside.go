@@ -3,7 +3,9 @@ package learningprocessor
 import (
 	"net/netip"
 
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -12,8 +14,41 @@ import (
 // never learned as an address block.
 const reasonPodAddress = "peer_pod_address"
 
+// outside learns the peer of edge, an end outside the learning scope for
+// reason, as outside_peers says: it sets the edge's entity, DNS name or address
+// block, and returns the peer's further DNS names, which are learned too; drop
+// is the reason to count when the peer is not learned. With entities, the API
+// server and the nodes are learned as what they are, an outside service by the
+// first of the names that the data plane gives for it, and anything else as
+// ip_blocks would; never a pod's address.
+func (p *learningProcessor) outside(edge *learning.Edge, end *flow.Endpoint, reason workload.Unresolved, istio bool, m *memo) (more []string, drop string) {
+	if p.cfg.OutsidePeers == OutsidePeersEntities {
+		switch reason {
+		case workload.UnresolvedAPIServer:
+			edge.PeerEntity = v1alpha1.EntityAPIServer
+			return nil, ""
+		case workload.UnresolvedHost, workload.UnresolvedRemoteNode, workload.UnresolvedHostNetwork:
+			edge.PeerEntity = v1alpha1.EntityNodes
+			return nil, ""
+		case workload.UnresolvedExternal:
+			if len(end.Names) == 0 {
+				break
+			}
+			if addr, err := netip.ParseAddr(end.Address); err == nil && m.podAddress(addr.Unmap().WithZone("")) {
+				return nil, reasonPodAddress
+			}
+			edge.PeerName = end.Names[0]
+			return end.Names[1:], ""
+		default: // pods of the cluster, and ends that could not be told: as ip_blocks
+		}
+	}
+	edge.PeerCIDR, drop = p.outsideBlock(end, reason, istio, m)
+	return nil, drop
+}
+
 // outsideBlock returns the address block that a peer outside the learning
-// scope is learned as with outside_peers ip_blocks: its address cut to the
+// scope is learned as with outside_peers ip_blocks (and entities, for a peer
+// that it has no other name for): its address cut to the
 // configured prefix length. reason is why the peer did not resolve to a
 // workload; drop is the reason to count when it is not learned ("" when it
 // is). Only an end that the data plane puts outside the cluster (external,
@@ -26,11 +61,11 @@ func (p *learningProcessor) outsideBlock(end *flow.Endpoint, reason workload.Unr
 	if istio {
 		drop = reasonNoIdentity
 	}
-	if p.cfg.OutsidePeers != OutsidePeersIPBlocks {
+	if p.cfg.OutsidePeers == OutsidePeersDrop {
 		return "", drop
 	}
 	switch reason {
-	case workload.UnresolvedExternal, workload.UnresolvedHost, workload.UnresolvedAPIServer, workload.UnresolvedHostNetwork:
+	case workload.UnresolvedExternal, workload.UnresolvedHost, workload.UnresolvedRemoteNode, workload.UnresolvedAPIServer, workload.UnresolvedHostNetwork:
 	case workload.UnresolvedNoPod:
 		if !istio {
 			return "", drop // a pod the cache does not know yet, perhaps

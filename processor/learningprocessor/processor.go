@@ -74,11 +74,16 @@ func sides(rec *flow.Record) ([2]side, int) {
 	return [2]side{{target: &rec.Source, peer: &rec.Destination, direction: v1alpha1.DirectionEgress}, ingress}, 2
 }
 
-func backendOf(p flow.Provider) v1alpha1.Backend {
-	if p == flow.ProviderIstio {
+// backendOf is the backend of what is learned from provider p's flows.
+func (p *learningProcessor) backendOf(provider flow.Provider) v1alpha1.Backend {
+	switch provider {
+	case flow.ProviderIstio:
 		return v1alpha1.BackendIstio
+	case flow.ProviderCilium:
+		return p.cfg.CiliumBackend
+	default:
+		return v1alpha1.BackendKubernetes
 	}
-	return v1alpha1.BackendKubernetes
 }
 
 func (p *learningProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
@@ -157,29 +162,34 @@ func (p *learningProcessor) decide(rec *flow.Record, s side, sl plog.ScopeLogs, 
 		return dropped(reasonNoPort)
 	}
 	edge := learning.Edge{
-		Backend: backendOf(rec.Provider), Workload: target, Direction: s.direction,
+		Backend: p.backendOf(rec.Provider), Workload: target, Direction: s.direction,
 		Protocol: string(rec.Transport), Port: rec.Destination.Port,
 	}
 	class := v1alpha1.PeerClassWorkload
-	if edge.Backend == v1alpha1.BackendIstio {
-		if s.peer.Identity == "" {
-			_, reason := m.resolve(s.peer)
-			cidr, drop := p.outsideBlock(s.peer, reason, true, m)
-			if cidr == "" {
-				return p.leftOut(edge, s.peer, reason, m, drop)
-			}
-			edge.PeerCIDR, class = cidr, observed.ClassOf(reason)
+	istio := edge.Backend == v1alpha1.BackendIstio
+	var peer workload.Ref
+	var peerReason workload.Unresolved
+	if !istio || s.peer.Identity == "" {
+		peer, peerReason = m.resolve(s.peer)
+	}
+	if istio && s.peer.Identity == "" || !istio && peerReason != "" {
+		names, drop := p.outside(&edge, s.peer, peerReason, istio, m)
+		if drop != "" {
+			return p.leftOut(edge, s.peer, peerReason, m, drop)
 		}
+		class = observed.ClassOf(peerReason)
+		// Each further name of the peer is learned too, without evidence
+		// of its own: the data plane gives every name that the address has,
+		// and the workload may have looked up any of them.
+		for _, name := range names {
+			other := edge
+			other.PeerName = name
+			m.learnedName(&other, sl)
+		}
+	}
+	if istio {
 		edge.Principal = s.peer.Identity
 	} else {
-		peer, reason := m.resolve(s.peer)
-		if reason != "" {
-			cidr, drop := p.outsideBlock(s.peer, reason, false, m)
-			if cidr == "" {
-				return p.leftOut(edge, s.peer, reason, m, drop)
-			}
-			edge.PeerCIDR, class = cidr, observed.ClassOf(reason)
-		}
 		edge.Peer = peer
 	}
 	return decision{kind: decidedEdge, observation: m.learned(&edge, class, sl)}

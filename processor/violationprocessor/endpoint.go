@@ -43,5 +43,10 @@ func other(e interface {
 		v.Name = end.Address
 	}
 	k.SetAddress(end.Address)
+	p.Class = k.Class
+	if len(end.Names) > 0 {
+		p.DNSNames = end.Names
+		k.DNSName = end.Names[0] // as learning names it
+	}
 	return v, p, k
 }

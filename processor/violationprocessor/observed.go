@@ -31,7 +31,7 @@ func (p *violationProcessor) observeEdge(pol *v1alpha1.WorkloadNetworkPolicy, k 
 
 // judge judges pol's observed edges by its spec as it is now.
 func (p *violationProcessor) judge(pol *v1alpha1.WorkloadNetworkPolicy) observed.Judge {
-	return observed.JudgeSpec(p.enforcer, &pol.Spec.PolicySpec, pol.Namespace)
+	return observed.JudgeSpec(p.enforcer, &pol.Spec.PolicySpec, pol.Namespace, p.enforcer.DataPlane())
 }
 
 // judgeCached judges the edges of policy name by its spec in the cache: for
@@ -85,7 +85,7 @@ func (p *violationProcessor) setObserved(fresh *v1alpha1.WorkloadNetworkPolicy, 
 	}
 	st.ObservedTraffic = o.update.Traffic
 	st.RuleUse = o.update.MergeRuleUse(st.RuleUse, netpolmatch.Rules(&fresh.Spec.PolicySpec))
-	setCondition(st, o.update.WouldBlockCondition(fresh.Generation))
+	setCondition(st, o.update.WouldBlockCondition(fresh.Generation, netpolmatch.WhyBlocked(&fresh.Spec.PolicySpec, p.enforcer.DataPlane())))
 	setCondition(st, o.update.EvidenceCompleteCondition(fresh.Generation))
 	var unused metav1.Condition
 	unused, o.next = observed.UnusedRulesCondition(st.RuleUse, fresh.CreationTimestamp.Time, now, p.cfg.UnusedRuleAge, fresh.Generation)

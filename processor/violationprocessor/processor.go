@@ -32,6 +32,7 @@ type enforcer interface {
 	Policies(w workload.Ref, direction v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy
 	Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool)
 	Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool)
+	DataPlane() netpolmatch.DataPlane
 }
 
 // violationProcessor turns violation candidates into observations: it sends
@@ -162,7 +163,7 @@ func (p *violationProcessor) observe(c *candidate, m *memo) (observation, string
 	}
 	otherView, otherPeer, edge := other(p.enforcer, otherEnd)
 	port := int32(c.rec.Destination.Port)
-	_, allowed := netpolmatch.MatchSpec(&pol.Spec.PolicySpec, pol.Namespace, otherPeer, proto, port, m.selectors)
+	_, allowed := netpolmatch.MatchSpec(&pol.Spec.PolicySpec, pol.Namespace, p.enforcer.DataPlane(), otherPeer, proto, port, m.selectors)
 	if p.cfg.Observe {
 		edge.Protocol, edge.Port = proto, port
 		p.observeEdge(pol, &edge, c.rec)

@@ -409,6 +409,33 @@ func TestOutsidePeers(t *testing.T) {
 	}
 }
 
+// TestEntitiesAndTheCiliumBackend: outsidePeers entities and the Cilium
+// provider's backend cilium reach the learning processor, and only the
+// backend cilium lets the ClusterRole write CiliumNetworkPolicies.
+func TestEntitiesAndTheCiliumBackend(t *testing.T) {
+	r := accepted(t, vals("controller.provider.name", "cilium", "controller.provider.cilium.backend", "cilium",
+		"controller.learning.outsidePeers", "entities"))
+	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
+	if l := at(cfg, "processors", "learning"); fmt.Sprint(l) != "map[cilium_backend:cilium ipv4_prefix:32 ipv6_prefix:128 outside_peers:entities]" {
+		t.Errorf("learning processor %v", l)
+	}
+	cr := r.must(t, "ClusterRole", "", fullname)
+	rules, _, _ := unstructured.NestedSlice(cr.Object, "rules")
+	var verbs []string
+	for _, rule := range rules {
+		if slices.Contains(list(rule, "resources"), "ciliumnetworkpolicies") {
+			verbs = list(rule, "verbs")
+		}
+	}
+	if !slices.Equal(verbs, []string{"get", "list", "watch", "create", "update", "patch", "delete"}) {
+		t.Errorf("ciliumnetworkpolicies verbs %v with backend cilium", verbs)
+	}
+	if _, err := charttest.Render(context.Background(), release, namespace, vals("controller.provider.name", "cilium",
+		"controller.provider.cilium.backend", "calico")); err == nil || !strings.Contains(err.Error(), "backend") {
+		t.Errorf("backend calico: %v, want the schema's refusal", err)
+	}
+}
+
 // TestOptionalParts: the memory limiter and the scrape endpoint can be left out.
 func TestOptionalParts(t *testing.T) {
 	r := accepted(t, vals("controller.memoryLimiter.enabled", false, "controller.metrics.enabled", false,

@@ -300,8 +300,15 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 	if got := keysOf(cfg, "processors"); !slices.Equal(got, []string{"learning", "memory_limiter", "violation"}) {
 		t.Errorf("processors %v", got)
 	}
-	if l := at(cfg, "processors", "learning"); fmt.Sprint(l) != "map[ipv4_prefix:32 ipv6_prefix:128 outside_peers:drop]" {
+	wantLearning := "map[ipv4_prefix:32 ipv6_prefix:128 outside_peers:drop]"
+	if hop.provider == "cilium" {
+		wantLearning = "map[cilium_backend:kubernetes ipv4_prefix:32 ipv6_prefix:128 outside_peers:drop]"
+	}
+	if l := at(cfg, "processors", "learning"); fmt.Sprint(l) != wantLearning {
 		t.Errorf("learning processor %v", l)
+	}
+	if dp := str(t, cfg, "extensions", "enforcer", "data_plane"); dp != hop.provider {
+		t.Errorf("enforcer data_plane %q, want the provider %q", dp, hop.provider)
 	}
 	if str(t, cfg, "processors", "violation", "status_sync_interval") != "30s" {
 		t.Errorf("violation processor %v", at(cfg, "processors", "violation"))
@@ -386,7 +393,7 @@ func checkRBAC(t *testing.T, r *rendered, hop flowHop) {
 	writes := []string{"create", "update", "patch", "delete", "deletecollection", "*"}
 	cr := r.must(t, "ClusterRole", "", fullname)
 	rules, _, _ := unstructured.NestedSlice(cr.Object, "rules")
-	apWrites := false
+	apWrites, cnpWrites := false, false
 	for _, rule := range rules {
 		resources := list(rule, "resources")
 		verbs := list(rule, "verbs")
@@ -400,11 +407,15 @@ func checkRBAC(t *testing.T, r *rendered, hop flowHop) {
 				}
 			case "secrets", "*":
 				t.Errorf("ClusterRole names %s", res)
-			case "authorizationpolicies":
-				apWrites = apWrites || slices.Contains(verbs, "create")
+			case "authorizationpolicies", "ciliumnetworkpolicies":
+				if res == "authorizationpolicies" {
+					apWrites = apWrites || slices.Contains(verbs, "create")
+				} else {
+					cnpWrites = cnpWrites || slices.Contains(verbs, "create")
+				}
 				for _, v := range []string{"get", "list", "watch"} {
 					if !slices.Contains(verbs, v) {
-						t.Errorf("authorizationpolicies lack %s: the enforcer watches them whenever the cluster serves them", v)
+						t.Errorf("%s lack %s: the enforcer watches them whenever the cluster serves them", res, v)
 					}
 				}
 			}
@@ -415,6 +426,11 @@ func checkRBAC(t *testing.T, r *rendered, hop flowHop) {
 	}
 	if apWrites != (hop.provider == "istio") {
 		t.Errorf("AuthorizationPolicy writes allowed: %v, want only with istio", apWrites)
+	}
+	// The chart's default Cilium backend is kubernetes: no CiliumNetworkPolicy
+	// is written (TestCiliumBackendMayWriteCiliumNetworkPolicies for cilium).
+	if cnpWrites {
+		t.Errorf("CiliumNetworkPolicy writes allowed with the %s provider's defaults", hop.provider)
 	}
 
 	for _, role := range r.ofKind("Role") {

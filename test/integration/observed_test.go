@@ -54,7 +54,7 @@ func TestProposalShowsWhatProtectWouldBlock(t *testing.T) {
 		t.Errorf("the call to the Internet: verdict %s", v)
 	}
 	c := meta.FindStatusCondition(proposal.Status.Conditions, v1alpha1.ConditionWouldBlock)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Message != "protect would block 1 observed edge: 1 External" ||
+	if c == nil || c.Status != metav1.ConditionTrue || c.Message != "protect would block 1 observed edge: 1 External (an outside peer that the spec does not allow: learn it by its DNS name with outside_peers entities, or by its address with ip_blocks)" ||
 		proposal.Status.WouldBlockEdges != 1 {
 		t.Fatalf("WouldBlock %+v, wouldBlockEdges %d", c, proposal.Status.WouldBlockEdges)
 	}
@@ -72,7 +72,7 @@ func TestProposalShowsWhatProtectWouldBlock(t *testing.T) {
 		t.Errorf("after the edit, the edge to web/frontend: verdict %s", v)
 	}
 	if c := meta.FindStatusCondition(proposal.Status.Conditions, v1alpha1.ConditionWouldBlock); c == nil ||
-		c.Message != "protect would block 2 observed edges: 1 Workload, 1 External" {
+		c.Message != "protect would block 2 observed edges: 1 Workload (a workload that no rule of the spec allows on that port), 1 External (an outside peer that the spec does not allow: learn it by its DNS name with outside_peers entities, or by its address with ip_blocks)" {
 		t.Fatalf("after the edit: WouldBlock %+v", c)
 	}
 
@@ -205,7 +205,7 @@ func TestPolicyCarriesOnItsProposalsEvidence(t *testing.T) {
 		t.Fatalf("UnusedRules %+v", c)
 	}
 	if c := meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionWouldBlock); c == nil ||
-		c.Message != "protect would block 1 observed edge: 1 External" {
+		c.Message != "protect would block 1 observed edge: 1 External (an outside peer that the spec does not allow: learn it by its DNS name with outside_peers entities, or by its address with ip_blocks)" {
 		t.Fatalf("WouldBlock %+v", c)
 	}
 }

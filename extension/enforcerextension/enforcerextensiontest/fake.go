@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -72,7 +73,13 @@ type Enforcer struct {
 	released       []string
 	settled        func(key string) bool
 	leaderAddress  string
+
+	// Plane is what DataPlane answers: the enforcer's data_plane.
+	Plane netpolmatch.DataPlane
 }
+
+// DataPlane is the data plane that the judges judge as: Plane.
+func (e *Enforcer) DataPlane() netpolmatch.DataPlane { return e.Plane }
 
 // The fake offers every interface of the extension.
 var (
