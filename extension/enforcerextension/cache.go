@@ -22,13 +22,16 @@ const indexPolicyTarget = "spec.targetRef+direction"
 
 // cachedTypes are Network Enforcer's own objects and the native objects it
 // renders, which the controller-runtime cache keeps whole: there are few of them,
-// and the writer and the reconcilers read them as API objects.
+// and the writer and the reconcilers read them as API objects; and the API
+// server's EndpointSlices and the Nodes' addresses, which backends without
+// entities render spec.outside's as (outside_addresses.go).
 // AuthorizationPolicies and CiliumNetworkPolicies are among them only when the
 // cluster serves them: a watch on a type that the cluster does not serve
 // fails, and a cluster without Istio or Cilium must start all the same.
 func cachedTypes(served servedKinds) []client.Object {
-	return append([]client.Object{&v1alpha1.WorkloadNetworkPolicyProposal{}, &v1alpha1.WorkloadNetworkPolicy{}},
+	objs := append([]client.Object{&v1alpha1.WorkloadNetworkPolicyProposal{}, &v1alpha1.WorkloadNetworkPolicy{}},
 		nativeTypes(served)...)
+	return append(objs, outsideTypes()...)
 }
 
 // servedKinds says which of the native kinds that not every cluster has the
@@ -84,7 +87,8 @@ func servesResource(d discovery.DiscoveryInterface, r schema.GroupVersionResourc
 }
 
 func newCache(cfg *rest.Config, scheme *runtime.Scheme) (cache.Cache, error) {
-	return cache.New(cfg, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()})
+	return cache.New(cfg, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: outsideCacheOptions()})
 }
 
 // addIndexes registers the cache's field indexes; they must exist before the

@@ -26,7 +26,11 @@ var dryRunAnnotation = annotation.IoIstioDryRun.Name
 // from spec.istio in both modes, with the dry-run annotation in monitor mode only,
 // so that ztunnel reports the violations of a monitored policy as it would deny
 // them. A mode change adds or removes the annotation on the same object.
-type authorizationPolicies struct{}
+type authorizationPolicies struct {
+	// outside is what spec.outside's entities are rendered as: sources of
+	// their addresses (outside_addresses.go); nil for a policy without.
+	outside *outsideAddresses
+}
 
 var _ nativeKind[*securityv1.AuthorizationPolicy] = authorizationPolicies{}
 
@@ -43,7 +47,7 @@ func (authorizationPolicies) outcome(p *v1alpha1.WorkloadNetworkPolicy) (bool, s
 	return true, v1alpha1.ReasonProtect, "protect mode: the AuthorizationPolicy is rendered; ztunnel blocks what it does not allow"
 }
 
-func (authorizationPolicies) desired(p *v1alpha1.WorkloadNetworkPolicy) (*securityv1.AuthorizationPolicy, error) {
+func (a authorizationPolicies) desired(p *v1alpha1.WorkloadNetworkPolicy) (*securityv1.AuthorizationPolicy, error) {
 	in := p.Spec.Istio
 	if in == nil || len(in.Selector.MatchLabels) == 0 {
 		// The CRD's validation refuses both. An empty selector would make the
@@ -67,6 +71,25 @@ func (authorizationPolicies) desired(p *v1alpha1.WorkloadNetworkPolicy) (*securi
 			})
 		}
 		ap.Spec.Rules = append(ap.Spec.Rules, rule)
+	}
+	if a.outside != nil {
+		for i := range p.Spec.Outside {
+			blocks, ports := a.outside.entityRule(&p.Spec.Outside[i], v1alpha1.DirectionIngress)
+			if len(blocks) == 0 {
+				continue
+			}
+			rule := &securityv1beta1.Rule{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{IpBlocks: slices.Clone(blocks)}}}}
+			if len(ports) > 0 {
+				op := &securityv1beta1.Operation{}
+				for _, port := range ports {
+					if port.Port != nil {
+						op.Ports = append(op.Ports, port.Port.String())
+					}
+				}
+				rule.To = []*securityv1beta1.Rule_To{{Operation: op}}
+			}
+			ap.Spec.Rules = append(ap.Spec.Rules, rule)
+		}
 	}
 	if p.Spec.Mode != v1alpha1.PolicyModeProtect {
 		ap.Annotations = map[string]string{dryRunAnnotation: "true"}

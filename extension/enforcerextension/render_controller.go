@@ -51,6 +51,7 @@ func (e *enforcer) renderController() *termController {
 	for _, obj := range nativeTypes(e.served) {
 		watches = append(watches, Watch{Object: obj})
 	}
+	watches = append(watches, outsideWatches(e.cache)...)
 	return &termController{name: "render", watches: watches, reconcile: func(ctx context.Context, key types.NamespacedName) error {
 		var p v1alpha1.WorkloadNetworkPolicy
 		if err := r.reader.Get(ctx, key, &p); err != nil {
@@ -76,7 +77,11 @@ func (e *enforcer) renderController() *termController {
 func (r *renderer) reconcile(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicy) error {
 	switch p.Spec.Backend {
 	case v1alpha1.BackendKubernetes:
-		return render(ctx, r, p, networkPolicies{})
+		outside, err := r.outsideOf(ctx, p)
+		if err != nil {
+			return err
+		}
+		return render(ctx, r, p, networkPolicies{outside: outside})
 	case v1alpha1.BackendIstio:
 		if !r.served.authorizationPolicies {
 			// A condition, not an error: nothing changes until the collector
@@ -84,7 +89,11 @@ func (r *renderer) reconcile(ctx context.Context, p *v1alpha1.WorkloadNetworkPol
 			return r.setRendered(ctx, p, metav1.ConditionFalse, v1alpha1.ReasonNoAuthorizationPolicyCRD,
 				"the cluster did not serve security.istio.io/v1 AuthorizationPolicies when the collector started: install Istio, then restart the collector")
 		}
-		return render(ctx, r, p, authorizationPolicies{})
+		outside, err := r.outsideOf(ctx, p)
+		if err != nil {
+			return err
+		}
+		return render(ctx, r, p, authorizationPolicies{outside: outside})
 	case v1alpha1.BackendCilium:
 		if !r.served.ciliumNetworkPolicies {
 			return r.setRendered(ctx, p, metav1.ConditionFalse, v1alpha1.ReasonNoCiliumNetworkPolicyCRD,
@@ -93,6 +102,16 @@ func (r *renderer) reconcile(ctx context.Context, p *v1alpha1.WorkloadNetworkPol
 		return render(ctx, r, p, ciliumNetworkPolicies{})
 	}
 	return nil
+}
+
+// outsideOf reads the addresses that p's entities are rendered as; nil for a
+// policy that has none or whose backend names them.
+func (r *renderer) outsideOf(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicy) (*outsideAddresses, error) {
+	if !usesEntities(p) {
+		return nil, nil
+	}
+	a, err := readOutsideAddresses(ctx, r.reader)
+	return &a, err
 }
 
 // nativeKind is one backend's kind of native object: what a policy asks of it.

@@ -136,6 +136,8 @@ func checkObjects(t *testing.T, r *rendered, hop flowHop, strategy string) {
 		"ClusterRoleBinding//" + fullname:                                  true,
 		"Role/" + namespace + "/" + fullname + "-leader-election":          true,
 		"RoleBinding/" + namespace + "/" + fullname + "-leader-election":   true,
+		"Role/default/" + fullname + "-api-server-endpoints":               true,
+		"RoleBinding/default/" + fullname + "-api-server-endpoints":        true,
 		"PodDisruptionBudget/" + namespace + "/" + fullname:                true,
 		"NetworkPolicy/" + namespace + "/" + fullname:                      true,
 		"NetworkPolicy/" + namespace + "/" + fullname + "-collector":       strategy == "default",
@@ -452,6 +454,13 @@ func checkRBAC(t *testing.T, r *rendered, hop flowHop) {
 		!slices.Equal(list(rules[1], "resources"), []string{"leases"}) || !slices.Equal(list(rules[1], "verbs"), []string{"get", "update"}) ||
 		!slices.Equal(list(rules[1], "resourceNames"), []string{fullname}) {
 		t.Errorf("leader election Role: %v", rules)
+	}
+	// The API server's EndpointSlices, read where they are and nowhere else.
+	ep := r.must(t, "Role", "default", fullname+"-api-server-endpoints")
+	rules, _, _ = unstructured.NestedSlice(ep.Object, "rules")
+	if len(rules) != 1 || !slices.Equal(list(rules[0], "resources"), []string{"endpointslices"}) ||
+		!slices.Equal(list(rules[0], "verbs"), []string{"get", "list", "watch"}) {
+		t.Errorf("API server endpoints Role: %v", rules)
 	}
 	for _, rb := range append(r.ofKind("RoleBinding"), r.ofKind("ClusterRoleBinding")...) {
 		subjects, _, _ := unstructured.NestedSlice(rb.Object, "subjects")
