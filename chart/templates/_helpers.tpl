@@ -533,6 +533,9 @@ and `helm lint` render without one, and skip these checks.
 {{- if and (eq $provider "istio") (not (.Capabilities.APIVersions.Has "security.istio.io/v1/AuthorizationPolicy")) -}}
 {{- fail "controller.provider.name istio: this cluster serves no security.istio.io/v1 AuthorizationPolicy, which the enforcer renders policies as: install Istio in ambient mode first, or set controller.provider.name to the data plane that the cluster runs (calico, cilium)" -}}
 {{- end -}}
+{{- if and (eq $provider "cilium") (eq .Values.controller.provider.cilium.backend "cilium") (not (.Capabilities.APIVersions.Has "cilium.io/v2/CiliumNetworkPolicy")) -}}
+{{- fail "controller.provider.cilium.backend cilium: this cluster serves no cilium.io/v2 CiliumNetworkPolicy, which the enforcer renders policies as: install Cilium first, or set controller.provider.cilium.backend to kubernetes" -}}
+{{- end -}}
 {{- if and (has "csi" $modes) (not (lookup "storage.k8s.io/v1" "CSIDriver" "" "csi.cert-manager.io")) -}}
 {{- fail "tls.mode csi needs cert-manager's CSI driver (CSIDriver csi.cert-manager.io), which this cluster does not have: install it, or use tls.mode issuer, which needs cert-manager only" -}}
 {{- end -}}

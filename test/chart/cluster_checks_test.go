@@ -116,6 +116,32 @@ func TestInstallWithoutIstio(t *testing.T) {
 	}
 }
 
+// TestInstallWithoutCilium: on a cluster without Cilium's CRDs, backend
+// cilium fails with a sentence that says to install Cilium or to choose
+// backend kubernetes, which installs there.
+func TestInstallWithoutCilium(t *testing.T) {
+	controlplanetest.Require(t)
+	noCilium, err := controlplanetest.New(controlplanetest.Options{WithoutCilium: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = noCilium.Stop() })
+	if err := installCertManagerCRDs(noCilium); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := kubeconfigOf(t, noCilium)
+	if err := noCilium.Client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hubble-relay-client-certs", Namespace: "kube-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	const message = "controller.provider.cilium.backend cilium: this cluster serves no cilium.io/v2 CiliumNetworkPolicy, which the enforcer renders policies as: install Cilium first"
+	if err := templateOn(t, kubeconfig, vals("controller.provider.name", "cilium", "controller.provider.cilium.backend", "cilium")); err == nil || !strings.Contains(err.Error(), message) {
+		t.Errorf("backend cilium without Cilium: %v, want an error that says %q", err, message)
+	}
+	if err := templateOn(t, kubeconfig, vals("controller.provider.name", "cilium")); err != nil {
+		t.Errorf("backend kubernetes without Cilium's CRDs: %v", err)
+	}
+}
+
 // TestInstallWithoutCertManager: on a cluster without cert-manager, the
 // defaults (which have cert-manager issue the key pairs) fail with a sentence
 // that says to install it or which values to set instead; with those values
