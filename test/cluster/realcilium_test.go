@@ -101,10 +101,16 @@ func (e edge) String() string {
 	return fmt.Sprintf("%s %s %s/%d %s", e.Class, e.Peer, e.Protocol, e.Port, e.Verdict)
 }
 
-// observedEdges reads the observed edges of a proposal or policy.
+// observedEdges reads the observed edges of a proposal or policy of store.
 func observedEdges(t *testing.T, resource, name string) ([]edge, bool) {
 	t.Helper()
-	out, err := kubectlErr("", "-n", "store", "get", resource, name, "-o", "json")
+	return observedEdgesIn(t, "store", resource, name)
+}
+
+// observedEdgesIn reads the observed edges of a proposal or policy of ns.
+func observedEdgesIn(t *testing.T, ns, resource, name string) ([]edge, bool) {
+	t.Helper()
+	out, err := kubectlErr("", "-n", ns, "get", resource, name, "-o", "json")
 	if err != nil {
 		return nil, false
 	}

@@ -7,7 +7,8 @@
 //	testpod goldmane Calico Goldmane's Flows service on :7443, mutual TLS only
 //	testpod ztunnel  prints recorded ztunnel log lines to stdout, as ztunnel does,
 //	                 and on :8081 bursts of connections that a test counts
-//	testpod server   a TCP server on :8080 that answers "ok" to each connection
+//	testpod server [PORT...]  a TCP server on :8080 (or on each PORT) that
+//	                 answers "ok" to each connection
 //	testpod client   an HTTP server on :8081 whose /connect?addr=IP:PORT opens one
 //	                 fresh TCP connection and says how it went
 //	testpod app      server and client in one: a workload that is called and calls
@@ -47,7 +48,7 @@ func main() {
 	case "ztunnel":
 		err = ztunnel()
 	case "server":
-		err = server()
+		err = server(os.Args[2:]...)
 	case "client":
 		err = client()
 	case "app":

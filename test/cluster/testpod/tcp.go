@@ -11,12 +11,24 @@ import (
 	"time"
 )
 
-// server answers "ok" on each TCP connection to :8080, and logs who connected.
-func server() error {
-	lis, err := net.Listen("tcp", ":8080")
-	if err != nil {
-		return err
+// server answers "ok" on each TCP connection to :8080, or to each of ports,
+// and logs who connected.
+func server(ports ...string) error {
+	if len(ports) == 0 {
+		ports = []string{"8080"}
 	}
+	errs := make(chan error, len(ports))
+	for _, port := range ports {
+		lis, err := net.Listen("tcp", ":"+port)
+		if err != nil {
+			return err
+		}
+		go func() { errs <- serve(lis) }()
+	}
+	return <-errs
+}
+
+func serve(lis net.Listener) error {
 	for {
 		c, err := lis.Accept()
 		if err != nil {

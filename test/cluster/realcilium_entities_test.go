@@ -1,0 +1,206 @@
+//go:build cluster
+
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRealCiliumEntities proves outside_peers entities on the real Cilium
+// agent, with each backend: that protect blocks nothing that learning saw and
+// the preview allowed, and that the preview is what Cilium does
+// (docs/data-plane-verdicts.md).
+func TestRealCiliumEntities(t *testing.T) {
+	requireCilium(t)
+	importImages(t)
+	installChart(t, "controller.provider.name=cilium")
+	logsOnFailure(t, namespace+"/"+enforcerPods, "kube-system/k8s-app=hubble-relay")
+	waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
+	outside := startOutsideHost(t)
+	t.Run("kubernetes", func(t *testing.T) { entitiesJourney(t, "kubernetes", outside, 18080) })
+	t.Run("cilium", func(t *testing.T) { entitiesJourney(t, "cilium", outside, 18090) })
+}
+
+// entitiesManifests are the entities journey's workloads in namespace %[2]s: a
+// caller, and a server on the node's own network listening on ports %[3]d and
+// %[4]d. %[1]s is the testpod image.
+const entitiesManifests = `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[2]s
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: caller, namespace: %[2]s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: caller}}
+  template:
+    metadata: {labels: {app: caller}}
+    spec:
+      containers:
+        - name: app
+          image: %[1]s
+          imagePullPolicy: Never
+          args: [app]
+          readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 2}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: nodesrv, namespace: %[2]s}
+spec:
+  selector: {matchLabels: {app: nodesrv}}
+  template:
+    metadata: {labels: {app: nodesrv}}
+    spec:
+      hostNetwork: true
+      containers:
+        - name: server
+          image: %[1]s
+          imagePullPolicy: Never
+          args: [server, "%[3]d", "%[4]d"]
+`
+
+// entitiesJourney is outside_peers entities on the real Cilium node with a
+// backend: day 1 calls the API server (through the kubernetes Service), a
+// server on the node's network, and the outside host; each day-1 edge's
+// verdict in the proposal is the preview; every proposal is promoted to
+// protect; each day-1 connection is made again on fresh connections. The set
+// of connections that fail must be the set whose edge was WouldBlock: with
+// backend cilium none (the API server and the node as Cilium's entities),
+// with backend kubernetes the API server and the node (an ipBlock does not
+// select them on Cilium). A port that day 1 never used is refused and
+// reported.
+func entitiesJourney(t *testing.T, backend, outside string, port int) {
+	ns := "edge-" + backend
+	start := time.Now()
+	upgrade(t, "controller.learning.outsidePeers=entities", "controller.provider.cilium.backend="+backend)
+	waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
+	leaderPod(t)
+	t.Logf("%s: the enforcers run with it %s after the upgrade began", backend, time.Since(start).Round(100*time.Millisecond))
+	apply(t, fmt.Sprintf(entitiesManifests, testpodImage, ns, port, port+1))
+	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", ns, "--wait=true", "--timeout=60s") })
+	caller := waitReady(t, ns, "app=caller", 1, 2*time.Minute)[0]
+	node := waitReady(t, ns, "app=nodesrv", 1, 2*time.Minute)[0].IP // a host-network pod has its node's address
+	nodeAddr := fmt.Sprintf("%s:%d", node, port)
+
+	// Day 1, and the edge each call is seen as (class and destination port).
+	// The node's server is the API server to Cilium: on this one node the API
+	// server runs on the host, whose identity then carries the label
+	// reserved:kube-apiserver for every address of the node, and Cilium's
+	// entity kube-apiserver selects it (docs/flow-schema.md). The nodes as
+	// an entity are learned from the kubelet's probes into caller, below.
+	day1 := map[string]string{
+		apiServer: fmt.Sprintf("APIServer TCP/%d", apiPort),
+		nodeAddr:  fmt.Sprintf("APIServer TCP/%d", port),
+		outside:   "External TCP/8080",
+	}
+	for range 2 {
+		for addr := range day1 {
+			if d := connect(t, caller, addr); d.Error != "" { // the API server answers nothing until TLS
+				t.Fatalf("day 1: caller to %s: %+v", addr, d)
+			}
+		}
+	}
+	const proposal = "deployment-caller-egress"
+	preview := map[string]string{}
+	waitFor(t, "the day-1 edges in "+proposal, 3*time.Minute, func() bool {
+		edges, _ := observedEdgesIn(t, ns, "workloadnetworkpolicyproposal", proposal)
+		for _, e := range edges {
+			preview[fmt.Sprintf("%s %s/%d", e.Class, e.Protocol, e.Port)] = e.Verdict
+		}
+		for _, key := range day1 {
+			if preview[key] == "" {
+				return false
+			}
+		}
+		return true
+	})
+	spec := kubectl(t, "-n", ns, "get", "workloadnetworkpolicyproposal", proposal, "-o", "jsonpath={.spec.backend} {.spec.outside}")
+	t.Logf("%s: %s learned %s; preview %v", backend, proposal, spec, preview)
+	if !strings.HasPrefix(spec, backend+" ") || !strings.Contains(spec, `"entity":"APIServer"`) {
+		t.Errorf("%s: the proposal's backend and outside peers %s, want backend %s with the API server", backend, spec, backend)
+	}
+	// The kubelet's probes come from the node into caller: the nodes, which
+	// Cilium lets in whatever the policy (Allowed on either backend).
+	const ingress = "deployment-caller-ingress"
+	waitFor(t, "the nodes in "+ingress, 2*time.Minute, func() bool {
+		out, _ := kubectlErr("", "-n", ns, "get", "workloadnetworkpolicyproposal", ingress, "-o", "jsonpath={.spec.outside} {.status.wouldBlockEdges}")
+		return strings.Contains(out, `"entity":"Nodes"`) && strings.HasSuffix(strings.TrimSpace(out), " 0")
+	})
+
+	// Promote every proposal of the namespace to protect.
+	names := strings.Fields(kubectl(t, "-n", ns, "get", "workloadnetworkpolicyproposals", "-o", "jsonpath={.items[*].metadata.name}"))
+	kind := map[string]string{"cilium": "ciliumnetworkpolicy", "kubernetes": "networkpolicy"}[backend]
+	for _, name := range names {
+		kubectl(t, "-n", ns, "label", "workloadnetworkpolicyproposal", name, "networkenforcer.kubewarden.io/promote=protect")
+	}
+	largest := 0
+	for _, name := range names {
+		waitFor(t, "the "+kind+" "+name, time.Minute, func() bool {
+			out, err := kubectlErr("", "-n", ns, "get", kind, name, "-o", "json")
+			largest = max(largest, len(out))
+			return err == nil
+		})
+	}
+	t.Logf("%s: promoted %v; the largest %s is %d bytes of JSON", backend, names, kind, largest)
+
+	// A port that day 1 never used is refused once Cilium enforces, and
+	// reported.
+	newPort := fmt.Sprintf("%s:%d", node, port+1)
+	enforced := time.Now()
+	waitFor(t, "Cilium to refuse the node's other port", time.Minute, func() bool {
+		return connect(t, caller, newPort).Error != ""
+	})
+	t.Logf("%s: Cilium enforced %s after the policies appeared", backend, time.Since(enforced).Round(100*time.Millisecond))
+	waitFor(t, "the violation on the new port", 90*time.Second, func() bool {
+		out, _ := kubectlErr("", "-n", ns, "get", "workloadnetworkpolicy", proposal,
+			"-o", `jsonpath={range .status.violations[*]}{.action} {.dstPort}{"\n"}{end}`)
+		return strings.Contains(out, fmt.Sprintf("protect %d", port+1))
+	})
+
+	// Preview against reality, on fresh connections.
+	var failed, wouldBlock, disagree []string
+	falseDenies := 0
+	for addr, key := range day1 {
+		fails := 0
+		for range 3 {
+			if d := connect(t, caller, addr); d.Error != "" {
+				fails++
+			}
+		}
+		if fails > 0 {
+			failed = append(failed, key)
+		}
+		blocked := preview[key] == "WouldBlock"
+		if blocked {
+			wouldBlock = append(wouldBlock, key)
+		} else {
+			falseDenies += fails
+		}
+		if (fails > 0) != blocked || (blocked && fails != 3) {
+			disagree = append(disagree, fmt.Sprintf("%s: preview %s, %d of 3 fresh connections failed", key, preview[key], fails))
+		}
+	}
+	sort.Strings(failed)
+	sort.Strings(wouldBlock)
+	t.Logf("%s: failed in protect %v; WouldBlock on day 1 %v; false denies %d; disagreements %d %v",
+		backend, failed, wouldBlock, falseDenies, len(disagree), disagree)
+	if len(disagree) > 0 {
+		t.Errorf("%s: the preview disagrees with Cilium: %v", backend, disagree)
+	}
+	wantBlocked := map[string][]string{
+		"cilium":     nil,
+		"kubernetes": {day1[apiServer], day1[nodeAddr]},
+	}[backend]
+	sort.Strings(wantBlocked)
+	if !slices.Equal(wouldBlock, wantBlocked) {
+		t.Errorf("%s: WouldBlock %v, want %v", backend, wouldBlock, wantBlocked)
+	}
+}
