@@ -21,6 +21,9 @@ func observedKey(o *learning.Observation) (observed.Key, bool) {
 	if o.PeerCIDR != "" {
 		k.Address = o.PeerCIDR // the block it is learned as, which the spec allows
 	}
+	if o.PeerName != "" {
+		k.DNSName = o.PeerName // the name it is learned by, which spec.outside allows
+	}
 	if o.Peer != (workload.Ref{}) {
 		k.Namespace, k.Kind, k.Name = o.Peer.Namespace, string(o.Peer.Kind), o.Peer.Name
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
+	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
 func outsideEdge(backend v1alpha1.Backend, entity v1alpha1.Entity, name, proto string, port uint32) learning.Edge {
@@ -95,5 +97,20 @@ func TestOutsideAnyPortIsKept(t *testing.T) {
 	spec := render(v1alpha1.BackendCilium, v1alpha1.TargetRef{}, v1alpha1.DirectionEgress, &metav1.LabelSelector{}, rs)
 	if o := fmt.Sprint(outsideOf(&spec)); o != "[Nodes []]" {
 		t.Fatalf("outside %s, want the nodes on every port", o)
+	}
+}
+
+// TestObservedKeyOfALearnedName: the evidence of an outside peer learned by
+// name names it, so that the spec's name is judged to allow it.
+func TestObservedKeyOfALearnedName(t *testing.T) {
+	o := learning.Observation{Edge: outsideEdge(v1alpha1.BackendCilium, "", "api.example.com", "tcp", 443), Class: v1alpha1.PeerClassExternal}
+	k, ok := observedKey(&o)
+	if !ok || k.DNSName != "api.example.com" || k.Class != v1alpha1.PeerClassExternal || k.Port != 443 {
+		t.Fatalf("key %+v (%v)", k, ok)
+	}
+	spec := &v1alpha1.PolicySpec{Backend: v1alpha1.BackendCilium, Direction: v1alpha1.DirectionEgress,
+		Outside: []v1alpha1.OutsidePeer{{DNSName: "api.example.com"}}}
+	if _, allowed := observed.JudgeSpec(nil, spec, "shop", netpolmatch.DataPlaneCilium)(&k); !allowed {
+		t.Fatal("the learned name is judged WouldBlock by the spec that names it")
 	}
 }

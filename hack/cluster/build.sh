@@ -120,8 +120,9 @@ build_cilium() {
 node_dir="$cache/node-kubernetes-$k8s_version"
 containerd_dir="$cache/containerd-$containerd_version"
 kube_router_dir="$cache/kube-router-$KUBE_ROUTER_VERSION"
-# "-cluster": the Corefile's plugins only, unlike CoreDNS's own build.
-coredns_dir="$cache/coredns-$coredns_version-cluster"
+# "-cluster-<hash>": the Corefile's plugins only, unlike CoreDNS's own build;
+# the hash of the program that lists them builds anew when the list changes.
+coredns_dir="$cache/coredns-$coredns_version-cluster-$(sha256sum "$root/tools/cluster/coredns/main.go" | cut -c1-12)"
 cilium_dir="$cache/cilium-$cilium_version"
 
 controlplane=$("$root/hack/controlplane.sh")

@@ -589,6 +589,8 @@ agent() {
 }
 
 # agent_process starts the Cilium agent's process and waits until it is ready.
+# Its L7 proxy is on for its DNS proxy, which DNS visibility and toFQDNs rules
+# need; Envoy, which only HTTP rules need, is external and not run.
 # Its Hubble buffer holds 16383 flows (the chart's default is 4095), so that a
 # whole journey of the real-node suite can be captured from it.
 # A restart (SIGUSR1 to `run`) calls it again: the datapath stays, as on a
@@ -602,7 +604,8 @@ agent_process() {
 		--ipam kubernetes --k8s-require-ipv4-pod-cidr --routing-mode native --ipv4-native-routing-cidr "$POD_CIDR" \
 		--enable-ipv6=false --kube-proxy-replacement=false --enable-ipv4-masquerade=false \
 		--enable-host-legacy-routing=true --devices "$NODE_DEV" --enable-policy default \
-		--enable-l7-proxy=false --enable-health-checking=false --enable-endpoint-health-checking=false \
+		--enable-l7-proxy=true --external-envoy-proxy=true \
+		--enable-health-checking=false --enable-endpoint-health-checking=false \
 		--cni-exclusive=false --cgroup-root /run/cilium/cgroupv2 --identity-allocation-mode crd \
 		--cluster-name default --monitor-aggregation "$CILIUM_MONITOR_AGGREGATION" \
 		--enable-hubble --hubble-listen-address "$NODE_IP:$HUBBLE_PORT" --hubble-disable-tls=false \
@@ -635,7 +638,7 @@ alive() {
 dns() {
 	local image
 	image="ne.local/coredns:$(basename "$(dirname "$(readlink -f "$bin/coredns")")")"
-	sed -e "s|@IMAGE@|$image|" -e "s|@DNS_IP@|$DNS_IP|" "$root/tools/cluster/coredns.yaml" | kubectl apply -f - >/dev/null
+	sed -e "s|@IMAGE@|$image|" -e "s|@DNS_IP@|$DNS_IP|" -e "s|@OUTSIDE_IP@|$OUTSIDE_IP|" "$root/tools/cluster/coredns.yaml" | kubectl apply -f - >/dev/null
 	wait_for "CoreDNS" 90 kubectl -n kube-system wait --for=condition=Available deployment/coredns --timeout=1s
 }
 

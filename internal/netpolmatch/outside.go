@@ -94,6 +94,13 @@ func WhyBlocked(spec *v1alpha1.PolicySpec, dp DataPlane) func(v1alpha1.PeerClass
 		case v1alpha1.PeerClassUnidentified:
 			return "an end that could not be told: a pod the cache did not know, or an Istio source without an identity"
 		case v1alpha1.PeerClassExternal:
+			for i := range spec.Outside {
+				if o := &spec.Outside[i]; o.DNSName != "" {
+					if ok, why := Rendered(spec.Backend, dp, o); !ok {
+						return why
+					}
+				}
+			}
 			return "an outside peer that the spec does not allow: learn it by its DNS name with outside_peers entities, or by its address with ip_blocks"
 		default: // the API server and the nodes, below
 		}
