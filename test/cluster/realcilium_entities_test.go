@@ -3,7 +3,10 @@
 package cluster
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -22,18 +25,84 @@ func TestRealCiliumEntities(t *testing.T) {
 	logsOnFailure(t, namespace+"/"+enforcerPods, "kube-system/k8s-app=hubble-relay")
 	waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
 	outside := startOutsideHost(t)
-	t.Run("kubernetes", func(t *testing.T) { entitiesJourney(t, "kubernetes", outside, 18080) })
-	t.Run("cilium", func(t *testing.T) { entitiesJourney(t, "cilium", outside, 18090) })
+	if outside != outsideAddr {
+		t.Fatalf("the outside host runs at %s, which the cluster's DNS does not name", outside)
+	}
+	t.Run("kubernetes", func(t *testing.T) { entitiesJourney(t, "kubernetes", 18080) })
+	t.Run("cilium", func(t *testing.T) { entitiesJourney(t, "cilium", 18090) })
 }
+
+// reach has from reach addr on a fresh connection: the API server as a real
+// client (the pods of its namespace, with its service account), else a TCP
+// connection that opens.
+func reach(t *testing.T, from pod, addr string) error {
+	t.Helper()
+	if addr != apiServer {
+		if d := connect(t, from, addr); d.Error != "" {
+			return errors.New(d.Error)
+		}
+		return nil
+	}
+	body, err := httpDo("GET", "http://"+net.JoinHostPort(from.IP, "8081")+"/list-pods", "")
+	if err != nil {
+		t.Fatalf("asking %s to list its pods: %v", from.Name, err)
+	}
+	var answer struct {
+		Status int    `json:"status"`
+		Error  string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &answer); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	if answer.Status != 200 {
+		return fmt.Errorf("listing pods: status %d %s", answer.Status, answer.Error)
+	}
+	return nil
+}
+
+// outsideName is the outside host by the name that the cluster's CoreDNS
+// serves for it (tools/cluster/coredns.yaml).
+const outsideName = "shop.outside.test:8080"
 
 // entitiesManifests are the entities journey's workloads in namespace %[2]s: a
 // caller, and a server on the node's own network listening on ports %[3]d and
-// %[4]d. %[1]s is the testpod image.
+// %[4]d; and Cilium's DNS visibility for the namespace, as Cilium documents
+// it: a policy whose DNS rule sends the pods' lookups through the agent's DNS
+// proxy, without putting them into default deny. %[1]s is the testpod image.
 const entitiesManifests = `
 apiVersion: v1
 kind: Namespace
 metadata:
   name: %[2]s
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: list-pods, namespace: %[2]s}
+rules:
+  - apiGroups: [""]
+    resources: [pods]
+    verbs: [list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: caller-lists-pods, namespace: %[2]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: list-pods}
+subjects:
+  - {kind: ServiceAccount, name: default, namespace: %[2]s}
+---
+apiVersion: cilium.io/v2
+kind: CiliumNetworkPolicy
+metadata: {name: dns-visibility, namespace: %[2]s}
+spec:
+  endpointSelector: {}
+  enableDefaultDeny: {egress: false}
+  egress:
+    - toEndpoints:
+        - matchLabels: {k8s:io.kubernetes.pod.namespace: kube-system, k8s:k8s-app: kube-dns}
+      toPorts:
+        - ports: [{port: "53", protocol: ANY}]
+          rules:
+            dns: [{matchPattern: "*"}]
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -68,7 +137,8 @@ spec:
 `
 
 // entitiesJourney is outside_peers entities on the real Cilium node with a
-// backend: day 1 calls the API server (through the kubernetes Service), a
+// backend: day 1 calls the API server (a real client, through the kubernetes
+// Service), a
 // server on the node's network, and the outside host; each day-1 edge's
 // verdict in the proposal is the preview; every proposal is promoted to
 // protect; each day-1 connection is made again on fresh connections. The set
@@ -77,7 +147,7 @@ spec:
 // with backend kubernetes the API server and the node (an ipBlock does not
 // select them on Cilium). A port that day 1 never used is refused and
 // reported.
-func entitiesJourney(t *testing.T, backend, outside string, port int) {
+func entitiesJourney(t *testing.T, backend string, port int) {
 	ns := "edge-" + backend
 	start := time.Now()
 	upgrade(t, "controller.learning.outsidePeers=entities", "controller.provider.cilium.backend="+backend)
@@ -91,20 +161,22 @@ func entitiesJourney(t *testing.T, backend, outside string, port int) {
 	nodeAddr := fmt.Sprintf("%s:%d", node, port)
 
 	// Day 1, and the edge each call is seen as (class and destination port).
+	// The outside host is called by the name that the cluster's DNS serves
+	// for it, which the DNS proxy gives its flows (destination_names).
 	// The node's server is the API server to Cilium: on this one node the API
 	// server runs on the host, whose identity then carries the label
 	// reserved:kube-apiserver for every address of the node, and Cilium's
 	// entity kube-apiserver selects it (docs/flow-schema.md). The nodes as
 	// an entity are learned from the kubelet's probes into caller, below.
 	day1 := map[string]string{
-		apiServer: fmt.Sprintf("APIServer TCP/%d", apiPort),
-		nodeAddr:  fmt.Sprintf("APIServer TCP/%d", port),
-		outside:   "External TCP/8080",
+		apiServer:   fmt.Sprintf("APIServer TCP/%d", apiPort),
+		nodeAddr:    fmt.Sprintf("APIServer TCP/%d", port),
+		outsideName: "External TCP/8080",
 	}
 	for range 2 {
 		for addr := range day1 {
-			if d := connect(t, caller, addr); d.Error != "" { // the API server answers nothing until TLS
-				t.Fatalf("day 1: caller to %s: %+v", addr, d)
+			if err := reach(t, caller, addr); err != nil {
+				t.Fatalf("day 1: caller to %s: %v", addr, err)
 			}
 		}
 	}
@@ -124,8 +196,8 @@ func entitiesJourney(t *testing.T, backend, outside string, port int) {
 	})
 	spec := kubectl(t, "-n", ns, "get", "workloadnetworkpolicyproposal", proposal, "-o", "jsonpath={.spec.backend} {.spec.outside}")
 	t.Logf("%s: %s learned %s; preview %v", backend, proposal, spec, preview)
-	if !strings.HasPrefix(spec, backend+" ") || !strings.Contains(spec, `"entity":"APIServer"`) {
-		t.Errorf("%s: the proposal's backend and outside peers %s, want backend %s with the API server", backend, spec, backend)
+	if !strings.HasPrefix(spec, backend+" ") || !strings.Contains(spec, `"entity":"APIServer"`) || !strings.Contains(spec, `"dnsName":"shop.outside.test"`) {
+		t.Errorf("%s: the proposal's backend and outside peers %s, want backend %s with the API server and shop.outside.test", backend, spec, backend)
 	}
 	// The kubelet's probes come from the node into caller: the nodes, which
 	// Cilium lets in whatever the policy (Allowed on either backend).
@@ -171,7 +243,7 @@ func entitiesJourney(t *testing.T, backend, outside string, port int) {
 	for addr, key := range day1 {
 		fails := 0
 		for range 3 {
-			if d := connect(t, caller, addr); d.Error != "" {
+			if reach(t, caller, addr) != nil {
 				fails++
 			}
 		}
@@ -197,7 +269,7 @@ func entitiesJourney(t *testing.T, backend, outside string, port int) {
 	}
 	wantBlocked := map[string][]string{
 		"cilium":     nil,
-		"kubernetes": {day1[apiServer], day1[nodeAddr]},
+		"kubernetes": {day1[apiServer], day1[nodeAddr], day1[outsideName]},
 	}[backend]
 	sort.Strings(wantBlocked)
 	if !slices.Equal(wouldBlock, wantBlocked) {

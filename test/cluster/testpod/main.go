@@ -10,7 +10,9 @@
 //	testpod server [PORT...]  a TCP server on :8080 (or on each PORT) that
 //	                 answers "ok" to each connection
 //	testpod client   an HTTP server on :8081 whose /connect?addr=IP:PORT opens one
-//	                 fresh TCP connection and says how it went
+//	                 fresh TCP connection and says how it went, and whose
+//	                 /list-pods lists the pods of its namespace as a real client
+//	                 of the API server, with its service account
 //	testpod app      server and client in one: a workload that is called and calls
 //	testpod dial ADDR [INTERVAL [COUNT]]  connects to ADDR once (a Job's pod),
 //	                 or every INTERVAL (a DaemonSet's), COUNT times when given

@@ -96,6 +96,7 @@ func client() error {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(d)
 	})
+	mux.HandleFunc("/list-pods", listPods)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return http.ListenAndServe(":8081", mux)
 }
