@@ -27,7 +27,7 @@ const relayServerName = "ui.hubble-relay.cilium.io"
 var relaySecret = metav1.ObjectMeta{Namespace: "kube-system", Name: "hubble-relay-client-certs"}
 
 // startCollectors renders the chart for Cilium, as `helm install` would with the
-// demo's relay address, and runs its two collectors: the enforcer and the
+// demo's relay address, backend cilium and outside peers learned as entities, and runs its two collectors: the enforcer and the
 // telemetry collector of collectorStrategy default. What only exists in a
 // cluster is swapped for its local equivalent: the kubeconfig for the
 // ServiceAccount, free loopback ports for the Services, the demo CA's files for
@@ -41,7 +41,10 @@ func (d *demo) startCollectors(ctx context.Context) error {
 		"controller": map[string]any{
 			"replicas":           1,
 			"statusSyncInterval": "5s",
-			"provider":           map[string]any{"name": "cilium", "cilium": map[string]any{"endpoint": d.relayAddr}},
+			// Backend cilium and outside_peers entities: the outside
+			// service is learned by its name and rendered as toFQDNs.
+			"provider": map[string]any{"name": "cilium", "cilium": map[string]any{"endpoint": d.relayAddr, "backend": "cilium"}},
+			"learning": map[string]any{"outsidePeers": "entities"},
 		},
 	})
 	if err != nil {

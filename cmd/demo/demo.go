@@ -127,6 +127,7 @@ func (d *demo) startRelay(context.Context) error {
 			fl.Time = at
 		}
 	}
+	named := nameOutsideService(flows)
 	d.relay = dataplanetest.NewHubbleRelay(flows)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -138,6 +139,11 @@ func (d *demo) startRelay(context.Context) error {
 	observer.RegisterObserverServer(d.relaySrv, d.relay)
 	go func() { _ = d.relaySrv.Serve(lis) }()
 	d.info("Hubble Relay (Observer.GetFlows) at %s, %d recorded flows", d.relayAddr, len(flows))
+	d.info("the cart's call to %s:443 carries destination_names [%s], as the agent reports it with Cilium's DNS visibility on",
+		outsideAddress, outsideName)
+	if named == 0 {
+		return fmt.Errorf("the recorded flows have no call to %s", outsideAddress)
+	}
 	return nil
 }
 

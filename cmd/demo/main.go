@@ -2,8 +2,9 @@
 // local control plane with the CRDs and admission policies, the sample workloads
 // of testdata/, a Hubble Relay replaying testdata/hubble/flows.jsonl, and the
 // built distribution with the configuration that the Helm chart renders for
-// Cilium. It walks through learning, promotion, the NetworkPolicy and a
-// violation, then leaves everything running for kubectl until Ctrl-C.
+// Cilium (backend cilium, outside peers learned as entities). It walks through
+// learning (an outside service by its DNS name), promotion, the
+// CiliumNetworkPolicy and a violation, then leaves everything running for kubectl until Ctrl-C.
 //
 // `make demo` builds what it needs, builds the demo and runs it. Ctrl-C stops it
 // cleanly with exit status 0 (see takeTerminal).
@@ -71,9 +72,9 @@ func run(ctx context.Context, dir string, once bool) error {
 		{"Starting a Hubble Relay that replays testdata/hubble/flows.jsonl over mutual TLS", d.startRelay},
 		{"Rendering the Helm chart for Cilium and starting the enforcer and its telemetry collector", d.startCollectors},
 		{"Waiting for proposals: learning from the recorded flows", d.waitForProposals},
-		{"Reading the evidence: what protect would block (status.observed)", d.showWouldBlock},
-		{"Promoting a proposal with kubectl label", d.promote},
-		{"Waiting for the NetworkPolicy that the policy renders in protect mode", d.waitForNetworkPolicy},
+		{"Reading the evidence: an outside service learned by its name (status.observed, spec.outside)", d.showEvidence},
+		{"Promoting the cart's two proposals with kubectl label", d.promote},
+		{"Waiting for the CiliumNetworkPolicies that the policies render in protect mode (backend cilium)", d.waitForRendered},
 		{"The review page's graph: one arrow per connection, with each end's state", d.showReviewGraph},
 		{"A connection the policy does not allow: the data plane drops it, the enforcer reports it", d.violate},
 	} {

@@ -11,6 +11,8 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -66,6 +68,9 @@ func peersOf(s *v1alpha1.PolicySpec) string {
 	add := func(peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort) {
 		for _, p := range peers {
 			ns, app := "", ""
+			if p.IPBlock != nil {
+				app = p.IPBlock.CIDR
+			}
 			if p.NamespaceSelector != nil {
 				ns = p.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]
 			}
@@ -83,52 +88,85 @@ func peersOf(s *v1alpha1.PolicySpec) string {
 	for _, r := range s.Kubernetes.Egress {
 		add(r.To, r.Ports)
 	}
+	for _, o := range s.Outside {
+		out = append(out, fmt.Sprintf("%s%s %s", o.Entity, o.DNSName, portsOf(o.Ports)))
+	}
 	return strings.Join(out, "; ")
 }
 
+// promote labels the cart's two proposals for protect: its ingress, which the
+// violation step then breaks, and its egress, which holds the outside service
+// by name.
 func (d *demo) promote(ctx context.Context) error {
-	args := []string{"label", "wnpp", "-n", promoted.Namespace, promoted.Name, v1alpha1.PromoteLabel + "=protect"}
+	names := []types.NamespacedName{promoted, cartEgress}
+	args := []string{"label", "wnpp", "-n", promoted.Namespace}
+	for _, n := range names {
+		args = append(args, n.Name)
+	}
+	args = append(args, v1alpha1.PromoteLabel+"=protect")
 	d.info("$ kubectl %s", strings.Join(args, " "))
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		d.info("kubectl is not installed; setting the same label through the API")
-		var p v1alpha1.WorkloadNetworkPolicyProposal
-		if err := d.env.Client.Get(ctx, promoted, &p); err != nil {
-			return err
+		for _, n := range names {
+			var p v1alpha1.WorkloadNetworkPolicyProposal
+			if err := d.env.Client.Get(ctx, n, &p); err != nil {
+				return err
+			}
+			patch := client.MergeFrom(p.DeepCopy())
+			p.Labels = map[string]string{v1alpha1.PromoteLabel: "protect"}
+			if err := d.env.Client.Patch(ctx, &p, patch); err != nil {
+				return err
+			}
 		}
-		patch := client.MergeFrom(p.DeepCopy())
-		p.Labels = map[string]string{v1alpha1.PromoteLabel: "protect"}
-		return d.env.Client.Patch(ctx, &p, patch)
+		return nil
 	}
 	cmd := exec.CommandContext(ctx, "kubectl", args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.kubeconfig)
 	out, err := cmd.CombinedOutput()
-	d.info("%s", strings.TrimSpace(string(out)))
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		d.info("%s", line)
+	}
 	return err
 }
 
-func (d *demo) waitForNetworkPolicy(ctx context.Context) error {
-	var np networkingv1.NetworkPolicy
-	err := d.poll(ctx, "the NetworkPolicy", time.Minute, func() (bool, error) {
-		err := d.env.Client.Get(ctx, promoted, &np)
-		return err == nil, client.IgnoreNotFound(err)
-	})
+// ciliumNetworkPolicy is an empty cilium.io/v2 CiliumNetworkPolicy to read into.
+func ciliumNetworkPolicy() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cilium.io", Version: "v2", Kind: "CiliumNetworkPolicy"})
+	return u
+}
+
+// waitForRendered waits for the CiliumNetworkPolicies that the two promoted
+// policies render in protect mode and for their proposals to go, and prints
+// the egress one: the outside service as toFQDNs.
+func (d *demo) waitForRendered(ctx context.Context) error {
+	cnp := ciliumNetworkPolicy()
+	for _, n := range []types.NamespacedName{promoted, cartEgress} {
+		err := d.poll(ctx, "the CiliumNetworkPolicy "+n.String(), time.Minute, func() (bool, error) {
+			err := d.env.Client.Get(ctx, n, cnp)
+			return err == nil, client.IgnoreNotFound(err)
+		})
+		if err != nil {
+			return err
+		}
+		// The proposal goes once the policy's status carries on its observed
+		// edges: the policy's first status sync, right after its creation.
+		var p v1alpha1.WorkloadNetworkPolicyProposal
+		if err := d.poll(ctx, "the promoted proposal "+n.String()+" to go", 30*time.Second, func() (bool, error) {
+			err := d.env.Client.Get(ctx, n, &p)
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		}); err != nil {
+			return fmt.Errorf("the promoted proposal is still there: %w", err)
+		}
+		d.info("WorkloadNetworkPolicy %s (mode protect) renders CiliumNetworkPolicy %s, owned by it; the proposal is gone", n, n)
+	}
+	d.info("$ kubectl get cnp -n %s %s -o yaml   (spec)", cartEgress.Namespace, cartEgress.Name)
+	spec, err := yaml.Marshal(cnp.Object["spec"])
 	if err != nil {
 		return err
 	}
-	// The proposal goes once the policy's status carries on its observed
-	// edges: the policy's first status sync, right after its creation.
-	var p v1alpha1.WorkloadNetworkPolicyProposal
-	if err := d.poll(ctx, "the promoted proposal to go", 30*time.Second, func() (bool, error) {
-		err := d.env.Client.Get(ctx, promoted, &p)
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-	}); err != nil {
-		return fmt.Errorf("the promoted proposal is still there: %w", err)
-	}
-	d.info("the proposal became WorkloadNetworkPolicy %s (mode protect), and the proposal is gone", promoted)
-	d.info("NetworkPolicy %s, owned by the policy (kubectl get netpol -n %s %s -o yaml):", promoted, promoted.Namespace, promoted.Name)
-	spec, err := yaml.Marshal(np.Spec)
-	if err != nil {
-		return err
+	if !strings.Contains(string(spec), "matchName: "+outsideName) {
+		return fmt.Errorf("the CiliumNetworkPolicy %s does not allow %s by name:\n%s", cartEgress, outsideName, spec)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(spec)), "\n") {
 		d.info("  %s", line)
@@ -188,7 +226,7 @@ func (d *demo) lookAround() {
 
     export KUBECONFIG=%s
     kubectl get wnpp,wnp -A
-    kubectl get netpol -A
+    kubectl get cnp -A
     kubectl get wnp -n %s %s -o yaml
     kubectl annotate wnp -n %s %s %s="expected"   # acknowledge violation 1
     curl -s http://%s/metrics | grep network_enforcer_policy_denies
