@@ -60,6 +60,10 @@ OUTSIDE_NS=ne-outside
 OUTSIDE_DEV=ne-out0
 OUTSIDE_GW=10.217.32.1
 OUTSIDE_IP=10.217.32.2
+# A second address of the outside host, which CoreDNS names apart
+# (other.outside.test): a name that a policy does not allow, at an address
+# that no allowed name resolves to.
+OUTSIDE_IP2=10.217.33.2
 CILIUM_MONITOR_AGGREGATION=${CILIUM_MONITOR_AGGREGATION:-medium}
 # build.sh builds the agent in Cilium mode only.
 export NETWORK_ENFORCER_CLUSTER_CNI=$CNI
@@ -390,6 +394,8 @@ cilium_network() {
 	ip -n "$OUTSIDE_NS" link set ne-out1 up
 	ip -n "$OUTSIDE_NS" link set lo up
 	ip -n "$OUTSIDE_NS" route add "$POD_CIDR" via "$OUTSIDE_GW"
+	ip -n "$OUTSIDE_NS" addr add "$OUTSIDE_IP2/32" dev ne-out1
+	ip route add "$OUTSIDE_IP2/32" via "$OUTSIDE_IP" dev "$OUTSIDE_DEV"
 	nft -f - <<-EOF
 		table inet $ISOLATION_TABLE {
 			chain forward {
@@ -638,7 +644,7 @@ alive() {
 dns() {
 	local image
 	image="ne.local/coredns:$(basename "$(dirname "$(readlink -f "$bin/coredns")")")"
-	sed -e "s|@IMAGE@|$image|" -e "s|@DNS_IP@|$DNS_IP|" -e "s|@OUTSIDE_IP@|$OUTSIDE_IP|" "$root/tools/cluster/coredns.yaml" | kubectl apply -f - >/dev/null
+	sed -e "s|@IMAGE@|$image|" -e "s|@DNS_IP@|$DNS_IP|" -e "s|@OUTSIDE_IP@|$OUTSIDE_IP|" -e "s|@OUTSIDE_IP2@|$OUTSIDE_IP2|" "$root/tools/cluster/coredns.yaml" | kubectl apply -f - >/dev/null
 	wait_for "CoreDNS" 90 kubectl -n kube-system wait --for=condition=Available deployment/coredns --timeout=1s
 }
 

@@ -61,8 +61,23 @@ func reach(t *testing.T, from pod, addr string) error {
 }
 
 // outsideName is the outside host by the name that the cluster's CoreDNS
-// serves for it (tools/cluster/coredns.yaml).
-const outsideName = "shop.outside.test:8080"
+// serves for it (tools/cluster/coredns.yaml), and newName its other address
+// by another name, which day 1 never calls.
+const (
+	outsideName = "shop.outside.test:8080"
+	newName     = "other.outside.test:8080"
+)
+
+// waitForViolation waits for a protect violation on port in the policy's
+// status.
+func waitForViolation(t *testing.T, ns, policy string, port int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("a protect violation on port %d in %s", port, policy), 90*time.Second, func() bool {
+		out, _ := kubectlErr("", "-n", ns, "get", "workloadnetworkpolicy", policy,
+			"-o", `jsonpath={range .status.violations[*]}{.action} {.dstPort}{"\n"}{end}`)
+		return slices.Contains(strings.Split(out, "\n"), fmt.Sprintf("protect %d", port))
+	})
+}
 
 // entitiesManifests are the entities journey's workloads in namespace %[2]s: a
 // caller, and a server on the node's own network listening on ports %[3]d and
@@ -145,8 +160,8 @@ spec:
 // of connections that fail must be the set whose edge was WouldBlock: with
 // backend cilium none (the API server and the node as Cilium's entities),
 // with backend kubernetes the API server and the node (an ipBlock does not
-// select them on Cilium). A port that day 1 never used is refused and
-// reported.
+// select them on Cilium). A port that day 1 never used, a name that it never
+// used and the reverse direction are refused and reported.
 func entitiesJourney(t *testing.T, backend string, port int) {
 	ns := "edge-" + backend
 	start := time.Now()
@@ -231,11 +246,22 @@ func entitiesJourney(t *testing.T, backend string, port int) {
 		return connect(t, caller, newPort).Error != ""
 	})
 	t.Logf("%s: Cilium enforced %s after the policies appeared", backend, time.Since(enforced).Round(100*time.Millisecond))
-	waitFor(t, "the violation on the new port", 90*time.Second, func() bool {
-		out, _ := kubectlErr("", "-n", ns, "get", "workloadnetworkpolicy", proposal,
-			"-o", `jsonpath={range .status.violations[*]}{.action} {.dstPort}{"\n"}{end}`)
-		return strings.Contains(out, fmt.Sprintf("protect %d", port+1))
-	})
+	waitForViolation(t, ns, proposal, port+1)
+
+	// A name that day 1 never used, at an address that no allowed name
+	// resolves to, and the reverse direction (the outside host calling
+	// caller): Cilium refuses both, and the enforcer reports each against the
+	// policy that refused it. No day-1 edge of caller uses these ports in
+	// these directions, so each record is the new connection's.
+	if d := connect(t, caller, newName); d.Error == "" {
+		t.Errorf("%s: protect let caller reach %s, a name that day 1 never used", backend, newName)
+	}
+	waitForViolation(t, ns, proposal, 8080)
+	if err := dialFromOutside(t, net.JoinHostPort(caller.IP, "8080")); err == nil {
+		t.Errorf("%s: protect let the outside host reach caller, which day 1 never saw", backend)
+	}
+	waitForViolation(t, ns, ingress, 8080)
+	t.Logf("%s: the new name and the reverse direction refused and reported", backend)
 
 	// Preview against reality, on fresh connections.
 	var failed, wouldBlock, disagree []string

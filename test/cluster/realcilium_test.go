@@ -74,18 +74,35 @@ func TestRealCilium(t *testing.T) {
 // and stops it, by its PID, at the end of the test.
 func startOutsideHost(t *testing.T) string {
 	t.Helper()
+	cmd := testproc.Command("ip", "netns", "exec", outsideNS, hostTestpod(t), "server")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return outsideAddr
+}
+
+// dialFromOutside opens one TCP connection from the outside test host to addr.
+func dialFromOutside(t *testing.T, addr string) error {
+	t.Helper()
+	out, err := testproc.Command("ip", "netns", "exec", outsideNS, hostTestpod(t), "dial", addr).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// hostTestpod builds the test pods' program for this machine, to run in the
+// outside test host.
+func hostTestpod(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	build := testproc.Command("go", "build", "-o", dir+"/", "./test/cluster/testpod")
 	build.Dir, build.Env = env.root, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build testpod: %v\n%s", err, out)
 	}
-	cmd := testproc.Command("ip", "netns", "exec", outsideNS, filepath.Join(dir, "testpod"), "server")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return outsideAddr
+	return filepath.Join(dir, "testpod")
 }
 
 // edge is one observed edge of a proposal or policy, as the test writes it:
