@@ -25,44 +25,60 @@ export KUBEBUILDER_ASSETS="$assets"
 # Nothing that the tests need may be missing here: a test that would skip fails.
 export NETWORK_ENFORCER_REQUIRE_ALL=1
 
-# The packages come in two runs, one after the other. First every package but
-# the real-node suite, with its tests in a random order (-shuffle=on: a test
-# that depends on another's leftovers, or on running after it, fails here
-# rather than for a user; the seed is printed to run the same order again).
-# Then the real-node suite (test/cluster, behind the tag cluster, which a plain
+# The packages come in two runs, side by side. One is every package but the
+# real-node suite, with its tests in a random order (-shuffle=on: a test that
+# depends on another's leftovers, or on running after it, fails here rather
+# than for a user; the seed is printed to run the same order again). The other
+# is the real-node suite (test/cluster, behind the tag cluster, which a plain
 # `go test ./...` leaves out: it changes the machine's network while it runs),
-# in its own order, alone on the machine, as its figures of CPU and time want.
-# The real-node suite runs with -v: its tests log what they measure (each
-# test's time, the times to learn and enforce), and a CI log keeps them.
+# in its own order. The real-node suite mostly waits on its cluster (pods to
+# start, certificates to renew, the agent to enforce), which leaves the
+# machine's cores to the other run: side by side they take about as long as
+# the real-node suite alone, where one after the other took both times. Its
+# figures of CPU are the enforcer pod's own CPU time, which the other run does
+# not change; its figures of time are waits on the cluster, which it can
+# lengthen a little. It runs with -v: its tests log what they measure (each
+# test's time, the times to learn and enforce), and a CI log keeps them, each
+# line behind "real-node | " so that the two runs' lines can be told apart.
 # A package argument makes it one run of those packages, in their order
 # (-shuffle=on to shuffle them too).
 runs=("-shuffle=on -timeout 20m ./..." "-tags cluster -timeout 30m -v ./test/cluster/...")
 names=("unit, control-plane, browser and binary tests" "real-node suite")
+prefixes=("" "real-node | ")
 for arg in "$@"; do
 	if [[ "$arg" == ./* ]]; then
 		runs=("-tags cluster -timeout 20m")
 		names=("tests")
+		prefixes=("")
 		break
 	fi
 done
 
-# session_pids prints the PIDs of the processes still in the session.
-session_pids() { ps -o pid= -s "$session" 2>/dev/null || true; }
+# session_pids SESSION prints the PIDs of the processes still in the session.
+session_pids() { ps -o pid= -s "$1" 2>/dev/null || true; }
 
 # The grace that the session's processes get after SIGTERM. The real-node
 # suite's cluster.sh needs most of it: on SIGTERM it deletes the pods, stops
 # every part (up to 10 s each) and cleans the host.
 grace=180
 
+# cleanup ends what is left of each run's session, or of the one given.
 cleanup() {
-	local pids i cluster=""
-	[[ -z "${session:-}" ]] && return 0
-	pids=$(session_pids)
+	local session list=("$@")
+	if (($# == 0)); then list=("${sessions[@]}"); fi
+	for session in "${list[@]}"; do
+		cleanup_session "$session"
+	done
+}
+
+cleanup_session() {
+	local session=$1 pids i cluster=""
+	pids=$(session_pids "$session")
 	[[ -z "$pids" ]] && return 0
 	# shellcheck disable=SC2086 # one argument per PID
 	kill -TERM $pids 2>/dev/null || true
 	for ((i = 0; i < grace * 10; i++)); do
-		pids=$(session_pids)
+		pids=$(session_pids "$session")
 		[[ -z "$pids" ]] && return 0
 		if ((i == 50)); then
 			echo "hack/test.sh: waiting up to ${grace}s for the test run to end: $(echo $pids)" >&2
@@ -81,26 +97,50 @@ cleanup() {
 			echo "hack/test.sh: hack/cluster/cluster.sh down failed: run it again as root" >&2
 	fi
 }
+sessions=()
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+starts=()
 status=0
 for i in "${!runs[@]}"; do
-	run=${runs[$i]}
 	phase_begin "${names[$i]}"
-	phase_start=$SECONDS
+	starts[i]=$SECONDS
 	# A background job of a script is no process-group leader, so setsid makes
 	# the session at once, without a fork: $! is the session's id. Were it
 	# not, no process would have that session id and the cleanup would end
-	# nothing.
-	# shellcheck disable=SC2086 # the run's flags and packages, one word each
-	setsid go test -count=1 $run "$@" &
-	session=$!
+	# nothing. A prefixed run is a shell in that session, which keeps go
+	# test's status through the pipe.
+	if [[ -n "${prefixes[$i]}" ]]; then
+		# shellcheck disable=SC2016 # expanded by the session's shell
+		setsid bash -c 'set -o pipefail; prefix=$1; shift; go test -count=1 "$@" 2>&1 | sed -u "s/^/$prefix/"' \
+			_ "${prefixes[$i]}" ${runs[$i]} "$@" &
+	else
+		# shellcheck disable=SC2086 # the run's flags and packages, one word each
+		setsid go test -count=1 ${runs[$i]} "$@" &
+	fi
+	sessions[i]=$!
+done
+# Each run's phase ends when it does, whichever ends first.
+declare -A index
+for i in "${!sessions[@]}"; do index[${sessions[$i]}]=$i; done
+pending=("${sessions[@]}")
+while ((${#pending[@]} > 0)); do
 	s=0
-	wait "$session" || s=$?
+	ended=""
+	wait -n -p ended "${pending[@]}" || s=$?
+	if [[ -z "$ended" ]]; then
+		# Nothing left to wait for (it cannot happen while a run is pending).
+		status=1
+		break
+	fi
+	i=${index[$ended]}
 	if ((status == 0)); then status=$s; fi
-	cleanup
-	phase_end "${names[$i]}" "$phase_start" "$s"
+	cleanup "$ended"
+	phase_end "${names[$i]}" "${starts[$i]}" "$s"
+	rest=()
+	for p in "${pending[@]}"; do [[ "$p" != "$ended" ]] && rest+=("$p"); done
+	pending=("${rest[@]}")
 done
 exit "$status"
