@@ -33,7 +33,7 @@ func createNamespace(t *testing.T, ns string) {
 		return
 	}
 	kubectl(t, "create", "namespace", ns)
-	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", ns, "--wait=true", "--timeout=90s") })
+	deleteNamespaceAfter(t, ns)
 }
 
 // installChart installs the chart into its namespace with the default

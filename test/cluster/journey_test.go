@@ -108,7 +108,7 @@ func shopWorkloads(t *testing.T, agent pod) workloads {
 	t.Helper()
 	apply(t, fmt.Sprintf(workloadManifests, testpodImage)+
 		fmt.Sprintf(clientManifests, testpodImage, "client-a")+fmt.Sprintf(clientManifests, testpodImage, "client-b"))
-	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", "shop", "--wait=true", "--timeout=60s") })
+	deleteNamespaceAfter(t, "shop")
 	return workloads{
 		agent:   agent,
 		server:  waitReady(t, "shop", "app=server", 1, 2*time.Minute)[0],

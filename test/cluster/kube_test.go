@@ -173,3 +173,37 @@ func logsOnFailure(t *testing.T, selectors ...string) {
 		}
 	})
 }
+
+// deleting is the namespaces whose deletion a test asked for when it ended,
+// which the next test waits for (awaitDeletions).
+var deleting []string
+
+// deleteNamespaceAfter deletes ns when t ends, without waiting there: the
+// namespaces of a test go at once, each pod's termination beside the others',
+// rather than one after the other.
+func deleteNamespaceAfter(t *testing.T, ns string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if out, err := kubectlErr("", "delete", "namespace", ns, "--wait=false", "--ignore-not-found"); err != nil {
+			t.Errorf("deleting namespace %s: %v %s", ns, err, out)
+		}
+		deleting = append(deleting, "namespace/"+ns)
+	})
+}
+
+// awaitDeletions waits until the namespaces that the earlier tests deleted are
+// gone, so that a test never meets another's objects or a terminating
+// namespace of the name it creates.
+func awaitDeletions(t *testing.T) {
+	t.Helper()
+	if len(deleting) == 0 {
+		return
+	}
+	start := time.Now()
+	args := append([]string{"wait", "--for=delete", "--timeout=2m"}, deleting...)
+	if out, err := kubectlErr("", args...); err != nil {
+		t.Fatalf("the earlier tests' namespaces %v were not gone after 2m: %v %s", deleting, err, out)
+	}
+	t.Logf("the earlier tests' namespaces were gone %s after this test began", time.Since(start).Round(100*time.Millisecond))
+	deleting = nil
+}

@@ -94,8 +94,10 @@ var running struct {
 func useCluster(t *testing.T, cni string) {
 	t.Helper()
 	if running.cni == cni {
+		awaitDeletions(t)
 		return
 	}
+	deleting = nil // the cluster stops and takes them with it
 	if err := stopCluster(); err != nil {
 		t.Fatal("stopping the cluster:", err)
 	}

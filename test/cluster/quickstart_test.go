@@ -58,7 +58,7 @@ func quickstartInstall(t *testing.T, provider string, pods int) {
 	}
 	// Deleted last (cleanups run last first), after the uninstall and its
 	// check: helm's --create-namespace made it, and helm never deletes it.
-	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", namespace, "--wait=true", "--timeout=90s") })
+	deleteNamespaceAfter(t, namespace)
 	start := time.Now()
 	if out, err := testproc.Command(env.helm, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(words, " "), err, out)

@@ -170,7 +170,7 @@ func entitiesJourney(t *testing.T, backend string, port int) {
 	leaderPod(t)
 	t.Logf("%s: the enforcers run with it %s after the upgrade began", backend, time.Since(start).Round(100*time.Millisecond))
 	apply(t, fmt.Sprintf(entitiesManifests, testpodImage, ns, port, port+1))
-	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", ns, "--wait=true", "--timeout=60s") })
+	deleteNamespaceAfter(t, ns)
 	caller := waitReady(t, ns, "app=caller", 1, 2*time.Minute)[0]
 	node := waitReady(t, ns, "app=nodesrv", 1, 2*time.Minute)[0].IP // a host-network pod has its node's address
 	nodeAddr := fmt.Sprintf("%s:%d", node, port)

@@ -34,7 +34,7 @@ func TestRealCiliumNodes(t *testing.T) {
 	})
 
 	apply(t, fmt.Sprintf(storeManifests, testpodImage))
-	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", "store", "--wait=true", "--timeout=60s") })
+	deleteNamespaceAfter(t, "store")
 	web := waitReady(t, "store", "app=web", 1, 2*time.Minute)[0]
 	api := waitReady(t, "store", "app=api", 1, 2*time.Minute)[0]
 	waitReady(t, "store", "app=db", 1, 2*time.Minute)

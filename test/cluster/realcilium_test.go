@@ -51,7 +51,7 @@ func TestRealCilium(t *testing.T) {
 	}
 	outside := startOutsideHost(t)
 	apply(t, fmt.Sprintf(storeManifests, testpodImage))
-	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "namespace", "store", "--wait=true", "--timeout=60s") })
+	deleteNamespaceAfter(t, "store")
 	journeyStart := time.Now()
 	meter := startFlowMeter(t)
 	realJourney(t, outside)
