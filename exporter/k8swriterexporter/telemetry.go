@@ -20,6 +20,7 @@ const MetricWrites = "network_enforcer_writer_api_writes"
 const MetricUnwritten = "network_enforcer_writer_unwritten_proposals"
 
 type telemetry struct {
+	tb     *metadata.TelemetryBuilder
 	writes metric.Int64Counter
 	base   attribute.KeyValue
 }
@@ -44,8 +45,13 @@ func newTelemetry(set exporter.Settings, unwritten func() int, store *observed.S
 	}, base); err != nil {
 		return nil, err
 	}
-	return &telemetry{writes: tb.NetworkEnforcerWriterAPIWrites, base: base}, nil
+	return &telemetry{tb: tb, writes: tb.NetworkEnforcerWriterAPIWrites, base: base}, nil
 }
+
+// shutdown unregisters the observable instruments' callbacks: the meter
+// provider outlives the component, and a callback left behind would keep
+// reporting (and holding) a writer that has stopped.
+func (t *telemetry) shutdown() { t.tb.Shutdown() }
 
 func (t *telemetry) wrote(ctx context.Context, op string, err error) {
 	result := "ok"

@@ -89,8 +89,12 @@ func (w *writer) Start(_ context.Context, host component.Host) error {
 	return nil
 }
 
-// Shutdown has nothing to release: the leadership context ends the writes.
-func (w *writer) Shutdown(context.Context) error { return nil }
+// Shutdown unregisters the writer's metric callbacks; the leadership context
+// ends the writes.
+func (w *writer) Shutdown(context.Context) error {
+	w.telemetry.shutdown()
+	return nil
+}
 
 // Capabilities reports that the writer does not change the records it reads.
 func (w *writer) Capabilities() consumer.Capabilities {

@@ -26,5 +26,6 @@ func createLogs(ctx context.Context, set processor.Settings, cfg component.Confi
 	// it is given.
 	return processorhelper.NewLogs(ctx, set, cfg, next, p.processLogs,
 		processorhelper.WithStart(p.start),
+		processorhelper.WithShutdown(p.shutdown),
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}))
 }

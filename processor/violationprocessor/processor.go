@@ -82,6 +82,12 @@ func (p *violationProcessor) start(_ context.Context, host component.Host) error
 	return nil
 }
 
+// shutdown unregisters the processor's metric callbacks.
+func (p *violationProcessor) shutdown(context.Context) error {
+	p.telemetry.shutdown()
+	return nil
+}
+
 func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
 	out := plog.NewLogs()
 	sl := out.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()

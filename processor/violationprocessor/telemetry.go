@@ -23,6 +23,7 @@ const (
 )
 
 type telemetry struct {
+	tb *metadata.TelemetryBuilder
 	observed, dismissed, unattributed, dropped, writes, acks metric.Int64Counter
 	base                                                     attribute.KeyValue
 	// observedEdges reports the policies' observed edges too.
@@ -35,6 +36,7 @@ func newTelemetry(set processor.Settings) (*telemetry, error) {
 		return nil, err
 	}
 	return &telemetry{
+		tb:       tb,
 		observed: tb.NetworkEnforcerViolationsObserved, dismissed: tb.NetworkEnforcerViolationCandidatesDismissed,
 		unattributed: tb.NetworkEnforcerViolationsUnattributed, dropped: tb.NetworkEnforcerViolationBufferDropped,
 		writes: tb.NetworkEnforcerViolationStatusWrites, acks: tb.NetworkEnforcerViolationAcknowledgements,
@@ -47,6 +49,10 @@ func newTelemetry(set processor.Settings) (*telemetry, error) {
 		},
 	}, nil
 }
+
+// shutdown unregisters the observable instruments' callbacks, which would
+// otherwise outlive the processor in the collector's meter provider.
+func (t *telemetry) shutdown() { t.tb.Shutdown() }
 
 // counts are one batch's counts, recorded at once.
 type counts struct {
