@@ -23,7 +23,7 @@ const (
 )
 
 type telemetry struct {
-	tb *metadata.TelemetryBuilder
+	tb                                                       *metadata.TelemetryBuilder
 	observed, dismissed, unattributed, dropped, writes, acks metric.Int64Counter
 	base                                                     attribute.KeyValue
 	// observedEdges reports the policies' observed edges too.
