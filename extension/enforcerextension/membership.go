@@ -263,17 +263,8 @@ func (m *membership) renew(ctx context.Context) {
 		l.Labels = map[string]string{}
 	}
 	l.Labels[v1alpha1.MemberOfLabel] = m.group
-	if checkpoints != "" {
-		if l.Annotations == nil {
-			l.Annotations = map[string]string{}
-		}
-		l.Annotations[v1alpha1.CheckpointsAnnotation] = checkpoints
-	}
-	if released != "" {
-		l.Annotations[v1alpha1.ReleasedAnnotation] = released
-	} else {
-		delete(l.Annotations, v1alpha1.ReleasedAnnotation)
-	}
+	setAnnotation(l, v1alpha1.CheckpointsAnnotation, checkpoints)
+	setAnnotation(l, v1alpha1.ReleasedAnnotation, released)
 	if p := pod(m.namespace, m.replica); p != nil && p.UID != "" {
 		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(false)}}
 	}
@@ -297,6 +288,19 @@ func (m *membership) renew(ctx context.Context) {
 	m.mu.Lock()
 	m.renewed = now
 	m.mu.Unlock()
+}
+
+// setAnnotation sets the annotation key of l to v, making the map if need be,
+// and removes it for "".
+func setAnnotation(l *coordinationv1.Lease, key, v string) {
+	if v == "" {
+		delete(l.Annotations, key)
+		return
+	}
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[key] = v
 }
 
 // specLocked is the Lease's spec for a renewal at now.
@@ -419,12 +423,20 @@ func (m *membership) renewSoon() {
 	}
 }
 
-// Release marks key released at its checkpoint and renews at once.
+// Release marks key released at its checkpoint and renews at once. A key
+// this replica never checkpointed (its source could not be read) has nothing
+// to hand over: the next owner finds no checkpoint of this replica's and
+// starts as for a key nobody read.
 func (m *membership) Release(key string) {
 	m.mu.Lock()
-	m.released[key] = m.checkpoints[key]
+	t, ok := m.checkpoints[key]
+	if ok {
+		m.released[key] = t
+	}
 	m.mu.Unlock()
-	m.renewSoon()
+	if ok {
+		m.renewSoon()
+	}
 }
 
 // CheckpointOf returns the newest time of key among this replica's own

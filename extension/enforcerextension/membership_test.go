@@ -385,3 +385,29 @@ func TestLeaderAddress(t *testing.T) {
 		t.Fatalf("a new leader without a pod located at %s", addr)
 	}
 }
+
+// TestReleaseOfAKeyNeverRead: a replica releases a key it never checkpointed
+// (its source could not be dialled, then the key went to another member, as
+// the Hubble receiver's nodes mode does) and goes on renewing its Lease: a
+// release writes into a Lease without annotations as into one with them.
+func TestReleaseOfAKeyNeverRead(t *testing.T) {
+	controlplanetest.Require(t)
+	suffix := rand.String(5)
+	lease := "never-read-" + suffix
+	ms := joinMembers(t, lease, "reader-"+suffix, "other-"+suffix)
+	waitMembers(t, "two members", ms...)
+	ms[0].Release("node-unreadable")
+	name := memberLeaseName(lease, "reader-"+suffix)
+	first, ok := getLease(t, name)
+	if !ok {
+		t.Fatal("no Lease")
+	}
+	waitFor(t, "two more renewals of the releasing member's Lease", memberWait, func() bool {
+		l, ok := getLease(t, name)
+		return ok && l.Spec.RenewTime.Sub(first.Spec.RenewTime.Time) > 2*200*time.Millisecond // two retry periods of startReplicaOn
+	})
+	waitMembers(t, "both members still", ms...)
+	if !ms[1].Settled("node-unreadable") {
+		t.Error("a key nobody read is not settled for the next owner")
+	}
+}
