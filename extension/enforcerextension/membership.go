@@ -70,6 +70,9 @@ type membership struct {
 	gone map[string]time.Time
 	// parsed caches each member Lease's checkpoints by its resourceVersion.
 	parsed map[string]parsedCheckpoints
+	// seen is, by Lease name, each member's renewal as this replica last saw
+	// it change, by this replica's clock.
+	seen map[string]sighting
 
 	// own is this replica's Lease as last written; only the renewing
 	// goroutine and stop, after it has ended, touch it.
@@ -88,7 +91,7 @@ func newMembership(logger *zap.Logger, cfg LeaderElectionConfig, replica, identi
 		leaseName: memberLeaseName(cfg.LeaseName, replica), identity: identity, replica: replica,
 		group:       shortName(cfg.LeaseName, maxNameLength),
 		checkpoints: map[string]time.Time{}, released: map[string]time.Time{}, renewNow: make(chan struct{}, 1),
-		gone: map[string]time.Time{}, parsed: map[string]parsedCheckpoints{},
+		gone: map[string]time.Time{}, parsed: map[string]parsedCheckpoints{}, seen: map[string]sighting{},
 	}
 }
 
@@ -326,7 +329,7 @@ func (m *membership) evaluate() {
 	set := map[string]bool{}
 	for _, obj := range m.informer.GetStore().List() {
 		if l, ok := obj.(*coordinationv1.Lease); ok {
-			if id, live := liveMember(l, now); live {
+			if id, live := m.liveLocked(l, now); live {
 				set[id] = true
 			}
 		}
@@ -355,14 +358,32 @@ func (m *membership) evaluate() {
 	}
 }
 
-// liveMember returns a member Lease's holder, and whether its renewal has
-// not expired at now.
-func liveMember(l *coordinationv1.Lease, now time.Time) (string, bool) {
+// sighting is a member's renewal as this replica saw it: the holder and
+// renew time that the Lease said, and when this replica first saw them.
+type sighting struct {
+	holder string
+	renew  time.Time
+	at     time.Time
+}
+
+// liveLocked returns a member Lease's holder, and whether it is live at now
+// by this replica's clock: the Lease's duration has not passed since this
+// replica saw its holder or renew time change. As client-go's leader
+// election does, it never compares the remote renew time with the local
+// clock, so that skew between nodes can neither expire a member that renews
+// nor keep one that stopped. A Lease seen for the first time counts as
+// renewed then.
+func (m *membership) liveLocked(l *coordinationv1.Lease, now time.Time) (string, bool) {
 	s := l.Spec
 	if l.DeletionTimestamp != nil || s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
 		return "", false
 	}
-	expires := s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second)
+	last, ok := m.seen[l.Name]
+	if !ok || last.holder != *s.HolderIdentity || !last.renew.Equal(s.RenewTime.Time) {
+		last = sighting{holder: *s.HolderIdentity, renew: s.RenewTime.Time, at: now}
+		m.seen[l.Name] = last
+	}
+	expires := last.at.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second)
 	return *s.HolderIdentity, expires.After(now)
 }
 
@@ -379,6 +400,7 @@ func (m *membership) deleted(obj any) {
 			}
 		}
 		delete(m.parsed, l.Name)
+		delete(m.seen, l.Name)
 		m.mu.Unlock()
 	}
 	m.evaluate()
@@ -459,7 +481,7 @@ func (m *membership) Settled(key string) bool {
 	if !ok || from == nil {
 		return true
 	}
-	if _, live := liveMember(from, time.Now()); !live {
+	if _, live := m.liveLocked(from, time.Now()); !live {
 		return true
 	}
 	return m.checkpointsOfLocked(from).released[key]

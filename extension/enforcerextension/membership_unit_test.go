@@ -9,13 +9,13 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// TestLiveMember: a member Lease is live until its renew time plus its
-// duration; one without a holder, a renew time or a duration, or being
-// deleted, is not.
+// TestLiveMember: a member Lease is live until its duration has passed since
+// this replica saw its renewal change, by this replica's clock; one without a
+// holder, a renew time or a duration, or being deleted, is not.
 func TestLiveMember(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	lease := func(renewed time.Time, mutate func(*coordinationv1.Lease)) *coordinationv1.Lease {
-		l := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "member"}, Spec: coordinationv1.LeaseSpec{
 			HolderIdentity: ptr.To("pod-a_1"), LeaseDurationSeconds: ptr.To(int32(15)),
 			RenewTime: &metav1.MicroTime{Time: renewed},
 		}}
@@ -28,22 +28,57 @@ func TestLiveMember(t *testing.T) {
 		lease *coordinationv1.Lease
 		live  bool
 	}{
-		"renewed just now":        {lease(now, nil), true},
-		"renewed 14.9 s ago":      {lease(now.Add(-14900*time.Millisecond), nil), true},
-		"renewed 15 s ago":        {lease(now.Add(-15*time.Second), nil), false},
-		"no holder":               {lease(now, func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("") }), false},
-		"no renew time":           {lease(now, func(l *coordinationv1.Lease) { l.Spec.RenewTime = nil }), false},
-		"no duration":             {lease(now, func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = nil }), false},
-		"being deleted":           {lease(now, func(l *coordinationv1.Lease) { l.DeletionTimestamp = &metav1.Time{Time: now} }), false},
-		"renewed in the future":   {lease(now.Add(time.Second), nil), true},
-		"expired a long time ago": {lease(now.Add(-time.Hour), nil), false},
+		"renewed just now":      {lease(now, nil), true},
+		"no holder":             {lease(now, func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("") }), false},
+		"no renew time":         {lease(now, func(l *coordinationv1.Lease) { l.Spec.RenewTime = nil }), false},
+		"no duration":           {lease(now, func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = nil }), false},
+		"being deleted":         {lease(now, func(l *coordinationv1.Lease) { l.DeletionTimestamp = &metav1.Time{Time: now} }), false},
+		"renewed in the future": {lease(now.Add(time.Hour), nil), true},
+		// First seen now: its remote time says nothing of this clock.
+		"renew time an hour behind": {lease(now.Add(-time.Hour), nil), true},
 	} {
-		id, live := liveMember(c.lease, now)
+		m := newMembership(nil, LeaderElectionConfig{LeaseName: "network-enforcer"}, "pod-b", "pod-b_2")
+		id, live := m.liveLocked(c.lease, now)
 		if live != c.live {
 			t.Errorf("%s: live %v, want %v", name, live, c.live)
 		}
 		if live && id != "pod-a_1" {
 			t.Errorf("%s: identity %q", name, id)
+		}
+	}
+}
+
+// TestLivenessIgnoresClockSkew: a member whose clock is an hour behind or
+// ahead of this replica's is live while its renewals keep changing its Lease
+// and expires its duration after the last change this replica saw, whatever
+// the renew time says.
+func TestLivenessIgnoresClockSkew(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for _, skew := range []time.Duration{-time.Hour, time.Hour} {
+		m := newMembership(nil, LeaderElectionConfig{LeaseName: "network-enforcer"}, "pod-b", "pod-b_2")
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "member"}, Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To("pod-a_1"), LeaseDurationSeconds: ptr.To(int32(15)),
+		}}
+		// It renews every 2 s for a minute, by its own clock.
+		for i := 0; i <= 30; i++ {
+			at := now.Add(time.Duration(i) * 2 * time.Second)
+			l.Spec.RenewTime = &metav1.MicroTime{Time: at.Add(skew)}
+			if _, live := m.liveLocked(l, at); !live {
+				t.Fatalf("skew %v: a member that renews expired at %v", skew, at)
+			}
+		}
+		// Then it stops: live until 15 s after its last renewal was seen.
+		last := now.Add(time.Minute)
+		if _, live := m.liveLocked(l, last.Add(14900*time.Millisecond)); !live {
+			t.Errorf("skew %v: expired before its duration", skew)
+		}
+		if _, live := m.liveLocked(l, last.Add(15*time.Second)); live {
+			t.Errorf("skew %v: a member that stopped renewing is live past its duration", skew)
+		}
+		// A new holder is a new sighting.
+		l.Spec.HolderIdentity = ptr.To("pod-a_2")
+		if _, live := m.liveLocked(l, last.Add(time.Minute)); !live {
+			t.Errorf("skew %v: a new holder is not live", skew)
 		}
 	}
 }
