@@ -20,7 +20,9 @@ const duplicateLimit = 1 << 20
 // to two windows, by identity: the hash of the record's timestamp, event name
 // and attributes. A reader that takes over a node may send again a few
 // candidates that the node's previous reader sent; the leader keeps one.
-// It is safe for concurrent use.
+// It is safe for concurrent use: a request claims its candidates before it
+// hands them on, so that two requests that carry the same candidate at the
+// same time cannot both pass.
 type duplicates struct {
 	window time.Duration
 	seed   maphash.Seed
@@ -28,32 +30,47 @@ type duplicates struct {
 	mu                sync.Mutex
 	since             time.Time
 	current, previous map[uint64]struct{}
+	// inflight are the candidates claimed by requests that the pipeline has
+	// not answered yet.
+	inflight map[uint64]struct{}
 }
 
 func newDuplicates(window time.Duration) *duplicates {
-	return &duplicates{window: window, seed: maphash.MakeSeed(), current: map[uint64]struct{}{}}
+	return &duplicates{window: window, seed: maphash.MakeSeed(), current: map[uint64]struct{}{}, inflight: map[uint64]struct{}{}}
 }
 
-// seen reports whether the candidate of identity id was accepted within the
-// window, at now.
-func (d *duplicates) seen(id uint64, now time.Time) bool {
+// claim reports whether a request may hand on the candidate of identity id at
+// now: it was not accepted within the window and no other request holds it.
+// A claimed candidate is held until settle.
+func (d *duplicates) claim(id uint64, now time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.turn(now)
 	if _, ok := d.current[id]; ok {
-		return true
+		return false
 	}
-	_, ok := d.previous[id]
-	return ok
+	if _, ok := d.previous[id]; ok {
+		return false
+	}
+	if _, ok := d.inflight[id]; ok {
+		return false
+	}
+	d.inflight[id] = struct{}{}
+	return true
 }
 
-// accepted remembers the candidates of identities ids, accepted at now.
-func (d *duplicates) accepted(ids []uint64, now time.Time) {
+// settle ends the claims of ids: accepted, they are duplicates from now on;
+// refused by the pipeline, their sender sends them again, and that request
+// may claim them.
+func (d *duplicates) settle(ids []uint64, accepted bool, now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, id := range ids {
-		d.turn(now)
-		d.current[id] = struct{}{}
+		delete(d.inflight, id)
+		if accepted {
+			d.turn(now)
+			d.current[id] = struct{}{}
+		}
 	}
 }
 

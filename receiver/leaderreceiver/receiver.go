@@ -149,17 +149,18 @@ func (r *leaderReceiver) Export(ctx context.Context, req plogotlp.ExportRequest)
 	opCtx := r.obs.StartLogsOp(ctx)
 	err := r.next.ConsumeLogs(opCtx, ld)
 	r.obs.EndLogsOp(opCtx, obsFormat, n, err)
+	r.dups.settle(ids, err == nil, r.now())
 	if err != nil {
 		return plogotlp.NewExportResponse(), statusOf(err)
 	}
-	r.dups.accepted(ids, r.now())
 	r.accepted.Add(ctx, int64(n), r.attrs)
 	return plogotlp.NewExportResponse(), nil
 }
 
 // dropDuplicates removes from ld the violation candidates accepted within the
-// window, and returns the identities of the candidates that it keeps (which
-// become duplicates once the pipeline took them) and how many it dropped.
+// window or held by another request, and returns the identities of the
+// candidates that it keeps, claimed until the pipeline answers (settle), and
+// how many it dropped.
 func (r *leaderReceiver) dropDuplicates(ld plog.Logs) ([]uint64, int) {
 	var ids []uint64
 	var keys []string
@@ -172,7 +173,7 @@ func (r *leaderReceiver) dropDuplicates(ld plog.Logs) ([]uint64, int) {
 					return false
 				}
 				id := r.dups.identity(lr, &keys)
-				if r.dups.seen(id, now) {
+				if !r.dups.claim(id, now) {
 					dropped++
 					return true
 				}

@@ -35,24 +35,100 @@ import (
 func TestDuplicatesAreRememberedForOneToTwoWindows(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	d := newDuplicates(5 * time.Minute)
-	if d.seen(1, t0) {
+	if !d.claim(1, t0) {
 		t.Fatal("an identity never accepted is a duplicate")
 	}
-	d.accepted([]uint64{1}, t0)
+	d.settle([]uint64{1}, true, t0)
 	for _, at := range []time.Duration{0, 4 * time.Minute, 6 * time.Minute} {
-		if !d.seen(1, t0.Add(at)) {
+		if d.claim(1, t0.Add(at)) {
 			t.Fatalf("not a duplicate %s after its acceptance", at)
 		}
 	}
 	// The generation turned at 6m; the next turn, 5m later, forgets it.
-	if d.seen(1, t0.Add(11*time.Minute)) {
+	if !d.claim(1, t0.Add(11*time.Minute)) {
 		t.Fatal("still a duplicate two generations later")
 	}
+	d.settle([]uint64{1}, false, t0.Add(11*time.Minute))
 	// A long quiet spell forgets both generations.
-	d.accepted([]uint64{2}, t0.Add(12*time.Minute))
-	if d.seen(2, t0.Add(30*time.Minute)) {
+	if !d.claim(2, t0.Add(12*time.Minute)) {
+		t.Fatal("a new identity is a duplicate")
+	}
+	d.settle([]uint64{2}, true, t0.Add(12*time.Minute))
+	if !d.claim(2, t0.Add(30*time.Minute)) {
 		t.Fatal("still a duplicate after two quiet windows")
 	}
+}
+
+// TestAClaimHoldsUntilSettled: while one request holds a candidate, another
+// may not take it; once the pipeline refused it, the sender's retry may.
+func TestAClaimHoldsUntilSettled(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	d := newDuplicates(time.Minute)
+	if !d.claim(7, t0) {
+		t.Fatal("the first claim was refused")
+	}
+	if d.claim(7, t0) {
+		t.Fatal("a candidate in flight was claimed a second time")
+	}
+	d.settle([]uint64{7}, false, t0)
+	if !d.claim(7, t0) {
+		t.Fatal("a candidate that the pipeline refused cannot be sent again")
+	}
+}
+
+// TestConcurrentSendsOfOneCandidate: two readers send the same candidate at
+// the same time (a node changed hands while the first one's request was in
+// the pipeline): the pipeline gets it once and the other is counted as a
+// duplicate.
+func TestConcurrentSendsOfOneCandidate(t *testing.T) {
+	next := &gated{entered: make(chan struct{}, 2), release: make(chan struct{})}
+	replica, c := startPlaintext(t, next)
+	replica.Lead()
+	send := func() <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			ld, sl := newScope()
+			appendCandidate(sl, 40000, 0)
+			done <- export(t, c, ld)
+		}()
+		return done
+	}
+	first := send()
+	<-next.entered // the first request is in the pipeline
+	second := send()
+	select {
+	case err := <-second:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-next.entered:
+		// It reached the pipeline too: counted below.
+	}
+	close(next.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if n := next.LogRecordCount(); n != 1 {
+		t.Fatalf("the pipeline got the candidate %d times, want once", n)
+	}
+}
+
+// gated is a sink whose calls report that they entered and then wait for
+// release.
+type gated struct {
+	consumertest.LogsSink
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gated) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	g.entered <- struct{}{}
+	<-g.release
+	return g.LogsSink.ConsumeLogs(ctx, ld)
+}
+
+func (*gated) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: true}
 }
 
 // TestIdentityIsTheTimestampAndEveryAttribute: candidates that differ in their
