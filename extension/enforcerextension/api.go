@@ -100,6 +100,10 @@ type Membership interface {
 	// Release publishes at once that this replica no longer reads key, with
 	// its checkpoint: the key's new owner need not wait for the next renewal.
 	Release(key string)
+	// Forget drops what this replica published of key, whose source is gone
+	// (the Peer service removed the node): checkpoints do not outlive their
+	// sources, and every renewal rewrites them.
+	Forget(key string)
 	// Settled reports whether CheckpointOf(key) is final: its writer
 	// released key, or is no longer a live member, or is this replica, or no
 	// member published one. A new owner that resumes before then would count

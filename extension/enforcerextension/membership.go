@@ -427,6 +427,9 @@ func (m *membership) Checkpoint(key string, t time.Time) {
 	if t.After(prev) {
 		m.checkpoints[key] = t
 	}
+	if !known {
+		m.boundLocked()
+	}
 	r, released := m.released[key]
 	if released && t.After(r) {
 		delete(m.released, key)
@@ -442,6 +445,46 @@ func (m *membership) renewSoon() {
 	select {
 	case m.renewNow <- struct{}{}:
 	default: // a renewal is asked for already
+	}
+}
+
+// maxCheckpoints bounds the checkpoints that one replica publishes. Its
+// Lease's annotations may hold 256 KiB in all; an entry is a node name and a
+// time, about 100 bytes for a typical name, so 1024 of them stay well inside
+// it. Past the bound the oldest goes: its node was read longest ago, and its
+// next owner starts from the backfill as for a node nobody read.
+const maxCheckpoints = 1024
+
+// Forget drops this replica's checkpoint of key, and what it kept of
+// deleted members' checkpoints of key: the key's source is gone. The next
+// renewal publishes the checkpoints without it.
+func (m *membership) Forget(key string) {
+	m.mu.Lock()
+	_, had := m.checkpoints[key]
+	delete(m.checkpoints, key)
+	delete(m.released, key)
+	delete(m.gone, key)
+	m.mu.Unlock()
+	if had {
+		m.renewSoon()
+	}
+}
+
+// boundLocked drops the oldest checkpoints past maxCheckpoints.
+func (m *membership) boundLocked() {
+	for len(m.checkpoints) > maxCheckpoints {
+		var oldest string
+		for k, t := range m.checkpoints {
+			if oldest == "" || t.Before(m.checkpoints[oldest]) {
+				oldest = k
+			}
+		}
+		delete(m.checkpoints, oldest)
+		delete(m.released, oldest)
+		if m.logger != nil {
+			m.logger.Warn("More checkpoints than a membership Lease holds: the oldest is dropped",
+				zap.String("key", oldest), zap.Int("max", maxCheckpoints))
+		}
 	}
 }
 

@@ -19,6 +19,9 @@ func (e *enforcer) CheckpointOf(key string) (time.Time, bool) { return e.members
 // Release publishes at once that this replica no longer reads key.
 func (e *enforcer) Release(key string) { e.membership.Release(key) }
 
+// Forget drops this replica's checkpoint of key, whose source is gone.
+func (e *enforcer) Forget(key string) { e.membership.Forget(key) }
+
 // Settled reports whether the newest checkpoint of key is final.
 func (e *enforcer) Settled(key string) bool { return e.membership.Settled(key) }
 

@@ -411,3 +411,34 @@ func TestReleaseOfAKeyNeverRead(t *testing.T) {
 		t.Error("a key nobody read is not settled for the next owner")
 	}
 }
+
+// TestForgottenKeyLeavesTheLease: a key whose source is gone leaves the
+// member's published checkpoints at once; the others stay.
+func TestForgottenKeyLeavesTheLease(t *testing.T) {
+	controlplanetest.Require(t)
+	suffix := rand.String(5)
+	lease := "forget-" + suffix
+	ms := joinMembers(t, lease, "reader-"+suffix)
+	waitMembers(t, "the member", ms...)
+	t1 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	ms[0].Checkpoint("node-kept", t1)
+	ms[0].Checkpoint("node-gone", t1)
+	name := memberLeaseName(lease, "reader-"+suffix)
+	published := func() map[string]time.Time {
+		l, ok := getLease(t, name)
+		if !ok {
+			return nil
+		}
+		return parseCheckpoints(l.Annotations[v1alpha1.CheckpointsAnnotation])
+	}
+	waitFor(t, "both checkpoints published", memberWait, func() bool { return len(published()) == 2 })
+	ms[0].Forget("node-gone")
+	waitFor(t, "the forgotten key to leave the Lease", memberWait, func() bool {
+		p := published()
+		_, gone := p["node-gone"]
+		return len(p) == 1 && !gone
+	})
+	if _, ok := ms[0].CheckpointOf("node-gone"); ok {
+		t.Fatal("the forgotten key still has a checkpoint")
+	}
+}

@@ -1,6 +1,7 @@
 package enforcerextension
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -122,5 +123,29 @@ func TestOwnsNothingBeforeJoining(t *testing.T) {
 	m.live = []string{"pod-a_1"}
 	if !m.Owns("node-1") {
 		t.Fatal("the only member does not own a key")
+	}
+}
+
+// TestCheckpointsAreBounded: past maxCheckpoints the oldest checkpoint goes,
+// so that a Lease's annotations stay within what the API server takes.
+func TestCheckpointsAreBounded(t *testing.T) {
+	m := newMembership(nil, LeaderElectionConfig{LeaseName: "network-enforcer"}, "pod-a", "pod-a_1")
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for i := range maxCheckpoints + 10 {
+		m.Checkpoint(fmt.Sprintf("node-%05d", i), t0.Add(time.Duration(i)*time.Second))
+	}
+	if n := len(m.checkpoints); n != maxCheckpoints {
+		t.Fatalf("%d checkpoints, want %d", n, maxCheckpoints)
+	}
+	for i := range 10 {
+		if _, ok := m.checkpoints[fmt.Sprintf("node-%05d", i)]; ok {
+			t.Fatalf("node-%05d, among the oldest, was kept", i)
+		}
+	}
+	if _, ok := m.checkpoints[fmt.Sprintf("node-%05d", maxCheckpoints+9)]; !ok {
+		t.Fatal("the newest checkpoint was dropped")
+	}
+	if v := formatCheckpoints(m.checkpoints); len(v) > 128<<10 {
+		t.Fatalf("the annotation is %d bytes at the bound", len(v))
 	}
 }

@@ -49,6 +49,11 @@ type nodePool struct {
 	closed  bool
 	peers   map[string]peer
 	readers map[string]*nodeReader
+	// deleted are the nodes that the Peer service removed (and did not
+	// announce again), by name: a batch that the pipeline takes after the
+	// removal does not checkpoint them again. Apart from mu, which is held
+	// while the batches are flushed.
+	deleted sync.Map
 	// reading records how many nodes this replica reads, after each change,
 	// with the receiver's attribute.
 	reading     metric.Int64Gauge
@@ -105,6 +110,7 @@ func (p *nodePool) apply(cn *peerpb.ChangeNotification) {
 	switch cn.GetType() {
 	case peerpb.ChangeNotificationType_PEER_ADDED, peerpb.ChangeNotificationType_PEER_UPDATED:
 		now := peer{address: cn.GetAddress(), serverName: cn.GetTls().GetServerName()}
+		p.deleted.Delete(name)
 		before, known := p.peers[name]
 		p.peers[name] = now
 		if n := p.readers[name]; n != nil {
@@ -123,6 +129,12 @@ func (p *nodePool) apply(cn *peerpb.ChangeNotification) {
 		if n := p.readers[name]; n != nil {
 			delete(p.readers, name)
 			n.stop()
+		}
+		// Its checkpoint goes with it: published on every renewal, the
+		// checkpoints of deleted nodes would otherwise grow without end.
+		p.deleted.Store(name, struct{}{})
+		if p.member != nil {
+			p.member.Forget(name)
 		}
 	default:
 		log.Warn("the Peer service announced a change of an unknown type: ignored")
@@ -464,6 +476,9 @@ func (n *nodeReader) handleFlow(ctx context.Context, f *flowpb.Flow) {
 // newest flow handed on.
 func (p *nodePool) checkpoint(marks []flowsource.Mark) {
 	for _, m := range marks {
+		if _, gone := p.deleted.Load(m.Key); gone {
+			continue
+		}
 		p.member.Checkpoint(m.Key, m.Time)
 	}
 }

@@ -448,3 +448,37 @@ func TestNodeWithoutServerNameIsAnError(t *testing.T) {
 		t.Errorf("node errors %d, want 1", errs)
 	}
 }
+
+// TestDeletedNodeIsForgotten: when the Peer service removes a node, the
+// replica drops its checkpoint (which every renewal would publish again), and
+// a batch that the pipeline takes afterwards does not bring it back.
+func TestDeletedNodeIsForgotten(t *testing.T) {
+	flows := threeNodeFlows()
+	c, cfg := clusterSetup(t, flows, "worker-1", "worker-2", "worker-3")
+	_, r, e := startMember(t, cfg, func(string) bool { return true })
+	waitReading(t, r, "worker-1", "worker-2", "worker-3")
+	waitFor(t, "every node checkpointed", func() bool {
+		for _, n := range []string{"worker-1", "worker-2", "worker-3"} {
+			if _, ok := e.CheckpointOf(n); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	c.DeleteNode("worker-2")
+	waitReading(t, r, "worker-1", "worker-3")
+	if !slices.Contains(e.Forgotten(), "worker-2") {
+		t.Fatalf("forgotten %v, want worker-2", e.Forgotten())
+	}
+	// New flows of the nodes left: their checkpoints move on, worker-2's
+	// stays gone.
+	before, _ := e.CheckpointOf("worker-1")
+	c.Push(onNode("worker-1", dataplanetest.NewHubbleConnection(frontend, orders, 43001, 8080, dataplanetest.ConnectionDenied))...)
+	waitFor(t, "worker-1's new checkpoint", func() bool {
+		cp, _ := e.CheckpointOf("worker-1")
+		return cp.After(before)
+	})
+	if cp, ok := e.CheckpointOf("worker-2"); ok {
+		t.Fatalf("worker-2's checkpoint %v is back after its removal", cp)
+	}
+}

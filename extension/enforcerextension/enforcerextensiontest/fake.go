@@ -71,6 +71,7 @@ type Enforcer struct {
 	membersChanged []func()
 	checkpoints    map[string]time.Time
 	released       []string
+	forgotten      []string
 	settled        func(key string) bool
 	leaderAddress  string
 

@@ -74,6 +74,21 @@ func (e *Enforcer) Release(key string) {
 	e.released = append(e.released, key)
 }
 
+// Forget drops the checkpoint of key and records that it was forgotten.
+func (e *Enforcer) Forget(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.checkpoints, key)
+	e.forgotten = append(e.forgotten, key)
+}
+
+// Forgotten returns the keys forgotten, in order.
+func (e *Enforcer) Forgotten() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.forgotten...)
+}
+
 // Released returns the keys released, in order.
 func (e *Enforcer) Released() []string {
 	e.mu.Lock()
