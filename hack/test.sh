@@ -42,9 +42,18 @@ export NETWORK_ENFORCER_REQUIRE_ALL=1
 # line behind "real-node | " so that the two runs' lines can be told apart.
 # A package argument makes it one run of those packages, in their order
 # (-shuffle=on to shuffle them too).
-runs=("-shuffle=on -timeout 20m ./..." "-tags cluster -timeout 30m -v ./test/cluster/...")
-names=("unit, control-plane, browser and binary tests" "real-node suite")
-prefixes=("" "real-node | ")
+#
+# A third run, beside them, is the packages with goroutines of their own under
+# the race detector: the membership and the extension that hosts it, the
+# Hubble receiver's nodes mode, the leader receiver and exporter, the
+# observed-edge store, the flow sources' batching and the violation buffer.
+# It needs cgo (the detector's runtime is C): its compiles are its own, apart
+# from the CGO_ENABLED=0 build cache of the rest, and they overlap the
+# real-node suite's waits as the unit run does.
+race_packages="./extension/enforcerextension/ ./receiver/hubblereceiver/ ./receiver/leaderreceiver/ ./exporter/leaderexporter/ ./internal/observed/ ./internal/flowsource/... ./processor/violationprocessor/"
+runs=("-shuffle=on -timeout 20m ./..." "-tags cluster -timeout 30m -v ./test/cluster/..." "-race -timeout 20m $race_packages")
+names=("unit, control-plane, browser and binary tests" "real-node suite" "race detector")
+prefixes=("" "real-node | " "race | ")
 for arg in "$@"; do
 	if [[ "$arg" == ./* ]]; then
 		runs=("-tags cluster -timeout 20m")
@@ -113,8 +122,11 @@ for i in "${!runs[@]}"; do
 	# nothing. A prefixed run is a shell in that session, which keeps go
 	# test's status through the pipe.
 	if [[ -n "${prefixes[$i]}" ]]; then
+		# -race turns cgo on for its run only.
+		cgo=0
+		if [[ " ${runs[$i]} " == *" -race "* ]]; then cgo=1; fi
 		# shellcheck disable=SC2016 # expanded by the session's shell
-		setsid bash -c 'set -o pipefail; prefix=$1; shift; go test -count=1 "$@" 2>&1 | sed -u "s/^/$prefix/"' \
+		CGO_ENABLED=$cgo setsid bash -c 'set -o pipefail; prefix=$1; shift; go test -count=1 "$@" 2>&1 | sed -u "s/^/$prefix/"' \
 			_ "${prefixes[$i]}" ${runs[$i]} "$@" &
 	else
 		# shellcheck disable=SC2086 # the run's flags and packages, one word each
