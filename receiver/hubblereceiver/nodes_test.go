@@ -283,7 +283,10 @@ func TestMovedNodeWaitsForItsHandOver(t *testing.T) {
 	e.SetSettled(func(node string) bool { return node != "worker-2" })
 	e.SetOwner(func(string) bool { return true })
 	waitReading(t, r, "worker-1", "worker-2")
-	time.Sleep(300 * time.Millisecond) // many polls of the hand-over
+	// The reader polls the hand-over: after several answers of "not
+	// settled", it has still not dialled the node.
+	asked := e.SettledAsked("worker-2")
+	waitFor(t, "three more polls of worker-2's hand-over", func() bool { return e.SettledAsked("worker-2") >= asked+3 })
 	if n := len(c.Node("worker-2").Requests()); n != 0 {
 		t.Fatalf("worker-2 was read %d times before its previous owner released it", n)
 	}

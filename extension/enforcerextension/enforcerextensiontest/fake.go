@@ -73,6 +73,7 @@ type Enforcer struct {
 	released       []string
 	forgotten      []string
 	settled        func(key string) bool
+	settledAsked   map[string]int
 	leaderAddress  string
 
 	// Plane is what DataPlane answers: the enforcer's data_plane.

@@ -97,11 +97,23 @@ func (e *Enforcer) Released() []string {
 }
 
 // Settled asks the function that SetSettled set; every key is settled before.
+// Each call is counted (SettledAsked).
 func (e *Enforcer) Settled(key string) bool {
 	e.mu.Lock()
 	settled := e.settled
+	if e.settledAsked == nil {
+		e.settledAsked = map[string]int{}
+	}
+	e.settledAsked[key]++
 	e.mu.Unlock()
 	return settled == nil || settled(key)
+}
+
+// SettledAsked returns how many times Settled was asked about key.
+func (e *Enforcer) SettledAsked(key string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.settledAsked[key]
 }
 
 // SetSettled sets which keys' checkpoints are final.
