@@ -94,6 +94,10 @@ type Membership interface {
 	// Checkpoint records that this replica handed every flow of key up to t
 	// on; its membership Lease publishes the newest at its next renewal.
 	Checkpoint(key string, t time.Time)
+	// Claim is Checkpoint for a key this replica starts to read: it returns
+	// once this replica's Lease holds the checkpoint (or ctx ends), so that a
+	// replica that joins meanwhile finds the claim before the first read.
+	Claim(ctx context.Context, key string, t time.Time) error
 	// CheckpointOf returns the newest time that any member, live or gone,
 	// published for key: a new owner resumes from it.
 	CheckpointOf(key string) (time.Time, bool)
@@ -105,9 +109,11 @@ type Membership interface {
 	// sources, and every renewal rewrites them.
 	Forget(key string)
 	// Settled reports whether CheckpointOf(key) is final: its writer
-	// released key, or is no longer a live member, or is this replica, or no
-	// member published one. A new owner that resumes before then would count
-	// again what the previous owner handed on since its last renewal.
+	// released key, or is no longer a live member; or it is this replica's or
+	// a deleted member's, or there is none, and every other live member has
+	// renewed since this replica joined (one may hold a claim on its way). A
+	// new owner that resumes before then would count again what the previous
+	// owner handed on since its last renewal.
 	Settled(key string) bool
 }
 

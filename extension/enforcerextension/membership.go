@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -55,6 +56,11 @@ type membership struct {
 	live []string
 	// renewed is when this replica last wrote its Lease; zero before.
 	renewed time.Time
+	// joined is when this replica first wrote its Lease, by its clock.
+	joined time.Time
+	// published are the checkpoints as the last write of the Lease held
+	// them: a claim is published once it is here.
+	published map[string]time.Time
 	// checkpoints are this replica's own, by key.
 	checkpoints map[string]time.Time
 	// released are the keys this replica no longer reads, with the
@@ -259,6 +265,7 @@ func (m *membership) renew(ctx context.Context) {
 	m.mu.Lock()
 	l.Spec = m.specLocked(l.Spec, now)
 	checkpoints := formatCheckpoints(m.checkpoints)
+	snapshot := maps.Clone(m.checkpoints)
 	released := formatReleased(m.released)
 	pod := m.pod
 	m.mu.Unlock()
@@ -290,6 +297,10 @@ func (m *membership) renew(ctx context.Context) {
 	m.own = written
 	m.mu.Lock()
 	m.renewed = now
+	if m.joined.IsZero() {
+		m.joined = now
+	}
+	m.published = snapshot
 	m.mu.Unlock()
 }
 
@@ -364,6 +375,8 @@ type sighting struct {
 	holder string
 	renew  time.Time
 	at     time.Time
+	// changed is whether at is a change seen, not the Lease's first sight.
+	changed bool
 }
 
 // liveLocked returns a member Lease's holder, and whether it is live at now
@@ -380,7 +393,7 @@ func (m *membership) liveLocked(l *coordinationv1.Lease, now time.Time) (string,
 	}
 	last, ok := m.seen[l.Name]
 	if !ok || last.holder != *s.HolderIdentity || !last.renew.Equal(s.RenewTime.Time) {
-		last = sighting{holder: *s.HolderIdentity, renew: s.RenewTime.Time, at: now}
+		last = sighting{holder: *s.HolderIdentity, renew: s.RenewTime.Time, at: now, changed: ok}
 		m.seen[l.Name] = last
 	}
 	expires := last.at.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second)
@@ -437,6 +450,33 @@ func (m *membership) Checkpoint(key string, t time.Time) {
 	m.mu.Unlock()
 	if !known || (released && t.After(r)) {
 		m.renewSoon()
+	}
+}
+
+// claimPoll is how often Claim looks whether its checkpoint is written.
+const claimPoll = 20 * time.Millisecond
+
+// Claim checkpoints key at t and returns once a write of this replica's Lease
+// holds it, or when ctx ends. A reader claims a node this way before its first
+// stream: a replica that joins meanwhile then finds the claim and waits for
+// its release, rather than reading the node's buffer a second time.
+func (m *membership) Claim(ctx context.Context, key string, t time.Time) error {
+	m.Checkpoint(key, t)
+	m.renewSoon()
+	tick := time.NewTicker(claimPoll)
+	defer tick.Stop()
+	for {
+		m.mu.Lock()
+		p, ok := m.published[key]
+		m.mu.Unlock()
+		if ok && !p.Before(t) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
 	}
 }
 
@@ -520,14 +560,47 @@ func (m *membership) CheckpointOf(key string) (time.Time, bool) {
 func (m *membership) Settled(key string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, from, ok := m.newestLocked(key)
+	newest, from, ok := m.newestLocked(key)
+	if own, mine := m.checkpoints[key]; mine && from == nil && own.Equal(newest) {
+		return true // this replica's own
+	}
 	if !ok || from == nil {
-		return true
+		return m.othersCaughtUpLocked()
 	}
 	if _, live := m.liveLocked(from, time.Now()); !live {
 		return true
 	}
 	return m.checkpointsOfLocked(from).released[key]
+}
+
+// othersCaughtUpLocked reports whether every other live member's Lease has
+// changed since this replica joined. Until then one of them may hold a claim
+// that it has not published yet (it claimed a key before it saw this replica
+// join, and its write is on its way): a key that no other member published is
+// not settled before. Each member renews within a retry period, and a claim
+// asks for a renewal at once, so the wait is short.
+func (m *membership) othersCaughtUpLocked() bool {
+	if m.informer == nil {
+		return true
+	}
+	if m.joined.IsZero() {
+		return false
+	}
+	now := time.Now()
+	for _, obj := range m.informer.GetStore().List() {
+		l, isLease := obj.(*coordinationv1.Lease)
+		if !isLease || l.Name == m.leaseName {
+			continue
+		}
+		// A first sight says nothing of when the member last wrote: only a
+		// change seen after the join does.
+		if _, live := m.liveLocked(l, now); live {
+			if last := m.seen[l.Name]; !last.changed || !last.at.After(m.joined) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // newestLocked returns the newest checkpoint of key and the member Lease

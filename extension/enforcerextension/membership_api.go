@@ -1,6 +1,7 @@
 package enforcerextension
 
 import (
+	"context"
 	"time"
 )
 
@@ -12,6 +13,11 @@ func (e *enforcer) OnMembersChanged(fn func()) { e.membership.OnMembersChanged(f
 
 // Checkpoint records that every flow of key up to t was handed on.
 func (e *enforcer) Checkpoint(key string, t time.Time) { e.membership.Checkpoint(key, t) }
+
+// Claim checkpoints key and returns once the checkpoint is written.
+func (e *enforcer) Claim(ctx context.Context, key string, t time.Time) error {
+	return e.membership.Claim(ctx, key, t)
+}
 
 // CheckpointOf returns the newest checkpoint of key that any member published.
 func (e *enforcer) CheckpointOf(key string) (time.Time, bool) { return e.membership.CheckpointOf(key) }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
@@ -262,9 +263,9 @@ func TestHandOverSettles(t *testing.T) {
 	ms := joinMembers(t, "handover-"+suffix, "old-"+suffix, "new-"+suffix)
 	previous, next := ms[0], ms[1]
 	waitMembers(t, "two members", previous, next)
-	if !next.Settled("node-1") {
-		t.Fatal("a key that nobody checkpointed is not settled")
-	}
+	// A key that nobody checkpointed is settled once the other member has
+	// renewed since the join (TestJoinerWaitsForEarlierMembers).
+	waitFor(t, "a key nobody checkpointed to be settled", memberWait, func() bool { return next.Settled("node-1") })
 
 	t1 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	previous.Checkpoint("node-1", t1)
@@ -441,4 +442,88 @@ func TestForgottenKeyLeavesTheLease(t *testing.T) {
 	if _, ok := ms[0].CheckpointOf("node-gone"); ok {
 		t.Fatal("the forgotten key still has a checkpoint")
 	}
+}
+
+// TestClaimReturnsOnceWritten: a claim returns only when this replica's Lease,
+// as the API server holds it, carries the checkpoint.
+func TestClaimReturnsOnceWritten(t *testing.T) {
+	controlplanetest.Require(t)
+	suffix := rand.String(5)
+	lease := "claim-" + suffix
+	ms := joinMembers(t, lease, "reader-"+suffix)
+	waitMembers(t, "the member", ms...)
+	t1 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	ctx, cancel := context.WithTimeout(context.Background(), memberWait)
+	defer cancel()
+	if err := ms[0].Claim(ctx, "node-c", t1); err != nil {
+		t.Fatal(err)
+	}
+	l, ok := getLease(t, memberLeaseName(lease, "reader-"+suffix))
+	if !ok {
+		t.Fatal("no Lease")
+	}
+	if got, ok := parseCheckpoints(l.Annotations[v1alpha1.CheckpointsAnnotation])["node-c"]; !ok || got.Before(t1) {
+		t.Fatalf("after the claim the Lease holds %v (%v), want %v", got, ok, t1)
+	}
+}
+
+// TestJoinerWaitsForEarlierMembers: a replica that joins does not take a key
+// that nobody published as settled until every earlier live member has
+// renewed since: one of them may have claimed it just before it saw the
+// joiner, its write still on its way. The earlier member here is a Lease that
+// the test writes, so that its renewals come when the test says.
+func TestJoinerWaitsForEarlierMembers(t *testing.T) {
+	controlplanetest.Require(t)
+	ctx := context.Background()
+	suffix := rand.String(5)
+	lease := "joiner-" + suffix
+	earlier := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: memberLeaseName(lease, "earlier-"+suffix), Namespace: "default",
+			Labels: map[string]string{v1alpha1.MemberOfLabel: shortName(lease, maxNameLength)}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("earlier-" + suffix + "_1"), LeaseDurationSeconds: ptr.To(int32(60)),
+			RenewTime: &metav1.MicroTime{Time: time.Now()}},
+	}
+	if err := env.Client.Create(ctx, earlier); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), earlier) })
+	joiner := joinMembers(t, lease, "joiner-"+suffix)[0]
+	want := []string{"earlier-" + suffix + "_1", joiner.membership.identity}
+	slices.Sort(want)
+	waitFor(t, "the joiner to see both members", memberWait, func() bool { return slices.Equal(joiner.membership.members(), want) })
+	if joiner.Settled("node-x") {
+		t.Fatal("settled before the earlier member renewed after the join")
+	}
+
+	// The earlier member's next renewal carries its claim of node-x.
+	renew := func(mutate func(*coordinationv1.Lease)) {
+		t.Helper()
+		var l coordinationv1.Lease
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: earlier.Name}, &l); err != nil {
+			t.Fatal(err)
+		}
+		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		mutate(&l)
+		if err := env.Client.Update(ctx, &l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimed := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	renew(func(l *coordinationv1.Lease) {
+		l.Annotations = map[string]string{v1alpha1.CheckpointsAnnotation: formatCheckpoints(map[string]time.Time{"node-x": claimed})}
+	})
+	waitFor(t, "the earlier member's claim", memberWait, func() bool {
+		got, ok := joiner.CheckpointOf("node-x")
+		return ok && got.Equal(claimed)
+	})
+	if joiner.Settled("node-x") {
+		t.Fatal("settled while the earlier member holds its claim")
+	}
+	if !joiner.Settled("node-y") {
+		t.Fatal("a key nobody claimed is not settled once every earlier member renewed after the join")
+	}
+	renew(func(l *coordinationv1.Lease) {
+		l.Annotations[v1alpha1.ReleasedAnnotation] = `["node-x"]`
+	})
+	waitFor(t, "the release", memberWait, func() bool { return joiner.Settled("node-x") })
 }

@@ -298,17 +298,19 @@ const handOverPoll = 50 * time.Millisecond
 // node, or left), and then resumes from it: what the previous reader handed
 // on since its last renewal is then not counted again. A previous reader
 // that neither releases nor renews is gone within a lease, which bounds the
-// wait. Without membership every node is this replica's from the start.
-func (n *nodeReader) awaitHandOver(ctx context.Context) {
+// wait. It then claims the node (Claim) and returns once the claim is
+// written, or with ctx's error when ctx ends first. Without membership every
+// node is this replica's from the start.
+func (n *nodeReader) awaitHandOver(ctx context.Context) error {
 	member := n.pool.member
 	if member == nil {
-		return
+		return nil
 	}
 	n.mu.Lock()
 	first := n.resumeFrom.IsZero() && n.countFrom.IsZero()
 	n.mu.Unlock()
 	if !first {
-		return
+		return nil
 	}
 	if !member.Settled(n.name) {
 		n.logger.Info("waiting for the node's previous reader to hand it over")
@@ -317,7 +319,7 @@ func (n *nodeReader) awaitHandOver(ctx context.Context) {
 		for !member.Settled(n.name) {
 			select {
 			case <-ctx.Done():
-				return
+				return ctx.Err()
 			case <-tick.C:
 			}
 		}
@@ -330,9 +332,13 @@ func (n *nodeReader) awaitHandOver(ctx context.Context) {
 	} else {
 		start = n.backfillStart()
 	}
-	// Published at once: a replica that takes the node over from this one
-	// waits for its release rather than reading the node's buffer again.
-	member.Checkpoint(n.name, start)
+	// Written before the first stream: a replica that takes the node over
+	// from this one, or joins meanwhile, finds the claim and waits for its
+	// release rather than reading the node's buffer again.
+	if err := member.Claim(ctx, n.name, start); err != nil {
+		return err
+	}
+	return nil
 }
 
 // backfillStart is the time before which a node's first stream reads
@@ -405,7 +411,9 @@ func (n *nodeReader) request() *observer.GetFlowsRequest {
 // with the receiver's own decoder. A stream that breaks, or does not open, is
 // a node error.
 func (n *nodeReader) stream(ctx context.Context) (bool, error) {
-	n.awaitHandOver(ctx)
+	if err := n.awaitHandOver(ctx); err != nil {
+		return false, err // the stream ends before its first read
+	}
 	stream, err := n.client.GetFlows(ctx, n.request(), wirecodec.CallOption())
 	if err != nil {
 		n.failed(ctx, err)

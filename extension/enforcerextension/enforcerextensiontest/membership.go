@@ -1,6 +1,7 @@
 package enforcerextensiontest
 
 import (
+	"context"
 	"time"
 )
 
@@ -43,6 +44,12 @@ func (e *Enforcer) Checkpoint(key string, t time.Time) {
 	if t.After(e.checkpoints[key]) {
 		e.checkpoints[key] = t
 	}
+}
+
+// Claim is Checkpoint: the fake writes no Lease.
+func (e *Enforcer) Claim(_ context.Context, key string, t time.Time) error {
+	e.Checkpoint(key, t)
+	return nil
 }
 
 // CheckpointOf returns the newest checkpoint of key.
