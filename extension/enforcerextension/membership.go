@@ -95,7 +95,7 @@ func newMembership(logger *zap.Logger, cfg LeaderElectionConfig, replica, identi
 	return &membership{
 		logger: logger, cfg: cfg, namespace: leaseNamespace(cfg.LeaseNamespace),
 		leaseName: memberLeaseName(cfg.LeaseName, replica), identity: identity, replica: replica,
-		group:       shortName(cfg.LeaseName, maxNameLength),
+		group:       shortName(cfg.LeaseName),
 		checkpoints: map[string]time.Time{}, released: map[string]time.Time{}, renewNow: make(chan struct{}, 1),
 		gone: map[string]time.Time{}, parsed: map[string]parsedCheckpoints{}, seen: map[string]sighting{},
 	}

@@ -479,7 +479,7 @@ func TestJoinerWaitsForEarlierMembers(t *testing.T) {
 	lease := "joiner-" + suffix
 	earlier := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: memberLeaseName(lease, "earlier-"+suffix), Namespace: "default",
-			Labels: map[string]string{v1alpha1.MemberOfLabel: shortName(lease, maxNameLength)}},
+			Labels: map[string]string{v1alpha1.MemberOfLabel: shortName(lease)}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("earlier-" + suffix + "_1"), LeaseDurationSeconds: ptr.To(int32(60)),
 			RenewTime: &metav1.MicroTime{Time: time.Now()}},
 	}

@@ -48,11 +48,13 @@ func rendezvousOwner(members []string, key string) string {
 // its member-of label: a label value's limit.
 const maxNameLength = 63
 
-// shortName returns s when it has at most limit characters; else its first
-// characters and a hash of the whole, limit characters in all, so that two
+// shortName returns s when it has at most maxNameLength characters (an object
+// name or a label value); else its first characters and a hash of the whole,
+// maxNameLength characters in all, so that two
 // long names that share their beginning stay distinct. The cut keeps the
 // name valid: it ends in a letter or a digit before the hash.
-func shortName(s string, limit int) string {
+func shortName(s string) string {
+	const limit = maxNameLength
 	if len(s) <= limit {
 		return s
 	}
@@ -65,5 +67,5 @@ func shortName(s string, limit int) string {
 // memberLeaseName is the name of the membership Lease of replica, for the
 // leader Lease leaseName.
 func memberLeaseName(leaseName, replica string) string {
-	return shortName(leaseName+"-member-"+replica, maxNameLength)
+	return shortName(leaseName + "-member-" + replica)
 }

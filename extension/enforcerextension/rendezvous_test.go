@@ -102,7 +102,7 @@ func TestMemberLeaseName(t *testing.T) {
 	}
 	long := strings.Repeat("enforcer.", 20) + "x"
 	a, b := memberLeaseName(long, "pod-a"), memberLeaseName(long, "pod-b")
-	for _, n := range []string{a, b, shortName(long, maxNameLength)} {
+	for _, n := range []string{a, b, shortName(long)} {
 		if len(n) > maxNameLength {
 			t.Errorf("%s: %d characters", n, len(n))
 		}
