@@ -129,8 +129,11 @@ func TestScaleOutReplicaKilled(t *testing.T) {
 	// Violations that the victim sends just before it dies: it may not have
 	// published how far it got, and its successor then reads them again.
 	second := scaleOutFlows().shifted(1000)
+	read := victim.counter(t, "network_enforcer_receiver_flows_accepted")
 	s.push(second)
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, "the victim to read its nodes' new flows", 30*time.Second, func() bool {
+		return victim.counter(t, "network_enforcer_receiver_flows_accepted") > read
+	})
 	killed := time.Now()
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
