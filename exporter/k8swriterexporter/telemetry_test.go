@@ -8,35 +8,20 @@ import (
 	"go.opentelemetry.io/collector/exporter/exportertest"
 
 	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter/internal/metadata"
+	"github.com/kubewarden/network-enforcer/internal/metadatatest"
 )
 
 // TestShutdownUnregistersCallbacks: the writer's observable instruments report
-// while it runs and nothing once it has shut down. The collector's meter
-// provider outlives its components (a reload builds new ones), and a callback
-// left registered would report a stopped writer beside its successor.
+// while it runs and nothing once it has shut down.
 func TestShutdownUnregistersCallbacks(t *testing.T) {
-	ctx := context.Background()
 	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { _ = tel.Shutdown(ctx) })
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	set := exportertest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	f := NewFactory()
-	exp, err := f.CreateLogs(ctx, set, f.CreateDefaultConfig())
+	exp, err := f.CreateLogs(context.Background(), set, f.CreateDefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	gauges := []string{MetricUnwritten, "network_enforcer_observed_edges_tracked"}
-	for _, name := range gauges {
-		if _, err := tel.GetMetric(name); err != nil {
-			t.Fatalf("before Shutdown: %v", err)
-		}
-	}
-	if err := exp.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range gauges {
-		if m, err := tel.GetMetric(name); err == nil {
-			t.Errorf("%s is still reported after Shutdown: %v", name, m)
-		}
-	}
+	metadatatest.CheckCallbacksUnregistered(t, tel, exp, MetricUnwritten, "network_enforcer_observed_edges_tracked")
 }

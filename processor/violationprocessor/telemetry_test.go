@@ -8,36 +8,21 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/kubewarden/network-enforcer/internal/metadatatest"
 	"github.com/kubewarden/network-enforcer/processor/violationprocessor/internal/metadata"
 )
 
-// TestShutdownUnregistersCallbacks: the processor's observable instruments report
-// while it runs and nothing once it has shut down. The collector's meter
-// provider outlives its components (a reload builds new ones), and a callback
-// left registered would report a stopped processor beside its successor.
+// TestShutdownUnregistersCallbacks: the processor's observable instruments
+// report while it runs and nothing once it has shut down.
 func TestShutdownUnregistersCallbacks(t *testing.T) {
-	ctx := context.Background()
 	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { _ = tel.Shutdown(ctx) })
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	set := processortest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	f := NewFactory()
-	exp, err := f.CreateLogs(ctx, set, f.CreateDefaultConfig(), consumertest.NewNop())
+	proc, err := f.CreateLogs(context.Background(), set, f.CreateDefaultConfig(), consumertest.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	gauges := []string{"network_enforcer_observed_edges_tracked"}
-	for _, name := range gauges {
-		if _, err := tel.GetMetric(name); err != nil {
-			t.Fatalf("before Shutdown: %v", err)
-		}
-	}
-	if err := exp.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range gauges {
-		if m, err := tel.GetMetric(name); err == nil {
-			t.Errorf("%s is still reported after Shutdown: %v", name, m)
-		}
-	}
+	metadatatest.CheckCallbacksUnregistered(t, tel, proc, "network_enforcer_observed_edges_tracked")
 }
