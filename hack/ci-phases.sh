@@ -4,7 +4,8 @@
 # its time, in the order they started. Phases nest and run side by side, and a
 # name may come back (make test builds the distribution again, from the cache);
 # an end belongs to the latest start of its name. A phase with no end line was
-# cut short (a failure elsewhere, or the run stopped).
+# cut short (a failure elsewhere, or the run stopped). The tests of a -v run (the
+# real-node suite) are rows too, indented, each listed when it ends.
 #
 # Usage: hack/ci-phases.sh [LOG]
 set -euo pipefail
@@ -15,7 +16,9 @@ log=${1:-$(cd "$(dirname "$0")/.." && pwd)/.cache/ci/run.log}
 awk '
 	# A log line is "SECONDS TEXT"; phase lines are "==> phase NAME" and
 	# "<== phase NAME: Ns" or "<== phase NAME: failed (exit N) after Ns".
-	{ t = $1; last = t; sub(/^ *[0-9]+ /, "") }
+	# A line of a run whose lines come behind "NAME | " (lint, the real-node
+	# suite, the race detector) may be a phase line of that run.
+	{ t = $1; last = t; sub(/^ *[0-9]+ /, ""); sub(/^[a-z][a-z -]* \| /, "") }
 	/^==> phase / {
 		n++; name[n] = substr($0, 11); start[n] = t; open[name[n]] = n
 		next
@@ -30,6 +33,14 @@ awk '
 		k = open[substr(rest, 1, i - 1)]
 		end[k] = t
 		status[k] = (substr(rest, i + 2) ~ /^failed/) ? "failed" : "ok"
+		next
+	}
+	# A test of a -v run (the real-node suite) is a row of its own, listed when
+	# it ends: "--- PASS: TestX (12.34s)".
+	/^--- (PASS|FAIL): Test[^ ]* \([0-9.]+s\)$/ {
+		d = $4; gsub(/[()s]/, "", d)
+		n++; name[n] = "  " $3; end[n] = t; start[n] = t - int(d + 0.5)
+		status[n] = ($2 == "PASS:") ? "ok" : "failed"
 		next
 	}
 	/^CI passed in / { total = t }

@@ -40,6 +40,9 @@ export NETWORK_ENFORCER_REQUIRE_ALL=1
 # lengthen a little. It runs with -v: its tests log what they measure (each
 # test's time, the times to learn and enforce), and a CI log keeps them, each
 # line behind "real-node | " so that the two runs' lines can be told apart.
+# It names the one package (not ./test/cluster/..., which adds the pods'
+# program, with no tests): go test prints a test's lines as they come only
+# when it tests one package, and the log's times of them are then true.
 # A package argument makes it one run of those packages, in their order
 # (-shuffle=on to shuffle them too).
 #
@@ -51,7 +54,7 @@ export NETWORK_ENFORCER_REQUIRE_ALL=1
 # from the CGO_ENABLED=0 build cache of the rest, and they overlap the
 # real-node suite's waits as the unit run does.
 race_packages="./extension/enforcerextension/ ./receiver/hubblereceiver/ ./receiver/leaderreceiver/ ./exporter/leaderexporter/ ./internal/observed/ ./internal/flowsource/... ./processor/violationprocessor/"
-runs=("-shuffle=on -timeout 20m ./..." "-tags cluster -timeout 30m -v ./test/cluster/..." "-race -timeout 20m $race_packages")
+runs=("-shuffle=on -timeout 20m ./..." "-tags cluster -timeout 30m -v ./test/cluster/" "-race -timeout 20m $race_packages")
 names=("unit, control-plane, browser and binary tests" "real-node suite" "race detector")
 prefixes=("" "real-node | " "race | ")
 for arg in "$@"; do

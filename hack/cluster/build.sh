@@ -20,8 +20,10 @@
 # (hack/lib.sh), or under $NETWORK_ENFORCER_CLUSTER_CACHE, so bumping a version
 # builds the new one beside the old; a later run takes no time.
 #
-# Usage: hack/cluster/build.sh          build what is missing; print the folder
-#        hack/cluster/build.sh --print  print the folder only
+# Usage: hack/cluster/build.sh              build what is missing; print the folder
+#        hack/cluster/build.sh --print      print the folder only
+#        hack/cluster/build.sh --part cilium  build the Cilium part only, if missing
+#                                           (make builds it beside the control plane)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -125,12 +127,19 @@ kube_router_dir="$cache/kube-router-$KUBE_ROUTER_VERSION"
 coredns_dir="$cache/coredns-$coredns_version-cluster-$(sha256sum "$root/tools/cluster/coredns/main.go" | cut -c1-12)"
 cilium_dir="$cache/cilium-$cilium_version"
 
+cilium() { part "cilium $cilium_version" "$cilium_dir" cilium-agent cilium-cni cilium-dbg hubble-relay -- build_cilium; }
+if [[ "${1:-}" == "--part" ]]; then
+	[[ "${2:-}" == cilium ]] || { echo "hack/cluster/build.sh: unknown part \"${2:-}\": the one part built alone is cilium" >&2; exit 2; }
+	cilium
+	exit
+fi
+
 controlplane=$("$root/hack/controlplane.sh")
 part "kubelet, kube-scheduler, kube-proxy, kubectl $k8s_version" "$node_dir" kubelet kube-scheduler kube-proxy kubectl -- build_node
 part "containerd $containerd_version" "$containerd_dir" containerd containerd-shim-runc-v2 ctr -- build_containerd
 part "kube-router $KUBE_ROUTER_VERSION" "$kube_router_dir" kube-router -- build_kube_router
 part "coredns $coredns_version" "$coredns_dir" coredns -- build_coredns
-part "cilium $cilium_version" "$cilium_dir" cilium-agent cilium-cni cilium-dbg hubble-relay -- build_cilium
+cilium
 
 # Made anew, so that no link to a part that is no longer built stays.
 rm -rf "$out"
