@@ -149,15 +149,51 @@ func lineNumbers(h *flowsourcetest.Harness) []int {
 	return out
 }
 
+// markerLines are numbered from markerBase on: lines of another file that
+// mark a poll, which waitLines leaves out.
+const markerBase = 1000
+
+// awaitTwoPolls writes a marker line into path, waits for its record, and does
+// so again. The second marker's poll began after the first's ended, so after
+// anything written before this call: every file was read since. Polls come one
+// after the other, and each reads every file.
+func awaitTwoPolls(t *testing.T, h *flowsourcetest.Harness, path string) {
+	t.Helper()
+	for range 2 {
+		n := markerBase
+		for _, got := range lineNumbers(h) {
+			n = max(n, got+1)
+		}
+		appendFile(t, path, criLines(n, n+1))
+		deadline := time.Now().Add(20 * time.Second)
+		for !slices.Contains(lineNumbers(h), n) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the marker line %d of %s was not read in 20s", n, path)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
 // waitLines waits until the records are exactly the lines numbered 0..n-1, each
-// once.
+// once; the marker lines apart, each at most once.
 func waitLines(t *testing.T, hs []*flowsourcetest.Harness, n int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var got []int
+		markers := map[int]bool{}
 		for _, h := range hs {
-			got = append(got, lineNumbers(h)...)
+			for _, l := range lineNumbers(h) {
+				if l < markerBase {
+					got = append(got, l)
+					continue
+				}
+				if markers[l] {
+					t.Fatalf("the marker line %d was received twice", l)
+				}
+				markers[l] = true
+			}
 		}
 		if len(got) >= n || time.Now().After(deadline) {
 			slices.Sort(got)
@@ -186,11 +222,17 @@ func TestFileTailsCRIWithPartialLinesRotationAndRestart(t *testing.T) {
 	h1, stop := startAgent(t, root, storage)
 	waitLines(t, []*flowsourcetest.Harness{h1}, 100)
 
-	// A long line whose partial parts are written before its final part.
+	// A long line whose partial parts are written before its final part, and
+	// read so: its final part is written only once a poll read the file after
+	// the partial parts (two polls of another ztunnel's file later).
 	long := criLines(100, 101)
 	cut := len(long) - 200
 	appendFile(t, current, long[:cut])
-	time.Sleep(100 * time.Millisecond)
+	otherDir := filepath.Join(root, "istio-system_ztunnel-q4m8s_5d1f7e2b", "istio-proxy")
+	if err := os.MkdirAll(otherDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	awaitTwoPolls(t, h1, filepath.Join(otherDir, "0.log"))
 	appendFile(t, current, long[cut:]+criLines(101, 150))
 	waitLines(t, []*flowsourcetest.Harness{h1}, 150)
 
