@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Prints the phases of the last .ci/run from its log (.cache/ci/run.log, or the
-# file given): each phase's start and end in seconds since the run's start, and
-# its time, in the order they started. Phases nest and run side by side, and a
+# file given): each phase's start and end in seconds since the run's start, its
+# time, and its CPU time (user and system, of every process it ran; above its
+# time when it computed on both cores, below when it waited), in the order they
+# started. Phases nest and run side by side, and a
 # name may come back (make test builds the distribution again, from the cache);
 # an end belongs to the latest start of its name. A phase with no end line was
 # cut short (a failure elsewhere, or the run stopped). The tests of a -v run (the
@@ -33,6 +35,7 @@ awk '
 		k = open[substr(rest, 1, i - 1)]
 		end[k] = t
 		status[k] = (substr(rest, i + 2) ~ /^failed/) ? "failed" : "ok"
+		if (match(rest, /, CPU [0-9]+s$/)) cpu[k] = substr(rest, RSTART + 6, RLENGTH - 7)
 		next
 	}
 	# A test of a -v run (the real-node suite) is a row of its own, listed when
@@ -47,12 +50,13 @@ awk '
 	END {
 		w = 5
 		for (k = 1; k <= n; k++) if (length(name[k]) > w) w = length(name[k])
-		printf "%-" w "s %6s %6s %6s  %s\n", "phase", "start", "end", "time", "status"
+		printf "%-" w "s %6s %6s %6s %6s  %s\n", "phase", "start", "end", "time", "cpu", "status"
 		for (k = 1; k <= n; k++) {
-			if (k in end) printf "%-" w "s %6d %6d %6d  %s\n", name[k], start[k], end[k], end[k] - start[k], status[k]
-			else printf "%-" w "s %6d %6s %6s  %s\n", name[k], start[k], "-", "-", "no end"
+			c = (k in cpu) ? cpu[k] : "-"
+			if (k in end) printf "%-" w "s %6d %6d %6d %6s  %s\n", name[k], start[k], end[k], end[k] - start[k], c, status[k]
+			else printf "%-" w "s %6d %6s %6s %6s  %s\n", name[k], start[k], "-", "-", "-", "no end"
 		}
-		if (total != "") printf "%-" w "s %6d %6d %6d  %s\n", "CI", 0, total, total, "passed"
-		else printf "%-" w "s %6d %6d %6s  %s\n", "CI", 0, last, "-", "not passed (the log ends there)"
+		if (total != "") printf "%-" w "s %6d %6d %6d %6s  %s\n", "CI", 0, total, total, "-", "passed"
+		else printf "%-" w "s %6d %6d %6s %6s  %s\n", "CI", 0, last, "-", "-", "not passed (the log ends there)"
 	}
 ' "$log"

@@ -141,10 +141,16 @@ done
 declare -A index
 for i in "${!sessions[@]}"; do index[${sessions[$i]}]=$i; done
 pending=("${sessions[@]}")
+# A run's CPU time is what this shell's children used from one run's end to
+# the next: wait -n reaps the one run, with what it waited for.
+children_cpu
+reaped_cpu=$CHILDREN_CPU
 while ((${#pending[@]} > 0)); do
 	s=0
 	ended=""
 	wait -n -p ended "${pending[@]}" || s=$?
+	children_cpu
+	cpu=$((CHILDREN_CPU - reaped_cpu))
 	if [[ -z "$ended" ]]; then
 		# Nothing left to wait for (it cannot happen while a run is pending).
 		status=1
@@ -153,7 +159,9 @@ while ((${#pending[@]} > 0)); do
 	i=${index[$ended]}
 	if ((status == 0)); then status=$s; fi
 	cleanup "$ended"
-	phase_end "${names[$i]}" "${starts[$i]}" "$s"
+	children_cpu
+	reaped_cpu=$CHILDREN_CPU
+	phase_end "${names[$i]}" "${starts[$i]}" "$s" "$cpu"
 	rest=()
 	for p in "${pending[@]}"; do [[ "$p" != "$ended" ]] && rest+=("$p"); done
 	pending=("${rest[@]}")
