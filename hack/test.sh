@@ -53,13 +53,19 @@ export NETWORK_ENFORCER_REQUIRE_ALL=1
 # It needs cgo (the detector's runtime is C): its compiles are its own, apart
 # from the CGO_ENABLED=0 build cache of the rest, and they overlap the
 # real-node suite's waits as the unit run does.
+#
+# The test binaries link without DWARF (-ldflags=-w): a test binary's link
+# is most of its build once its packages are compiled, and DWARF about 40% of
+# the link (measured on the Hubble receiver's: 11 s of CPU, 6.7 s without it).
+# A panic's stack trace needs no DWARF; a debugger does, and runs go test
+# itself.
 race_packages="./extension/enforcerextension/ ./receiver/hubblereceiver/ ./receiver/leaderreceiver/ ./exporter/leaderexporter/ ./internal/observed/ ./internal/flowsource/... ./processor/violationprocessor/"
-runs=("-shuffle=on -timeout 20m ./..." "-tags cluster -timeout 30m -v ./test/cluster/" "-race -timeout 20m $race_packages")
+runs=("-ldflags=-w -shuffle=on -timeout 20m ./..." "-ldflags=-w -tags cluster -timeout 30m -v ./test/cluster/" "-ldflags=-w -race -timeout 20m $race_packages")
 names=("unit, control-plane, browser and binary tests" "real-node suite" "race detector")
 prefixes=("" "real-node | " "race | ")
 for arg in "$@"; do
 	if [[ "$arg" == ./* ]]; then
-		runs=("-tags cluster -timeout 20m")
+		runs=("-ldflags=-w -tags cluster -timeout 20m")
 		names=("tests")
 		prefixes=("")
 		break
