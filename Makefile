@@ -91,7 +91,7 @@ check-generate: generate ## Fail if `make generate` changes the generated files.
 
 # The build modules of the control plane and of the real node's parts, whose
 # shared modules stay at the distribution's versions (see tools/modalign).
-BUILD_MODULES := tools/controlplane/go.mod tools/cluster/containerd/go.mod tools/cluster/coredns/go.mod tools/pins/go.mod
+BUILD_MODULES := tools/controlplane/go.mod tools/cluster/containerd/go.mod tools/cluster/coredns/go.mod tools/pins/go.mod tools/certmanager/go.mod
 
 # LINT_ARGS passes flags to golangci-lint, e.g. LINT_ARGS='--concurrency 1' or
 # LINT_ARGS=--fix. .golangci.yml says which linters run and why; go vet's analyzers

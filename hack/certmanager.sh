@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Builds cert-manager's controller (tools/certmanager) for the tests, cached by
-# its version in the project's cache (hack/lib.sh), and prints its path. With --print it
-# prints the path only. cert-manager pins its own Kubernetes libraries, so its
-# build module keeps cert-manager's versions, not the distribution's.
+# its version and its build module's sums in the project's cache (hack/lib.sh),
+# and prints its path. With --print it prints the path only. Its build module
+# raises the modules that it shares with the distribution (Kubernetes' client
+# libraries, controller-runtime, gRPC, OpenTelemetry) to the distribution's
+# versions, as the other build modules do (tools/modalign checks it): a cold
+# build then compiles those packages once, not once for cert-manager and once
+# for the rest.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,7 +14,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/hack/lib.sh"
 mod="$root/tools/certmanager"
 version=$(awk '$1 == "github.com/cert-manager/cert-manager" {print $2; exit}' "$mod/go.mod")
-bin="$NETWORK_ENFORCER_CACHE/certmanager/cert-manager-$version/cert-manager-controller"
+# "-<hash>": the build module's sums, so that other versions of its
+# dependencies build anew beside the old.
+bin="$NETWORK_ENFORCER_CACHE/certmanager/cert-manager-$version-$(sha256sum "$mod/go.sum" | cut -c1-12)/cert-manager-controller"
 
 if [[ "${1:-}" == "--print" || -x "$bin" ]]; then
 	echo "$bin"

@@ -5,7 +5,7 @@
 // in its dependency closure is at the same version in both. The modules that
 // build the control plane, the real node's parts and the tools
 // (tools/controlplane, tools/cluster/containerd, tools/cluster/coredns,
-// tools/pins) share Kubernetes' client libraries, gRPC, protobuf and
+// tools/pins, tools/certmanager) share Kubernetes' client libraries, gRPC, protobuf and
 // OpenTelemetry with the distribution; at the distribution's versions a cold
 // build compiles those packages once.
 //
