@@ -154,12 +154,13 @@ certmanager: ## Build cert-manager's controller for the chart's tests (tools/cer
 .PHONY: helm
 helm: $(HELM) ## Install the pinned helm, which the chart's tests and the demo run.
 
-# CNI=cilium makes the Cilium agent the node's CNI (with Hubble and the real
-# hubble-relay) in place of the bridge and kube-router.
-CNI ?= bridge
+# The node's CNI: the Cilium agent (with Hubble and the real hubble-relay), on
+# which the real-node suite runs, or CNI=bridge: a bridge network with
+# kube-router's NetworkPolicy firewall, which `make cluster` builds then.
+CNI ?= cilium
 
 .PHONY: cluster-build
-cluster-build: cilium-build controlplane ## Build the real-node cluster's binaries (kubelet, containerd, kube-router, CoreDNS, hubble-relay, the Cilium agent, ...), cached.
+cluster-build: cilium-build controlplane ## Build the real-node cluster's binaries (kubelet, containerd, CoreDNS, hubble-relay, the Cilium agent, ...), cached.
 	hack/cluster/build.sh
 
 # The Cilium agent's part, the largest, shares no module versions with the control
@@ -170,7 +171,7 @@ cilium-build:
 	hack/cluster/build.sh --part cilium
 
 .PHONY: cluster
-cluster: cluster-build ## Run a real single-node cluster on this machine (root) until Ctrl-C, then clean the host; CNI=cilium for Cilium as the CNI.
+cluster: cluster-build ## Run a real single-node cluster on this machine (root) until Ctrl-C, then clean the host; CNI=bridge for a bridge and kube-router in place of Cilium.
 	NETWORK_ENFORCER_CLUSTER_CNI=$(CNI) hack/cluster/cluster.sh run
 
 ##@ Test

@@ -5,16 +5,18 @@
 #   kubelet kube-scheduler kube-proxy kubectl   k8s.io/kubernetes, tools/controlplane's module
 #   kube-apiserver kube-controller-manager etcd hack/controlplane.sh
 #   containerd containerd-shim-runc-v2 ctr       github.com/containerd/containerd/v2, tools/cluster/containerd's module
-#   kube-router                                  github.com/cloudnativelabs/kube-router/v2 (firewall only; test use)
+#   kube-router                                  github.com/cloudnativelabs/kube-router/v2 (firewall only), for
+#                                                the bridge CNI only (NETWORK_ENFORCER_CLUSTER_CNI=bridge)
 #   coredns                                      github.com/coredns/coredns, tools/cluster/coredns's
 #                                                module (the Corefile's plugins only)
 #   cilium-agent cilium-cni cilium-dbg           github.com/cilium/cilium at the version that go.mod
 #   hubble-relay                                 pins, built in one go from a copy of the module
 #                                                (with its bpf/ sources)
 #
-# Both CNIs need Cilium's part: the bridge cluster runs the real hubble-relay.
-# It is the largest part by far, and one `go build` of its four commands
-# compiles each package they share once and links them side by side.
+# Cilium's part is the largest by far, and one `go build` of its four commands
+# compiles each package they share once and links them side by side. The
+# real-node suite runs on the Cilium node only: kube-router, the bridge CNI's
+# NetworkPolicy firewall, is built only for `make cluster CNI=bridge`.
 #
 # Each part is built once into cluster/<part>-<version> of the project's cache
 # (hack/lib.sh), or under $NETWORK_ENFORCER_CLUSTER_CACHE, so bumping a version
@@ -137,14 +139,17 @@ fi
 controlplane=$("$root/hack/controlplane.sh")
 part "kubelet, kube-scheduler, kube-proxy, kubectl $k8s_version" "$node_dir" kubelet kube-scheduler kube-proxy kubectl -- build_node
 part "containerd $containerd_version" "$containerd_dir" containerd containerd-shim-runc-v2 ctr -- build_containerd
-part "kube-router $KUBE_ROUTER_VERSION" "$kube_router_dir" kube-router -- build_kube_router
+dirs=("$controlplane" "$node_dir" "$containerd_dir" "$coredns_dir" "$cilium_dir")
+if [[ "${NETWORK_ENFORCER_CLUSTER_CNI:-cilium}" == bridge ]]; then
+	part "kube-router $KUBE_ROUTER_VERSION" "$kube_router_dir" kube-router -- build_kube_router
+	dirs+=("$kube_router_dir")
+fi
 part "coredns $coredns_version" "$coredns_dir" coredns -- build_coredns
 cilium
 
 # Made anew, so that no link to a part that is no longer built stays.
 rm -rf "$out"
 mkdir -p "$out"
-dirs=("$controlplane" "$node_dir" "$containerd_dir" "$kube_router_dir" "$coredns_dir" "$cilium_dir")
 for d in "${dirs[@]}"; do
 	for bin in "$d"/*; do ln -sfn "$bin" "$out/$(basename "$bin")"; done
 done

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # A real single-node Kubernetes cluster on this machine, from Go modules and
 # Debian packages: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-# kubelet, containerd with runc, a bridge CNI network, kube-proxy (nftables),
-# kube-router's NetworkPolicy firewall and CoreDNS.
+# kubelet, containerd with runc, kube-proxy (nftables), CoreDNS and a CNI.
 #
-# With NETWORK_ENFORCER_CLUSTER_CNI=cilium (`make cluster CNI=cilium`) the
-# node's CNI is the real Cilium agent in place of the bridge and kube-router:
-# the agent runs on the host, as its DaemonSet pod would, with Hubble on behind
+# The CNI is the real Cilium agent (NETWORK_ENFORCER_CLUSTER_CNI=cilium, the
+# default, which the real-node suite runs on); with
+# NETWORK_ENFORCER_CLUSTER_CNI=bridge (`make cluster CNI=bridge`) it is a bridge
+# CNI network with kube-router's NetworkPolicy firewall instead. The agent runs on the host, as its DaemonSet pod would, with Hubble on behind
 # mutual TLS (the certificates and Secrets that Cilium's chart issues), and the
 # real hubble-relay runs as a pod that finds the agent through the hubble-peer
 # Service, as in a Cilium cluster. kube-proxy stays. Without Cilium's operator
@@ -36,7 +36,7 @@ state=${NETWORK_ENFORCER_CLUSTER_STATE:-/var/lib/network-enforcer-cluster}
 run_dir=/run/network-enforcer-cluster
 lock=/run/network-enforcer-cluster.lock
 
-CNI=${NETWORK_ENFORCER_CLUSTER_CNI:-bridge}
+CNI=${NETWORK_ENFORCER_CLUSTER_CNI:-cilium}
 case "$CNI" in
 bridge | cilium) ;;
 *)
@@ -65,7 +65,7 @@ OUTSIDE_IP=10.217.32.2
 # that no allowed name resolves to.
 OUTSIDE_IP2=10.217.33.2
 CILIUM_MONITOR_AGGREGATION=${CILIUM_MONITOR_AGGREGATION:-medium}
-# build.sh builds the agent in Cilium mode only.
+# build.sh builds kube-router in bridge mode only.
 export NETWORK_ENFORCER_CLUSTER_CNI=$CNI
 HUBBLE_PORT=4244
 SERVICE_CIDR=10.217.16.0/24

@@ -61,7 +61,7 @@ spec:
 // tigera-operator, and the enforcer's leader streams from the Goldmane pod,
 // whose certificate the same CA signed, over mutual TLS.
 func TestCalico(t *testing.T) {
-	require(t)
+	requireCilium(t)
 	installCertManager(t)
 	for _, ns := range []string{"calico-system", "tigera-operator"} {
 		createNamespace(t, ns)
@@ -92,9 +92,9 @@ func TestCalico(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	t.Run("upgrade", func(t *testing.T) { upgradeToSuiteValues(t, goldmane) })
+	t.Run("upgrade", func(t *testing.T) { upgradeToSuiteValues(t, streamOpened(t, goldmane)) })
 	if t.Failed() {
 		return
 	}
-	t.Run("journey", func(t *testing.T) { monitorJourney(t, goldmane, goldmaneReporter(goldmane)) })
+	t.Run("journey", func(t *testing.T) { monitorJourney(t, goldmaneReporter(goldmane)) })
 }

@@ -19,20 +19,6 @@ func secret(t *testing.T, namespace, name string, files map[string]string) {
 	apply(t, manifest)
 }
 
-// ciliumSecrets makes what a Cilium installation with Hubble's TLS holds, from
-// one CA of the test's: the relay's server certificate (named as Cilium names
-// it, *.hubble-relay.cilium.io) and the relay's client certificate that the
-// chart's cilium mode reads (existingSecret hubble-relay-client-certs), as
-// Cilium's own chart makes them.
-func ciliumSecrets(t *testing.T) {
-	t.Helper()
-	ca := certtest.NewCA(t, "hubble")
-	relay := ca.Server(t, "relay", "*.hubble-relay.cilium.io", "ui.hubble-relay.cilium.io")
-	client := ca.Client(t, "network-enforcer")
-	secret(t, "kube-system", "hubble-relay-server-certs", map[string]string{"ca.crt": ca.CertFile, "tls.crt": relay.CertFile, "tls.key": relay.KeyFile})
-	secret(t, "kube-system", "hubble-relay-client-certs", map[string]string{"ca.crt": ca.CertFile, "tls.crt": client.CertFile, "tls.key": client.KeyFile})
-}
-
 // collectorSecrets makes the default collector's server certificate, for
 // telemetry.default.tls existingSecret: the enforcer verifies the collector
 // with its CA.

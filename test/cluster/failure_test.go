@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 )
 
 // violationCount is the server's policy's status.violationCount.
@@ -23,15 +22,13 @@ func violationCount(t *testing.T) int {
 	return n
 }
 
-// deny makes client-b try the server again (refused under protect) and
-// reports that attempt as a dropped flow.
+// deny makes client-b try the server again, which Cilium drops under protect
+// and reports.
 func deny(t *testing.T, w workloads) {
 	t.Helper()
-	d := connect(t, w.clientB, serverAddr)
-	if !d.refused() {
+	if d := connect(t, w.clientB, serverAddr); !d.blocked() {
 		t.Fatalf("client-b under protect: %+v", d)
 	}
-	hubbleReporter(w.agent)(t, w.clientBEnd(), w.serverEnd(), d, dataplanetest.ConnectionDenied)
 }
 
 // waitCount waits until the policy's violationCount is want, then checks that
@@ -45,14 +42,14 @@ func waitCount(t *testing.T, want int) {
 	}
 }
 
-// chartPolicies: kube-router enforces the chart's own NetworkPolicies: a pod
-// of another namespace may scrape the metrics ports but not reach the
+// chartPolicies: Cilium enforces the chart's own NetworkPolicies: a pod of
+// another namespace may scrape the metrics ports but not reach the
 // collector's OTLP port, which only the enforcer may (the events reached it).
 func chartPolicies(t *testing.T, w workloads) {
 	collector := listPods(t, namespace, collectorPods)[0]
 	enforcer := listPods(t, namespace, enforcerPods)[0]
-	if d := connect(t, w.clientA, net.JoinHostPort(collector.IP, "4317")); !d.refused() {
-		t.Errorf("client-a to the collector's OTLP port: %+v, want refused", d)
+	if d := connect(t, w.clientA, net.JoinHostPort(collector.IP, "4317")); !d.blocked() {
+		t.Errorf("client-a to the collector's OTLP port: %+v, want it blocked", d)
 	}
 	if d := connect(t, w.clientA, net.JoinHostPort(collector.IP, "9464")); d.Error != "" {
 		t.Errorf("client-a to the collector's metrics port: %+v, want a connection", d)
@@ -81,22 +78,6 @@ func restartRelay(t *testing.T) time.Duration {
 		return false
 	})
 	return time.Since(start)
-}
-
-// relayRestart: the relay pod is deleted; its replacement serves the leader a
-// new stream, and a flow after it is counted once.
-func relayRestart(t *testing.T, w workloads) {
-	before := violationCount(t)
-	opened := streams(t, w.agent)
-	start := time.Now()
-	restartRelay(t)
-	waitFor(t, "the stream through the new relay", 2*time.Minute, func() bool {
-		n := streams(t, w.agent)
-		return n > opened
-	})
-	t.Logf("stream resumed %s after the relay pod was deleted", time.Since(start).Round(100*time.Millisecond))
-	deny(t, w)
-	waitCount(t, before+1)
 }
 
 // takeover: the leader pod is deleted; another enforcer pod (the standby, or

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cilium/cilium/api/v1/observer"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
@@ -27,9 +26,9 @@ type dial struct {
 
 func (d dial) ok() bool { return d.Error == "" && strings.HasPrefix(d.Reply, "ok") }
 
-// refused reports whether the connection was refused: kube-router rejects a
-// connection that a NetworkPolicy does not allow with an ICMP port unreachable.
-func (d dial) refused() bool { return strings.Contains(d.Error, "connection refused") }
+// blocked reports whether the connection failed: Cilium drops the packets of
+// a connection that a NetworkPolicy does not allow, and the dial times out.
+func (d dial) blocked() bool { return d.Error != "" }
 
 // connect makes the client pod open one fresh TCP connection to addr.
 func connect(t *testing.T, client pod, addr string) dial {
@@ -50,15 +49,6 @@ func connect(t *testing.T, client pod, addr string) dial {
 // journey's manifests give it.
 func end(p pod, workload string, identity uint32) dataplanetest.End {
 	return dataplanetest.End{Namespace: "shop", Pod: p.Name, IP: p.IP, Workload: workload, Identity: identity, ServiceAccount: workload}
-}
-
-// hubbleReporter reports through the Hubble agent pod, which serves each
-// connection to the real relay as the destination node's flows, as a Cilium
-// agent emits them.
-func hubbleReporter(agent pod) reporter {
-	return func(t *testing.T, src, dst dataplanetest.End, d dial, c dataplanetest.Connection) {
-		report(t, agent, dataplanetest.NewHubbleConnection(src, dst, uint32(d.LocalPort), 8080, c)...)
-	}
 }
 
 // ztunnelReporter reports through the ztunnel pod, which prints each
@@ -85,22 +75,6 @@ func goldmaneReporter(goldmane pod) reporter {
 	}
 }
 
-// report hands flows to the Hubble agent pod, which serves them to the real
-// relay as the destination node's.
-func report(t *testing.T, agent pod, flows ...*observer.GetFlowsResponse) {
-	t.Helper()
-	var b strings.Builder
-	for _, f := range flows {
-		line, err := protojson.Marshal(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	post(t, agent, "/flows", b.String())
-}
-
 // post sends lines to a data plane pod's control port.
 func post(t *testing.T, p pod, path, lines string) {
 	t.Helper()
@@ -109,9 +83,8 @@ func post(t *testing.T, p pod, path, lines string) {
 	}
 }
 
-// streams is how many flow streams the data plane pod has opened (the
-// Hubble agent's to the relay, Goldmane's to the enforcer): a new one is a
-// reader that connected.
+// streams is how many flow streams the data plane pod has opened (Goldmane's
+// to the enforcer): a new one is a reader that connected.
 func streams(t *testing.T, p pod) int {
 	t.Helper()
 	out, err := httpDo("GET", "http://"+net.JoinHostPort(p.IP, "8081")+"/streams", "")

@@ -15,12 +15,11 @@ import (
 // imagePullPolicy: Never, as no registry is reachable.
 const (
 	testpodImage = "ne.local/testpod:dev"
-	relayImage   = "ne.local/hubble-relay:dev"
 )
 
 // importImages imports, once per cluster: the distribution's image from `make
-// image`, the tests' pod program, hubble-relay as the cluster's build made it,
-// and cert-manager's controller.
+// image`, the tests' pod program and cert-manager's controller. (The cluster
+// imports its hubble-relay itself.)
 func importImages(t *testing.T) {
 	t.Helper()
 	if running.imported {
@@ -41,7 +40,6 @@ func buildAndImport(dir string) error {
 	}
 	for _, img := range []struct{ name, binary string }{
 		{testpodImage, filepath.Join(dir, "testpod")},
-		{relayImage, filepath.Join(env.bin, "hubble-relay")},
 		{certManagerImage, env.certManager},
 	} {
 		tar := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(img.name)+".tar")

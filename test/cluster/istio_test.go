@@ -58,7 +58,7 @@ spec:
 // enforcer, whose receiver counts them. Then the certificates are made to live
 // minutes and cert-manager renews them under traffic.
 func TestIstio(t *testing.T) {
-	require(t)
+	requireCilium(t)
 	installCertManager(t)
 	installAuthorizationPolicyCRD(t)
 	createNamespace(t, "istio-system")
@@ -89,7 +89,7 @@ func TestIstio(t *testing.T) {
 	waitFor(t, "ztunnel's records at the enforcer", 2*time.Minute, func() bool { return accepted(t, enforcers) > 0 })
 	t.Run("journey", func(t *testing.T) {
 		ztunnel := waitReady(t, "istio-system", "app=ztunnel", 1, time.Minute)[0]
-		monitorJourney(t, ztunnel, ztunnelReporter(ztunnel))
+		monitorJourney(t, ztunnelReporter(ztunnel))
 		// Monitor mode is Istio's dry-run AuthorizationPolicy, which ztunnel
 		// evaluates and logs without blocking.
 		out := kubectl(t, "-n", "shop", "get", "authorizationpolicy", serverPolicy, "-o", `jsonpath={.metadata.annotations.istio\.io/dry-run}`)

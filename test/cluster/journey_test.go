@@ -91,10 +91,9 @@ spec:
             periodSeconds: 2
 `
 
-// workloads are the journey's pods, and the data plane's pod that reports
-// their connections.
+// workloads are the journey's pods.
 type workloads struct {
-	agent, server, clientA, clientB pod
+	server, clientA, clientB pod
 }
 
 // The journey's ends as the data planes report them.
@@ -104,13 +103,12 @@ func (w workloads) clientBEnd() dataplanetest.End { return end(w.clientB, "clien
 
 // shopWorkloads creates the journey's workloads, which outlive the test that
 // made them only until its end, and waits for their pods.
-func shopWorkloads(t *testing.T, agent pod) workloads {
+func shopWorkloads(t *testing.T) workloads {
 	t.Helper()
 	apply(t, fmt.Sprintf(workloadManifests, testpodImage)+
 		fmt.Sprintf(clientManifests, testpodImage, "client-a")+fmt.Sprintf(clientManifests, testpodImage, "client-b"))
 	deleteNamespaceAfter(t, "shop")
 	return workloads{
-		agent:   agent,
 		server:  waitReady(t, "shop", "app=server", 1, 2*time.Minute)[0],
 		clientA: waitReady(t, "shop", "app=client-a", 1, 2*time.Minute)[0],
 		clientB: waitReady(t, "shop", "app=client-b", 1, 2*time.Minute)[0],
@@ -119,7 +117,8 @@ func shopWorkloads(t *testing.T, agent pod) workloads {
 
 // reporter hands a connection that the test made from src to dst's port 8080
 // to the data plane's pod, which reports it as its data plane does: the
-// test's own connection log, with the connection's real addresses.
+// test's own connection log, with the connection's real addresses. A nil
+// reporter is the real Cilium agent's, which sees the connection itself.
 type reporter func(t *testing.T, src, dst dataplanetest.End, d dial, c dataplanetest.Connection)
 
 // learnServer makes client-a's real connections to the server, through the
@@ -132,7 +131,9 @@ func learnServer(t *testing.T, w workloads, report reporter) {
 		if !d.ok() {
 			t.Fatalf("client-a to %s before any policy: %+v", serverAddr, d)
 		}
-		report(t, w.clientAEnd(), w.serverEnd(), d, dataplanetest.ConnectionUnenforced)
+		if report != nil {
+			report(t, w.clientAEnd(), w.serverEnd(), d, dataplanetest.ConnectionUnenforced)
+		}
 	}
 	waitFor(t, "the server's ingress proposal", 2*time.Minute, func() bool {
 		_, err := kubectlErr("", "-n", "shop", "get", "workloadnetworkpolicyproposal", serverPolicy)
@@ -173,16 +174,20 @@ func violationReported(t *testing.T) {
 
 // upgradeToSuiteValues upgrades the release to the suite's value set (a
 // short status sync: violations reach the policy status sooner), which rolls
-// the enforcers, and waits for the new leader's stream from the data plane's
-// pod.
-func upgradeToSuiteValues(t *testing.T, source pod) {
+// the enforcers, and waits until the new leader reads the data plane
+// (reading).
+func upgradeToSuiteValues(t *testing.T, reading func() bool) {
 	t.Helper()
-	opened := streams(t, source)
 	upgrade(t, "controller.statusSyncInterval="+syncInterval.String())
 	waitLeader(t, waitReady(t, namespace, enforcerPods, 2, 3*time.Minute))
-	waitFor(t, "the new leader's stream from "+source.Name, time.Minute, func() bool {
-		return streams(t, source) > opened
-	})
+	waitFor(t, "the new leader to read the data plane", time.Minute, reading)
+}
+
+// streamOpened is a condition for upgradeToSuiteValues: the data plane's pod
+// opened a stream more than it had when this is called.
+func streamOpened(t *testing.T, source pod) func() bool {
+	opened := streams(t, source)
+	return func() bool { return streams(t, source) > opened }
 }
 
 // monitorJourney: client-a's real connections, learned through the data
@@ -190,8 +195,8 @@ func upgradeToSuiteValues(t *testing.T, source pod) {
 // which passes (monitor blocks nothing) and which the policy does not allow,
 // is a violation in the policy's status, an event at the default collector
 // and its counter.
-func monitorJourney(t *testing.T, agent pod, report reporter) {
-	w := shopWorkloads(t, agent)
+func monitorJourney(t *testing.T, report reporter) {
+	w := shopWorkloads(t)
 	learnServer(t, w, report)
 	promoteServer(t, "monitor")
 	d := connect(t, w.clientB, serverAddr)

@@ -1,11 +1,12 @@
 //go:build cluster
 
 // Package cluster proves the product on a real node: the cluster that
-// hack/cluster/cluster.sh runs (kubelet, containerd, runc, bridge CNI,
-// kube-proxy, kube-router's NetworkPolicy firewall, CoreDNS), the image that
-// `make image` builds imported into the node, the chart installed with the
-// real helm client, and the data planes played by pods of the tests' own
-// program (test/cluster/testpod) behind the real hubble-relay.
+// hack/cluster/cluster.sh runs (kubelet, containerd, runc, kube-proxy,
+// CoreDNS, and the real Cilium agent as the node's CNI, with Hubble and the
+// real hubble-relay), the image that `make image` builds imported into the
+// node, the chart installed with the real helm client, and the data planes
+// that the node does not run (Calico's Goldmane, Istio's ztunnel) played by
+// pods of the tests' own program (test/cluster/testpod).
 //
 // The suite starts the cluster itself and stops it at the end, which cleans
 // the host; `make test-cluster` runs it. It needs root, and it takes the
@@ -67,45 +68,33 @@ func run(m *testing.M) int {
 	return code
 }
 
-// The node's CNIs: the bridge plugin with kube-router's firewall, or the real
-// Cilium agent.
-const (
-	cniBridge = "bridge"
-	cniCilium = "cilium"
-)
-
-// running is the cluster that runs now: one at a time, started by the first
-// test that needs its CNI and stopped when a test needs the other, or at the
-// end of the run.
+// running is the cluster that runs now, started by the first test and
+// stopped at the end of the run.
 var running struct {
-	cni  string
 	stop func() error
-	// restartAgent restarts the Cilium agent of a Cilium cluster and returns
-	// once it is ready again.
+	// restartAgent restarts the Cilium agent and returns once it is ready
+	// again.
 	restartAgent func() error
-	// imported is whether the suite's images are in this cluster's node.
+	// imported is whether the suite's images are in the node.
 	imported bool
-	// certManager is whether cert-manager runs in this cluster.
+	// certManager is whether cert-manager runs in the cluster.
 	certManager bool
 }
 
-// useCluster makes the cluster with cni the running one, and fails t when it
-// cannot start.
-func useCluster(t *testing.T, cni string) {
+// useCluster starts the cluster unless it runs, and fails t when it cannot
+// start; when it runs, it waits for the namespaces that earlier tests are
+// deleting.
+func useCluster(t *testing.T) {
 	t.Helper()
-	if running.cni == cni {
+	if running.stop != nil {
 		awaitDeletions(t)
 		return
 	}
-	deleting = nil // the cluster stops and takes them with it
-	if err := stopCluster(); err != nil {
-		t.Fatal("stopping the cluster:", err)
-	}
-	c, err := startCluster(env.root, cni)
+	c, err := startCluster(env.root)
 	if err != nil {
 		t.Fatal("starting the cluster:", err)
 	}
-	running.cni, running.stop, running.restartAgent, running.imported, running.certManager = cni, c.stop, c.restartAgent, false, false
+	running.stop, running.restartAgent = c.stop, c.restartAgent
 }
 
 func stopCluster() error {
@@ -113,7 +102,7 @@ func stopCluster() error {
 		return nil
 	}
 	err := running.stop()
-	running.cni, running.stop = "", nil
+	running.stop = nil
 	return err
 }
 
@@ -141,7 +130,7 @@ func prerequisites(root string) error {
 		return fmt.Errorf("hack/cluster/build.sh --print: %w", err)
 	}
 	dir := strings.TrimSpace(string(out))
-	for _, bin := range []string{"kubelet", "kubectl", "containerd", "kube-router", "coredns", "hubble-relay", "etcd", "kube-apiserver", "cilium-agent"} {
+	for _, bin := range []string{"kubelet", "kubectl", "containerd", "coredns", "hubble-relay", "etcd", "kube-apiserver", "cilium-agent"} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
 			return &controlplanetest.MissingError{What: "the real-node cluster's binaries", Target: "cluster-build", Detail: fmt.Sprintf("%s is missing in %s", bin, dir)}
 		}
@@ -150,20 +139,13 @@ func prerequisites(root string) error {
 	return nil
 }
 
-// require skips t, or fails it under NETWORK_ENFORCER_REQUIRE_ALL, when the
-// suite's prerequisites are missing; else it runs t on the cluster with the
-// bridge CNI and kube-router.
-func require(t *testing.T) {
-	t.Helper()
-	controlplanetest.Need(t, env.missing)
-	useCluster(t, cniBridge)
-}
-
-// requireCilium is require for the cluster whose CNI is the Cilium agent.
+// requireCilium skips t, or fails it under NETWORK_ENFORCER_REQUIRE_ALL, when
+// the suite's prerequisites are missing; else it runs t on the cluster, whose
+// CNI is the Cilium agent.
 func requireCilium(t *testing.T) {
 	t.Helper()
 	controlplanetest.Need(t, env.missing)
-	useCluster(t, cniCilium)
+	useCluster(t)
 }
 
 // cluster is a run of hack/cluster/cluster.sh.
@@ -176,9 +158,10 @@ type cluster struct {
 	restartAgent func() error
 }
 
-// startCluster runs `hack/cluster/cluster.sh run` with the CNI given and waits
-// for its ready line.
-func startCluster(root, cni string) (*cluster, error) {
+// startCluster runs `hack/cluster/cluster.sh run` with Cilium as the CNI and
+// waits for its ready line.
+func startCluster(root string) (*cluster, error) {
+	const cni = "cilium"
 	logPath := filepath.Join(os.TempDir(), "network-enforcer-cluster-"+cni+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {

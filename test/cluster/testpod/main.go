@@ -1,9 +1,6 @@
 // Command testpod is the program of the real-node tests' own pods, one binary in
 // one image with a mode per role:
 //
-//	testpod hubble   a Cilium agent's Hubble side as hubble-relay sees it: the Peer
-//	                 service (naming this pod as the one node) and the Observer
-//	                 service on :4244, serving the flows POSTed to :8081/flows
 //	testpod goldmane Calico Goldmane's Flows service on :7443, mutual TLS only
 //	testpod ztunnel  prints recorded ztunnel log lines to stdout, as ztunnel does,
 //	                 and on :8081 bursts of connections that a test counts
@@ -18,8 +15,9 @@
 //	                 or every INTERVAL (a DaemonSet's), COUNT times when given
 //
 // A test drives the clients from the node, learns each connection's real
-// addresses from the answer, and hands the same connections to the Hubble pod as
-// flows: the connection log of the test, served through the real relay.
+// addresses from the answer, and hands the same connections to the Goldmane or
+// ztunnel pod, which reports them as its data plane does. (Cilium's flows are
+// the real agent's own.)
 package main
 
 import (
@@ -31,7 +29,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: testpod hubble|goldmane|ztunnel|server|client|app|dial")
+		fmt.Fprintln(os.Stderr, "usage: testpod goldmane|ztunnel|server|client|app|dial")
 		os.Exit(2)
 	}
 	// As PID 1 the program gets no default signal handling: end on SIGTERM.
@@ -43,8 +41,6 @@ func main() {
 	}()
 	var err error
 	switch os.Args[1] {
-	case "hubble":
-		err = hubble()
 	case "goldmane":
 		err = goldmane()
 	case "ztunnel":
