@@ -202,6 +202,11 @@ func TestNodeAgentNetworkEnforcer(t *testing.T) {
 				str(t, exp, "balancer_name") != "round_robin" {
 				t.Errorf("node agent exports to %s with %v", got, at(exp, "balancer_name"))
 			}
+			// A retry that draws the standby again comes within a second, and
+			// none is ever dropped for its age.
+			if retry := at(exp, "retry_on_failure"); at(retry, "enabled") != true || at(retry, "max_interval") != "1s" || at(retry, "max_elapsed_time") != "0s" {
+				t.Errorf("node agent retries %v, want every second at most and without end", retry)
+			}
 			if ip, _, _ := unstructured.NestedString(r.must(t, "Service", namespace, fullname+"-otlp-headless").Object, "spec", "clusterIP"); ip != "None" {
 				t.Errorf("the node agents' Service has clusterIP %q, want a headless Service", ip)
 			}
