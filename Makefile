@@ -160,15 +160,8 @@ helm: $(HELM) ## Install the pinned helm, which the chart's tests and the demo r
 CNI ?= cilium
 
 .PHONY: cluster-build
-cluster-build: cilium-build controlplane ## Build the real-node cluster's binaries (kubelet, containerd, CoreDNS, hubble-relay, the Cilium agent, ...), cached.
+cluster-build: controlplane ## Build the real-node cluster's binaries (kubelet, containerd, CoreDNS, hubble-relay, the Cilium agent, ...), cached.
 	hack/cluster/build.sh
-
-# The Cilium agent's part, the largest, shares no module versions with the control
-# plane: under make -j it builds from the start, beside the control plane, instead of
-# after every other part (cold, it was the last 520 s of the build phase, alone).
-.PHONY: cilium-build
-cilium-build:
-	hack/cluster/build.sh --part cilium
 
 .PHONY: cluster
 cluster: cluster-build ## Run a real single-node cluster on this machine (root) until Ctrl-C, then clean the host; CNI=bridge for a bridge and kube-router in place of Cilium.
@@ -182,7 +175,7 @@ cluster: cluster-build ## Run a real single-node cluster on this machine (root) 
 # share the distribution's module versions one after the other, so that no two
 # compile a shared package at once, measured slower cold: 2,315 s against 2,225 s.)
 test: ## Build what the tests need, then run unit, control-plane, browser, binary and real-node tests.
-	$(MAKE) --no-print-directory -j4 $(TEST_DEPS)
+	$(MAKE) --no-print-directory -j3 $(TEST_DEPS)
 	hack/test.sh
 
 # What the tests need, longest first: the real node's parts wait for the control
@@ -197,7 +190,7 @@ TEST_DEPS := cluster-build image certmanager $(HELM) browser
 # parts that the real-node suite waits for.
 .PHONY: ci-deps
 ci-deps: ## Build what check-generate and test need, side by side (.ci/run's first step).
-	$(MAKE) --no-print-directory -j5 $(filter-out browser,$(TEST_DEPS)) $(CONTROLLER_GEN) $(PROTOC_GEN_GO) $(PROTOC_GEN_GRPC) debian-packages
+	$(MAKE) --no-print-directory -j4 $(filter-out browser,$(TEST_DEPS)) $(CONTROLLER_GEN) $(PROTOC_GEN_GO) $(PROTOC_GEN_GRPC) debian-packages
 
 .PHONY: debian-packages
 debian-packages:

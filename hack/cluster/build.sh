@@ -22,10 +22,8 @@
 # (hack/lib.sh), or under $NETWORK_ENFORCER_CLUSTER_CACHE, so bumping a version
 # builds the new one beside the old; a later run takes no time.
 #
-# Usage: hack/cluster/build.sh              build what is missing; print the folder
-#        hack/cluster/build.sh --print      print the folder only
-#        hack/cluster/build.sh --part cilium  build the Cilium part only, if missing
-#                                           (make builds it beside the control plane)
+# Usage: hack/cluster/build.sh          build what is missing; print the folder
+#        hack/cluster/build.sh --print  print the folder only
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -129,13 +127,6 @@ kube_router_dir="$cache/kube-router-$KUBE_ROUTER_VERSION"
 coredns_dir="$cache/coredns-$coredns_version-cluster-$(sha256sum "$root/tools/cluster/coredns/main.go" | cut -c1-12)"
 cilium_dir="$cache/cilium-$cilium_version"
 
-cilium() { part "cilium $cilium_version" "$cilium_dir" cilium-agent cilium-cni cilium-dbg hubble-relay -- build_cilium; }
-if [[ "${1:-}" == "--part" ]]; then
-	[[ "${2:-}" == cilium ]] || { echo "hack/cluster/build.sh: unknown part \"${2:-}\": the one part built alone is cilium" >&2; exit 2; }
-	cilium
-	exit
-fi
-
 controlplane=$("$root/hack/controlplane.sh")
 part "kubelet, kube-scheduler, kube-proxy, kubectl $k8s_version" "$node_dir" kubelet kube-scheduler kube-proxy kubectl -- build_node
 part "containerd $containerd_version" "$containerd_dir" containerd containerd-shim-runc-v2 ctr -- build_containerd
@@ -145,7 +136,7 @@ if [[ "${NETWORK_ENFORCER_CLUSTER_CNI:-cilium}" == bridge ]]; then
 	dirs+=("$kube_router_dir")
 fi
 part "coredns $coredns_version" "$coredns_dir" coredns -- build_coredns
-cilium
+part "cilium $cilium_version" "$cilium_dir" cilium-agent cilium-cni cilium-dbg hubble-relay -- build_cilium
 
 # Made anew, so that no link to a part that is no longer built stays.
 rm -rf "$out"

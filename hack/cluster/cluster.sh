@@ -6,7 +6,8 @@
 # The CNI is the real Cilium agent (NETWORK_ENFORCER_CLUSTER_CNI=cilium, the
 # default, which the real-node suite runs on); with
 # NETWORK_ENFORCER_CLUSTER_CNI=bridge (`make cluster CNI=bridge`) it is a bridge
-# CNI network with kube-router's NetworkPolicy firewall instead. The agent runs on the host, as its DaemonSet pod would, with Hubble on behind
+# CNI network with kube-router's NetworkPolicy firewall instead. The agent runs
+# on the host, as its DaemonSet pod would, with Hubble on behind
 # mutual TLS (the certificates and Secrets that Cilium's chart issues), and the
 # real hubble-relay runs as a pod that finds the agent through the hubble-peer
 # Service, as in a Cilium cluster. kube-proxy stays. Without Cilium's operator
