@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"net"
@@ -151,12 +152,29 @@ func expectedLeftover(o string) bool {
 // secretData returns a key of a Secret, decoded.
 func secretData(t *testing.T, namespace, name, key string) []byte {
 	t.Helper()
-	out := kubectl(t, "-n", namespace, "get", "secret", name, "-o", "jsonpath={.data."+strings.ReplaceAll(key, ".", `\.`)+"}")
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(out))
-	if err != nil {
-		t.Fatalf("secret %s/%s %s: %v", namespace, name, key, err)
+	return secretKeys(t, namespace, name, key)[0]
+}
+
+// secretKeys returns keys of a Secret, decoded, from one read: a key pair
+// read in two reads may straddle cert-manager's renewal of it.
+func secretKeys(t *testing.T, namespace, name string, keys ...string) [][]byte {
+	t.Helper()
+	out := kubectl(t, "-n", namespace, "get", "secret", name, "-o", "json")
+	var secret struct {
+		Data map[string]string `json:"data"`
 	}
-	return b
+	if err := json.Unmarshal([]byte(out), &secret); err != nil {
+		t.Fatalf("secret %s/%s: %v", namespace, name, err)
+	}
+	var values [][]byte
+	for _, key := range keys {
+		b, err := base64.StdEncoding.DecodeString(secret.Data[key])
+		if err != nil {
+			t.Fatalf("secret %s/%s %s: %v", namespace, name, key, err)
+		}
+		values = append(values, b)
+	}
+	return values
 }
 
 // issued waits until each Certificate is Ready in namespace and returns the
@@ -196,7 +214,8 @@ func served(t *testing.T, addr, serverName, serverSecret, clientSecret string) (
 	if !roots.AppendCertsFromPEM(secretData(t, namespace, serverSecret, "ca.crt")) {
 		t.Fatalf("secret %s has no CA", serverSecret)
 	}
-	pair, err := tls.X509KeyPair(secretData(t, namespace, clientSecret, "tls.crt"), secretData(t, namespace, clientSecret, "tls.key"))
+	kp := secretKeys(t, namespace, clientSecret, "tls.crt", "tls.key")
+	pair, err := tls.X509KeyPair(kp[0], kp[1])
 	if err != nil {
 		t.Fatal(err)
 	}
