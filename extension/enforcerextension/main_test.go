@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/internal/metadata"
@@ -65,19 +67,29 @@ func startEnforcerOn(t *testing.T, cp *controlplanetest.Env, lease string) *enfo
 // whose pod has that name: replicas of one test process differ by it.
 func startReplicaOn(t *testing.T, cp *controlplanetest.Env, lease, replica string) *enforcer {
 	t.Helper()
+	e, _ := startLoggedReplicaOn(t, cp, lease, replica)
+	return e
+}
+
+// startLoggedReplicaOn is startReplicaOn with the replica's log kept, for a
+// test that waits for what it logs.
+func startLoggedReplicaOn(t *testing.T, cp *controlplanetest.Env, lease, replica string) (*enforcer, *observer.ObservedLogs) {
+	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	cfg.LeaderElection = LeaderElectionConfig{
 		LeaseName: lease, LeaseNamespace: "default",
 		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
 	}
+	core, logs := observer.New(zap.InfoLevel)
 	set := extension.Settings{ID: component.NewID(metadata.Type), TelemetrySettings: componenttest.NewNopTelemetrySettings(),
 		BuildInfo: component.NewDefaultBuildInfo()}
+	set.Logger = zap.New(core)
 	e := newReplica(set, cfg, func(k8sconfig.APIConfig) (*rest.Config, error) { return cp.Config, nil }, replica)
 	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
-	return e
+	return e, logs
 }
 
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {

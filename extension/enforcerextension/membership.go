@@ -201,7 +201,13 @@ func (m *membership) stop(ctx context.Context, graceful bool) {
 	m.live = nil
 	m.mu.Unlock()
 	<-done
-	if !graceful || m.own == nil {
+	m.mu.Lock()
+	wrote := !m.joined.IsZero()
+	m.mu.Unlock()
+	// A replica that never wrote its Lease has none to delete. One whose last
+	// renewal conflicted has forgotten it (own is nil) but still leaves: the
+	// renewal below reads it again.
+	if !graceful || !wrote {
 		return
 	}
 	// The last checkpoints first, every key released: the others keep what a
@@ -222,6 +228,11 @@ func (m *membership) stop(ctx context.Context, graceful bool) {
 	}
 	if m.own != nil {
 		own = m.own
+	}
+	if own == nil {
+		m.logger.Warn("Could not read the membership Lease to delete it: the others take this replica's keys when it expires",
+			zap.String("lease", m.leaseName))
+		return
 	}
 	err := m.cs.CoordinationV1().Leases(m.namespace).Delete(ctx, own.Name,
 		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &own.UID}})

@@ -344,6 +344,43 @@ func TestLeaveAfterAWriteItDidNotSee(t *testing.T) {
 	}
 }
 
+// TestLeaveRightAfterAConflictedRenewal: a renewal that conflicts with a
+// write it did not see forgets the Lease until the next one reads it again; a
+// replica that stops in between still deletes its Lease, so that the others
+// take its keys at once rather than when it expires.
+func TestLeaveRightAfterAConflictedRenewal(t *testing.T) {
+	controlplanetest.Require(t)
+	suffix := rand.String(5)
+	lease := "conflict-" + suffix
+	staying := joinMembers(t, lease, "staying-"+suffix)[0]
+	e, logs := startLoggedReplicaOn(t, env, lease, "leaving-"+suffix)
+	var n atomic.Int32
+	e.OnMembersChanged(func() { n.Add(1) })
+	leaving := member{enforcer: e, changes: &n}
+	waitMembers(t, "two members", leaving, staying)
+
+	l, ok := getLease(t, memberLeaseName(lease, "leaving-"+suffix))
+	if !ok {
+		t.Fatal("no Lease")
+	}
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if err := env.Client.Update(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	// The stop comes right after the conflict, well inside the retry period
+	// (200ms) after which the next renewal would have read the Lease again.
+	waitFor(t, "a renewal to conflict", memberWait, func() bool {
+		return logs.FilterMessage("Cannot renew the membership Lease").Len() > 0
+	})
+	if err := leaving.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := getLease(t, memberLeaseName(lease, "leaving-"+suffix)); ok {
+		t.Fatal("the Lease is still there")
+	}
+	waitMembers(t, "the other member alone", staying)
+}
+
 // TestLeaderAddress: every replica finds the leader's pod IP from the holder
 // of the leader Lease and the cached pods; none while the leader's pod is
 // unknown or has no IP.
