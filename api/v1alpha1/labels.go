@@ -39,4 +39,9 @@ const (
 	// (JSON, sorted) that the replica no longer reads: their checkpoints there
 	// are final, and a new owner resumes from them at once.
 	ReleasedAnnotation = "networkenforcer.kubewarden.io/released"
+	// CountedAnnotation, on the leader's membership Lease, holds a JSON object
+	// from key to the RFC 3339 time (nanoseconds) up to which the leader took
+	// every record that members learned from that key's flows. The next owner
+	// of a key whose reader was killed counts from it.
+	CountedAnnotation = "networkenforcer.kubewarden.io/counted"
 )

@@ -9,15 +9,17 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 )
 
 // mergeable reports whether a record is merged over the interval: a learned
-// edge or an observation. Everything else (violation candidates above all)
-// is sent at once.
+// edge, an observation, or a source's progress (one per key, the newest),
+// which goes with the records it covers. Everything else (violation
+// candidates above all) is sent at once.
 func mergeable(lr plog.LogRecord) bool {
 	switch lr.EventName() {
-	case learning.EventName, learning.ObservationEventName:
+	case learning.EventName, learning.ObservationEventName, flowsource.ProgressEventName:
 		return true
 	}
 	return false
@@ -58,11 +60,19 @@ func (a *aggregator) addBatch(ld plog.Logs, maxHeld int) []plog.Logs {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var full []plog.Logs
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			for _, lr := range sl.LogRecords().All() {
-				if mergeable(lr) && a.addLocked(lr) >= maxHeld {
-					full = append(full, a.takeLocked())
+	// The progress goes in after the records of the batch: a take that
+	// max_edges asks for in between must not send the progress ahead of
+	// the records that it covers.
+	for _, progress := range []bool{false, true} {
+		for _, rl := range ld.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					if (lr.EventName() == flowsource.ProgressEventName) != progress || !mergeable(lr) {
+						continue
+					}
+					if a.addLocked(lr) >= maxHeld {
+						full = append(full, a.takeLocked())
+					}
 				}
 			}
 		}

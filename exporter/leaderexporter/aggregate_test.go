@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/kubewarden/network-enforcer/exporter/leaderexporter/internal/metadata"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 )
 
@@ -205,5 +206,43 @@ func TestABatchWithoutEdgesIsHandedOnAsItIs(t *testing.T) {
 	all := sink.AllLogs()
 	if len(all) != 1 || all[0].LogRecordCount() != 2 {
 		t.Fatalf("batches %d, want the one batch", len(all))
+	}
+}
+
+// TestProgressGoesWithTheRecordsItCovers: a source's progress records merge
+// into the newest of each key; when max_edges takes the held records in the
+// middle of a batch, the batch's progress goes in the take after its last
+// record, never ahead of a record that it covers.
+func TestProgressGoesWithTheRecordsItCovers(t *testing.T) {
+	a := newAggregator()
+	ld, sl := newScope()
+	flowsource.WriteProgress(sl.LogRecords().AppendEmpty(), flowsource.Mark{Key: "node-1", Time: base.Add(time.Second)})
+	appendEdge(sl, 8080, 1, time.Second)
+	flowsource.WriteProgress(sl.LogRecords().AppendEmpty(), flowsource.Mark{Key: "node-1", Time: base.Add(3 * time.Second)})
+	flowsource.WriteProgress(sl.LogRecords().AppendEmpty(), flowsource.Mark{Key: "node-2", Time: base.Add(2 * time.Second)})
+	appendEdge(sl, 9090, 1, 2*time.Second)
+	full := a.addBatch(ld, 2) // the two edges fill a take, the two keys another
+	if len(full) != 2 {
+		t.Fatalf("%d takes, want 2", len(full))
+	}
+	for _, lr := range records(full[0]) {
+		if lr.EventName() == flowsource.ProgressEventName {
+			t.Fatal("the progress went out with the take that max_edges asked for, in the middle of its batch")
+		}
+	}
+	if _, ok := a.take(); ok {
+		t.Fatal("something held after the takes")
+	}
+	out := full[1]
+	got := map[string]time.Time{}
+	for _, lr := range records(out) {
+		m, ok := flowsource.ReadProgress(lr)
+		if !ok {
+			t.Fatalf("a %s record in the progress's take", lr.EventName())
+		}
+		got[m.Key] = m.Time
+	}
+	if len(got) != 2 || !got["node-1"].Equal(base.Add(3*time.Second)) || !got["node-2"].Equal(base.Add(2*time.Second)) {
+		t.Fatalf("progress %v, want node-1 at +3s and node-2 at +2s", got)
 	}
 }

@@ -101,6 +101,11 @@ type Membership interface {
 	// CheckpointOf returns the newest time that any member, live or gone,
 	// published for key: a new owner resumes from it.
 	CheckpointOf(key string) (time.Time, bool)
+	// CountFrom returns the time up to which every flow of key is counted,
+	// for its new owner: CheckpointOf(key) when its writer hands everything
+	// up to it on (released, left gracefully); for a writer that was killed,
+	// the time up to which a leader took key's records, as Counted published.
+	CountFrom(key string) (time.Time, bool)
 	// Release publishes at once that this replica no longer reads key, with
 	// its checkpoint: the key's new owner need not wait for the next renewal.
 	Release(key string)
@@ -115,6 +120,15 @@ type Membership interface {
 	// new owner that resumes before then would count again what the previous
 	// owner handed on since its last renewal.
 	Settled(key string) bool
+}
+
+// Counting is what the leader's receiver of the members' records tells the
+// membership: how far it took each key's records, so that the next owner of a
+// key whose reader was killed does not count again what that reader sent.
+type Counting interface {
+	// Counted records that this replica, leading, took every record of key's
+	// flows up to t; its membership Lease publishes the newest.
+	Counted(key string, t time.Time)
 }
 
 // LeaderLocator finds the leading replica, for the readers that send it what

@@ -74,6 +74,15 @@ type membership struct {
 	// replica watched: a member that stops gracefully deletes its Lease, and
 	// the next owner of its keys resumes from what it published.
 	gone map[string]time.Time
+	// goneReleased are the keys of gone that their Lease listed as released:
+	// a member that stops gracefully releases every key before it deletes its
+	// Lease, one deleted after a kill (its pod's removal) did not.
+	goneReleased map[string]bool
+	// counted is, while this replica leads and members send it what they
+	// learned, the newest flow time of each key up to which it took every
+	// record: its Lease publishes it, and the next owner of a key whose reader
+	// was killed counts from there. countedGone keeps what deleted Leases said.
+	counted, countedGone map[string]time.Time
 	// parsed caches each member Lease's checkpoints by its resourceVersion.
 	parsed map[string]parsedCheckpoints
 	// seen is, by Lease name, each member's renewal as this replica last saw
@@ -89,6 +98,7 @@ type parsedCheckpoints struct {
 	resourceVersion string
 	times           map[string]time.Time
 	released        map[string]bool
+	counted         map[string]time.Time
 }
 
 func newMembership(logger *zap.Logger, cfg LeaderElectionConfig, replica, identity string) *membership {
@@ -97,7 +107,8 @@ func newMembership(logger *zap.Logger, cfg LeaderElectionConfig, replica, identi
 		leaseName: memberLeaseName(cfg.LeaseName, replica), identity: identity, replica: replica,
 		group:       shortName(cfg.LeaseName),
 		checkpoints: map[string]time.Time{}, released: map[string]time.Time{}, renewNow: make(chan struct{}, 1),
-		gone: map[string]time.Time{}, parsed: map[string]parsedCheckpoints{}, seen: map[string]sighting{},
+		gone: map[string]time.Time{}, goneReleased: map[string]bool{},
+		counted: map[string]time.Time{}, countedGone: map[string]time.Time{}, parsed: map[string]parsedCheckpoints{}, seen: map[string]sighting{},
 	}
 }
 
@@ -278,6 +289,7 @@ func (m *membership) renew(ctx context.Context) {
 	checkpoints := formatCheckpoints(m.checkpoints)
 	snapshot := maps.Clone(m.checkpoints)
 	released := formatReleased(m.released)
+	counted := formatCheckpoints(newest(m.counted, maxPublishedCounts))
 	pod := m.pod
 	m.mu.Unlock()
 	if l.Labels == nil {
@@ -286,6 +298,7 @@ func (m *membership) renew(ctx context.Context) {
 	l.Labels[v1alpha1.MemberOfLabel] = m.group
 	setAnnotation(l, v1alpha1.CheckpointsAnnotation, checkpoints)
 	setAnnotation(l, v1alpha1.ReleasedAnnotation, released)
+	setAnnotation(l, v1alpha1.CountedAnnotation, counted)
 	if p := pod(m.namespace, m.replica); p != nil && p.UID != "" {
 		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(false)}}
 	}
@@ -418,9 +431,16 @@ func (m *membership) deleted(obj any) {
 	}
 	if l, ok := obj.(*coordinationv1.Lease); ok {
 		m.mu.Lock()
-		for k, t := range m.checkpointsOfLocked(l).times {
+		p := m.checkpointsOfLocked(l)
+		for k, t := range p.times {
 			if t.After(m.gone[k]) {
 				m.gone[k] = t
+				m.goneReleased[k] = p.released[k]
+			}
+		}
+		for k, t := range p.counted {
+			if t.After(m.countedGone[k]) {
+				m.countedGone[k] = t
 			}
 		}
 		delete(m.parsed, l.Name)
@@ -515,8 +535,12 @@ func (m *membership) Forget(key string) {
 	delete(m.checkpoints, key)
 	delete(m.released, key)
 	delete(m.gone, key)
+	delete(m.goneReleased, key)
+	_, counted := m.counted[key]
+	delete(m.counted, key)
+	delete(m.countedGone, key)
 	m.mu.Unlock()
-	if had {
+	if had || counted {
 		m.renewSoon()
 	}
 }
@@ -524,12 +548,7 @@ func (m *membership) Forget(key string) {
 // boundLocked drops the oldest checkpoints past maxCheckpoints.
 func (m *membership) boundLocked() {
 	for len(m.checkpoints) > maxCheckpoints {
-		var oldest string
-		for k, t := range m.checkpoints {
-			if oldest == "" || t.Before(m.checkpoints[oldest]) {
-				oldest = k
-			}
-		}
+		oldest := oldestKey(m.checkpoints)
 		delete(m.checkpoints, oldest)
 		delete(m.released, oldest)
 		if m.logger != nil {
@@ -537,6 +556,106 @@ func (m *membership) boundLocked() {
 				zap.String("key", oldest), zap.Int("max", maxCheckpoints))
 		}
 	}
+}
+
+// oldestKey returns the key of c's oldest time.
+func oldestKey(c map[string]time.Time) string {
+	var oldest string
+	for k, t := range c {
+		if oldest == "" || t.Before(c[oldest]) {
+			oldest = k
+		}
+	}
+	return oldest
+}
+
+// maxPublishedCounts bounds the counts that the leader's Lease publishes: an
+// entry is a node name and a time, about 70 bytes, so 2,048 of them take
+// about 140 KiB of the 256 KiB that a Lease's annotations may hold, beside
+// the leader's own checkpoints (maxCheckpoints, about 70 KiB). Past the bound
+// the newest counts are published: a node whose reader is killed has sent
+// recently, and the next owner of a node left out counts from its reader's
+// checkpoint.
+const maxPublishedCounts = 2048
+
+// Counted records, on the leader, that it took every record of key's flows
+// up to t from the member that reads key; the next renewal publishes it. The
+// counts of deleted nodes go with Forget, which bounds them by the cluster.
+func (m *membership) Counted(key string, t time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t.After(m.counted[key]) {
+		m.counted[key] = t
+	}
+}
+
+// newest returns the n newest entries of c, c itself when it holds no more.
+func newest(c map[string]time.Time, n int) map[string]time.Time {
+	if len(c) <= n {
+		return c
+	}
+	keys := slices.Collect(maps.Keys(c))
+	slices.SortFunc(keys, func(a, b string) int { return c[b].Compare(c[a]) })
+	out := make(map[string]time.Time, n)
+	for _, k := range keys[:n] {
+		out[k] = c[k]
+	}
+	return out
+}
+
+// CountFrom returns the time up to which every flow of key is counted, for
+// the key's new owner: the newest checkpoint when its writer hands on
+// everything up to it (it released key, left gracefully, or is this replica);
+// else, for a writer that was killed and published its checkpoint up to a
+// retry period late, the newest time up to which a leader took key's records,
+// when one published it. A leader publishes within a retry period of taking
+// them, and the writer's Lease expires a lease duration after its last
+// renewal, so what the killed reader sent is published by then.
+func (m *membership) CountFrom(key string) (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	newest, from, ok := m.newestLocked(key)
+	if !ok {
+		return time.Time{}, false
+	}
+	var delivered bool
+	switch own, mine := m.checkpoints[key]; {
+	case from != nil:
+		delivered = m.checkpointsOfLocked(from).released[key]
+	case mine && own.Equal(newest):
+		delivered = true
+	default: // a deleted Lease's
+		delivered = m.goneReleased[key]
+	}
+	if delivered {
+		return newest, true
+	}
+	if t, ok := m.countedLocked(key); ok {
+		return t, true
+	}
+	return newest, true
+}
+
+// countedLocked returns the newest time up to which any leader, this replica
+// among them, published that it took key's records.
+func (m *membership) countedLocked(key string) (time.Time, bool) {
+	best, ok := m.counted[key]
+	if t, found := m.countedGone[key]; found && (!ok || t.After(best)) {
+		best, ok = t, true
+	}
+	if m.informer == nil {
+		return best, ok
+	}
+	for _, obj := range m.informer.GetStore().List() {
+		l, isLease := obj.(*coordinationv1.Lease)
+		if !isLease || l.Name == m.leaseName {
+			continue
+		}
+		if t, found := m.checkpointsOfLocked(l).counted[key]; found && (!ok || t.After(best)) {
+			best, ok = t, true
+		}
+	}
+	return best, ok
 }
 
 // Release marks key released at its checkpoint and renews at once. A key
@@ -644,7 +763,9 @@ func (m *membership) checkpointsOfLocked(l *coordinationv1.Lease) parsedCheckpoi
 		return p
 	}
 	p := parsedCheckpoints{resourceVersion: l.ResourceVersion,
-		times: parseCheckpoints(l.Annotations[v1alpha1.CheckpointsAnnotation]), released: parseReleased(l.Annotations[v1alpha1.ReleasedAnnotation])}
+		times:    parseCheckpoints(l.Annotations[v1alpha1.CheckpointsAnnotation]),
+		released: parseReleased(l.Annotations[v1alpha1.ReleasedAnnotation]),
+		counted:  parseCheckpoints(l.Annotations[v1alpha1.CountedAnnotation])}
 	m.parsed[l.Name] = p
 	return p
 }

@@ -22,6 +22,12 @@ func (e *enforcer) Claim(ctx context.Context, key string, t time.Time) error {
 // CheckpointOf returns the newest checkpoint of key that any member published.
 func (e *enforcer) CheckpointOf(key string) (time.Time, bool) { return e.membership.CheckpointOf(key) }
 
+// CountFrom returns the time up to which every flow of key is counted.
+func (e *enforcer) CountFrom(key string) (time.Time, bool) { return e.membership.CountFrom(key) }
+
+// Counted records that this replica, leading, took key's records up to t.
+func (e *enforcer) Counted(key string, t time.Time) { e.membership.Counted(key, t) }
+
 // Release publishes at once that this replica no longer reads key.
 func (e *enforcer) Release(key string) { e.membership.Release(key) }
 

@@ -8,6 +8,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
 
 // TestLiveMember: a member Lease is live until its duration has passed since
@@ -147,5 +149,81 @@ func TestCheckpointsAreBounded(t *testing.T) {
 	}
 	if v := formatCheckpoints(m.checkpoints); len(v) > 128<<10 {
 		t.Fatalf("the annotation is %d bytes at the bound", len(v))
+	}
+}
+
+// TestCountFrom: a new owner counts from the previous reader's checkpoint when
+// that reader hands everything up to it on (it released the key before it
+// left); from how far the leader took the key's records when the reader was
+// killed (its checkpoint was published up to a retry period late, or early of
+// what it had sent); from the checkpoint when no leader published a count.
+func TestCountFrom(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 12, 4, 10, 0, s, 0, time.UTC) }
+	lease := func(name string, annotations map[string]string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
+	}
+	reader := func(checkpoint time.Time, released bool) *coordinationv1.Lease {
+		a := map[string]string{v1alpha1.CheckpointsAnnotation: formatCheckpoints(map[string]time.Time{"node-1": checkpoint})}
+		if released {
+			a[v1alpha1.ReleasedAnnotation] = formatReleased(map[string]time.Time{"node-1": checkpoint})
+		}
+		return lease("reader", a)
+	}
+	leader := func(counted time.Time) *coordinationv1.Lease {
+		return lease("leader", map[string]string{v1alpha1.CountedAnnotation: formatCheckpoints(map[string]time.Time{"node-1": counted})})
+	}
+	for name, c := range map[string]struct {
+		gone    []*coordinationv1.Lease
+		counted time.Time // this replica's own count, as the leader
+		want    time.Time
+		ok      bool
+	}{
+		"nobody read it":                      {},
+		"released, the leader behind":         {gone: []*coordinationv1.Lease{reader(at(5), true), leader(at(3))}, want: at(5), ok: true},
+		"killed, the leader ahead":            {gone: []*coordinationv1.Lease{reader(at(5), false), leader(at(7))}, want: at(7), ok: true},
+		"killed, the leader behind":           {gone: []*coordinationv1.Lease{reader(at(5), false), leader(at(3))}, want: at(3), ok: true},
+		"killed, this replica leads":          {gone: []*coordinationv1.Lease{reader(at(5), false)}, counted: at(7), want: at(7), ok: true},
+		"killed, no leader published a count": {gone: []*coordinationv1.Lease{reader(at(5), false)}, want: at(5), ok: true},
+	} {
+		m := newMembership(nil, LeaderElectionConfig{LeaseName: "network-enforcer"}, "pod-b", "pod-b_2")
+		for _, l := range c.gone {
+			m.deleted(l)
+		}
+		if !c.counted.IsZero() {
+			m.Counted("node-1", c.counted)
+		}
+		got, ok := m.CountFrom("node-1")
+		if ok != c.ok || !got.Equal(c.want) {
+			t.Errorf("%s: counts from %v (%v), want %v (%v)", name, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestCountedIsPublishedAndForgotten: what the leader counted is published in
+// its Lease's annotation, the newest maxPublishedCounts of it, and a key
+// forgotten (its node gone) leaves it.
+func TestCountedIsPublishedAndForgotten(t *testing.T) {
+	m := newMembership(nil, LeaderElectionConfig{LeaseName: "network-enforcer"}, "pod-b", "pod-b_2")
+	at := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	for i := range maxPublishedCounts + 1 {
+		m.Counted(fmt.Sprintf("node-%d", i), at.Add(time.Duration(i)*time.Second))
+	}
+	m.Counted("node-5", at) // older than what it holds: kept as it was
+	got := parseCheckpoints(formatCheckpoints(newest(m.counted, maxPublishedCounts)))
+	if len(got) != maxPublishedCounts {
+		t.Fatalf("%d counts published, want %d", len(got), maxPublishedCounts)
+	}
+	if _, ok := got["node-0"]; ok {
+		t.Fatal("the oldest count was published past the bound")
+	}
+	if !got["node-5"].Equal(at.Add(5 * time.Second)) {
+		t.Fatalf("node-5 counted %v, want the newer", got["node-5"])
+	}
+	if b := len(formatCheckpoints(got)); b > 192<<10 {
+		t.Errorf("the published counts take %d bytes: too much of a Lease's 256 KiB of annotations", b)
+	}
+	m.Forget("node-5")
+	if _, ok := m.CountFrom("node-5"); ok {
+		t.Fatal("a forgotten key still counts from somewhere")
 	}
 }

@@ -247,9 +247,14 @@ func (b *batcher) deliver() {
 		if w.n > 0 {
 			w.logs = plog.NewLogs()
 			lrs := w.logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
-			lrs.EnsureCapacity(w.n)
+			lrs.EnsureCapacity(w.n + len(d.marks))
 			for i := range d.records {
 				d.records[i].WriteTo(lrs.AppendEmpty())
+			}
+			// The marks close the batch: a leader that takes it knows how far
+			// it reaches in each key's input.
+			for _, m := range d.marks {
+				WriteProgress(lrs.AppendEmpty(), m)
 			}
 			clear(d.records)
 			select {

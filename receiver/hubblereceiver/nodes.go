@@ -295,8 +295,10 @@ const handOverPoll = 50 * time.Millisecond
 
 // awaitHandOver waits, before the node's first stream, until the checkpoint
 // that another replica published for it is final (that replica released the
-// node, or left), and then resumes from it: what the previous reader handed
-// on since its last renewal is then not counted again. A previous reader
+// node, or left), and then counts from where every flow is counted (its
+// checkpoint, or for one that was killed how far the leader took its
+// records): what the previous reader sent since its last renewal is then not
+// counted again. A previous reader
 // that neither releases nor renews is gone within a lease, which bounds the
 // wait. It then claims the node (Claim) and returns once the claim is
 // written, or with ctx's error when ctx ends first. Without membership every
@@ -324,7 +326,9 @@ func (n *nodeReader) awaitHandOver(ctx context.Context) error {
 			}
 		}
 	}
-	start, ok := member.CheckpointOf(n.name)
+	// Where every flow is counted: the previous reader's checkpoint, or, for
+	// one that was killed, how far the leader took its records.
+	start, ok := member.CountFrom(n.name)
 	if ok {
 		n.mu.Lock()
 		n.countFrom = start

@@ -223,7 +223,7 @@ func TestOwnershipMovesNodes(t *testing.T) {
 	}
 	// worker-1's stream is closed: what its agent sees now is another
 	// replica's to read.
-	before := h.Sink.LogRecordCount()
+	before := h.FlowCount()
 	c.Push(onNode("worker-1", dataplanetest.NewHubbleConnection(frontend, orders, 43000, 8080, dataplanetest.ConnectionDenied))...)
 	c.Push(onNode("worker-3", dataplanetest.NewHubbleConnection(frontend, orders, 43001, 8080, dataplanetest.ConnectionDenied))...)
 	h.WaitRecords(t, before+1)
@@ -331,7 +331,7 @@ func TestCheckpointFollowsThePipeline(t *testing.T) {
 		cp, ok := e.CheckpointOf("worker-1")
 		return ok && cp.Equal(newest)
 	})
-	if n := h.Sink.LogRecordCount(); n != 1 {
+	if n := h.FlowCount(); n != 1 {
 		t.Fatalf("%d records, want 1", n)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/receiver/leaderreceiver/internal/metadata"
 )
@@ -51,9 +52,10 @@ type leaderReceiver struct {
 	accepted, refused, dropped metric.Int64Counter
 	attrs, duplicateAttrs      metric.MeasurementOption
 
-	leader enforcerextension.Leadership
-	server *grpc.Server
-	served sync.WaitGroup
+	leader   enforcerextension.Leadership
+	counting enforcerextension.Counting
+	server   *grpc.Server
+	served   sync.WaitGroup
 }
 
 func newLeaderReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*leaderReceiver, error) {
@@ -86,7 +88,11 @@ func (r *leaderReceiver) Start(ctx context.Context, host component.Host) error {
 	if err != nil {
 		return err
 	}
-	r.leader = leader
+	counting, err := enforcerextension.Find[enforcerextension.Counting](host, r.cfg.Enforcer)
+	if err != nil {
+		return err
+	}
+	r.leader, r.counting = leader, counting
 	srv, err := r.cfg.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings)
 	if err != nil {
 		return err
@@ -138,12 +144,14 @@ func (r *leaderReceiver) Export(ctx context.Context, req plogotlp.ExportRequest)
 		r.obs.EndLogsOp(r.obs.StartLogsOp(ctx), obsFormat, n, errStandby)
 		return plogotlp.NewExportResponse(), status.Error(codes.Unavailable, errStandby.Error())
 	}
+	progress := takeProgress(ld)
 	ids, dropped := r.dropDuplicates(ld)
 	if dropped > 0 {
 		r.dropped.Add(ctx, int64(dropped), r.duplicateAttrs)
 	}
 	n = ld.LogRecordCount()
 	if n == 0 {
+		r.count(progress)
 		return plogotlp.NewExportResponse(), nil
 	}
 	opCtx := r.obs.StartLogsOp(ctx)
@@ -153,8 +161,38 @@ func (r *leaderReceiver) Export(ctx context.Context, req plogotlp.ExportRequest)
 	if err != nil {
 		return plogotlp.NewExportResponse(), statusOf(err)
 	}
+	r.count(progress)
 	r.accepted.Add(ctx, int64(n), r.attrs)
 	return plogotlp.NewExportResponse(), nil
+}
+
+// takeProgress removes the sources' progress records from ld and returns
+// them: they are the leader's to note, not the pipeline's.
+func takeProgress(ld plog.Logs) []flowsource.Mark {
+	var marks []flowsource.Mark
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				if lr.EventName() != flowsource.ProgressEventName {
+					return false
+				}
+				if m, ok := flowsource.ReadProgress(lr); ok {
+					marks = append(marks, m)
+				}
+				return true
+			})
+		}
+	}
+	return marks
+}
+
+// count tells the membership how far a batch that the pipeline took reaches
+// in each source: the next owner of a source whose reader is killed counts
+// from there, not from the reader's last published checkpoint.
+func (r *leaderReceiver) count(progress []flowsource.Mark) {
+	for _, m := range progress {
+		r.counting.Counted(m.Key, m.Time)
+	}
 }
 
 // dropDuplicates removes from ld the violation candidates accepted within the

@@ -24,6 +24,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 	"github.com/kubewarden/network-enforcer/receiver/leaderreceiver/internal/metadata"
@@ -323,4 +324,62 @@ func appendCandidate(sl plog.ScopeLogs, srcPort uint32, at time.Duration) {
 	f := plog.NewLogRecord()
 	rec.WriteTo(f)
 	learning.AppendCandidate(sl, f, web, v1alpha1.DirectionIngress)
+}
+
+// TestProgressIsCountedOnceThePipelineTookTheBatch: a source's progress in a
+// batch is the leader's to note, not the pipeline's; it is noted when the
+// pipeline took the batch, not when the pipeline refused it, nor on a
+// standby; a batch of progress alone is noted as well.
+func TestProgressIsCountedOnceThePipelineTookTheBatch(t *testing.T) {
+	next := &switchable{}
+	replica, c := startPlaintext(t, next)
+	batch := func(at time.Duration, edge bool) plog.Logs {
+		ld, sl := newScope()
+		if edge {
+			e := learning.Edge{Backend: v1alpha1.BackendKubernetes, Workload: web, Direction: v1alpha1.DirectionIngress, Peer: api, Protocol: "tcp", Port: 80}
+			e.AppendTo(sl)
+		}
+		flowsource.WriteProgress(sl.LogRecords().AppendEmpty(), flowsource.Mark{Key: "node-1", Time: base.Add(at)})
+		return ld
+	}
+	counted := func() time.Duration {
+		t, ok := replica.CountedOf("node-1")
+		if !ok {
+			return -1
+		}
+		return t.Sub(base)
+	}
+
+	if err := export(t, c, batch(time.Second, true)); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a standby answered %v", err)
+	}
+	if got := counted(); got != -1 {
+		t.Fatalf("a standby noted progress %s", got)
+	}
+	replica.Lead()
+	next.set(errors.New("the queue is full"))
+	if err := export(t, c, batch(time.Second, true)); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a refused batch answered %v", err)
+	}
+	if got := counted(); got != -1 {
+		t.Fatalf("a batch that the pipeline refused noted progress %s", got)
+	}
+	next.set(nil)
+	if err := export(t, c, batch(time.Second, true)); err != nil {
+		t.Fatal(err)
+	}
+	if got := counted(); got != time.Second {
+		t.Fatalf("progress %s after the batch taken, want 1s", got)
+	}
+	for _, ld := range next.AllLogs() {
+		if n := ld.LogRecordCount(); n != 1 {
+			t.Fatalf("the pipeline got %d records, want the edge alone", n)
+		}
+	}
+	if err := export(t, c, batch(2*time.Second, false)); err != nil {
+		t.Fatal(err)
+	}
+	if got, n := counted(), len(next.AllLogs()); got != 2*time.Second || n != 1 {
+		t.Fatalf("progress alone: noted %s, want 2s; %d batches handed on, want 1", got, n)
+	}
 }

@@ -60,6 +60,9 @@ type scaleOutRun struct {
 	egress string
 	// violations counts the violation events by destination port.
 	violations map[string]int
+	// flows counts, by destination port, the flows of the client's egress
+	// edges that its proposal's status lists as observed.
+	flows map[int32]int64
 }
 
 // TestScaleOutLearnsAsTheRelay: 1, 2 and 3 replicas that share the nodes
@@ -80,7 +83,7 @@ func TestScaleOutLearnsAsTheRelay(t *testing.T) {
 	var oneReader int64
 	for replicas := 1; replicas <= 3; replicas++ {
 		t.Run(fmt.Sprintf("%d replicas", replicas), func(t *testing.T) {
-			s := newScaleOut(t, ca, replicas)
+			s := newScaleOut(t, ca, replicas, "1s")
 			s.push(want)
 			got := s.settle(t, want)
 			if got.egress != reference.egress {
@@ -88,6 +91,9 @@ func TestScaleOutLearnsAsTheRelay(t *testing.T) {
 			}
 			if fmt.Sprint(got.violations) != fmt.Sprint(reference.violations) {
 				t.Errorf("violations by port %v, through the relay %v", got.violations, reference.violations)
+			}
+			if fmt.Sprint(got.flows) != fmt.Sprint(reference.flows) {
+				t.Errorf("observed flows by port %v, through the relay %v", got.flows, reference.flows)
 			}
 			// Each node's flows are read once: a node that moves as the
 			// replicas join is read by its new owner from where the previous
@@ -103,20 +109,29 @@ func TestScaleOutLearnsAsTheRelay(t *testing.T) {
 }
 
 // TestScaleOutReplicaKilled: three replicas; one that reads nodes but does
-// not lead is killed with SIGKILL while the nodes keep sending. Its nodes move
-// to the others within one lease duration and a retry of its last renewal;
-// every connection is learned, and every violation is reported once.
+// not lead is killed with SIGKILL while the nodes keep sending, after its
+// Lease published checkpoints past flows that it had not sent the leader yet
+// (its records wait out a 3-second aggregation). Its nodes move to the others
+// within one lease duration and a retry of its last renewal, which count from
+// how far the leader took its records; every connection is learned, each
+// flow counted once, and every violation reported once.
 func TestScaleOutReplicaKilled(t *testing.T) {
 	controlplanetest.Require(t)
 	ca := certtest.NewCA(t, "scale-out-ca")
-	s := newScaleOut(t, ca, 3)
+	s := newScaleOut(t, ca, 3, "3s")
 	first := scaleOutFlows()
 	s.push(first)
-	s.settle(t, first)
+	// The flows of one connection as the client's egress counts them, with
+	// no replica killed.
+	perConnection := s.settle(t, first).flows[int32(first[0].port)]
+	if perConnection == 0 {
+		t.Fatal("the client's first connection has no observed flows")
+	}
 
+	leader := s.leader(t)
 	var victim *scaleOutReplica
 	for _, r := range s.replicas {
-		if r != s.leader(t) && r.counter(t, "network_enforcer_receiver_nodes") > 0 {
+		if r != leader && r.counter(t, "network_enforcer_receiver_nodes") > 0 {
 			victim = r
 			break
 		}
@@ -126,24 +141,41 @@ func TestScaleOutReplicaKilled(t *testing.T) {
 	}
 	before := s.requests()
 
-	// Violations that the victim sends just before it dies: it may not have
-	// published how far it got, and its successor then reads them again.
+	// The victim dies once its Lease says it handed on flows of the second
+	// set, which its aggregation holds for up to three seconds.
 	second := scaleOutFlows().shifted(1000)
-	read := victim.counter(t, "network_enforcer_receiver_flows_accepted")
+	pushed := time.Now()
 	s.push(second)
-	waitFor(t, "the victim to read its nodes' new flows", 30*time.Second, func() bool {
-		return victim.counter(t, "network_enforcer_receiver_flows_accepted") > read
+	var published map[string]time.Time
+	waitFor(t, "the victim to publish checkpoints past the second set", 30*time.Second, func() bool {
+		published = memberLease(t, victim.name).reading()
+		for _, cp := range published {
+			if cp.After(pushed) {
+				return true
+			}
+		}
+		return false
 	})
 	killed := time.Now()
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-victim.exited
+	// How far the leader took each node's records, as its Lease publishes
+	// them once it renewed after the kill: the victim's nodes stay there
+	// until their new readers send.
+	var counted map[string]time.Time
+	waitFor(t, "the leader to renew after the kill", 10*time.Second, func() bool {
+		l := memberLease(t, leader.name)
+		counted = l.counted
+		return l.renewed.After(killed.Add(retryPeriod))
+	})
 	third := scaleOutFlows().shifted(2000)
 	s.push(third)
 
-	// The victim's nodes are asked for again, by the others, from where it
-	// got: within a lease duration and a jittered retry of its last renewal.
+	// The victim's nodes are asked for again, by the others, from where the
+	// leader took them: within a lease duration and a jittered retry of its
+	// last renewal.
 	var moved []string
 	waitFor(t, "the victim's nodes to be read again", 3*leaseDuration, func() bool {
 		moved = moved[:0]
@@ -158,15 +190,14 @@ func TestScaleOutReplicaKilled(t *testing.T) {
 	// How long it took is a figure, not a verdict: a loaded machine may take
 	// longer than the lease promises, and the waitFor above bounds it.
 	took := time.Since(killed)
-	// Each from the victim's last published checkpoint of it, two connection
-	// periods (2 × 150 s) earlier, so that the connections it counted are
-	// known: not from the backfill.
-	published := victimCheckpoints(t, victim.name)
+	// Each two connection periods (2 × 150 s) before where the leader took
+	// it: the flows up to there only tell the connections apart.
 	for _, node := range moved {
-		cp, ok := published[node]
+		from, ok := counted[node]
 		since := s.cluster.Node(node).LastRequest().GetSince().AsTime()
-		if !ok || !since.Equal(cp.Add(-300*time.Second)) {
-			t.Errorf("node %s: the new reader asked since %v; the victim's checkpoint %v (published: %v)", node, since, cp, ok)
+		if !ok || !since.Equal(from.Add(-300*time.Second)) {
+			t.Errorf("node %s: the new reader asked since %v; the leader took it up to %v (published: %v), the victim's checkpoint %v",
+				node, since, from, ok, published[node])
 		}
 	}
 	const jitteredRetry = retryPeriod * 22 / 10
@@ -179,6 +210,22 @@ func TestScaleOutReplicaKilled(t *testing.T) {
 		if n != 1 {
 			t.Errorf("the violation on port %s was reported %d times", port, n)
 		}
+	}
+	var wrong []string
+	var total, want int64
+	for _, c := range all {
+		if c.src != caller {
+			continue
+		}
+		n := got.flows[int32(c.port)]
+		total, want = total+n, want+perConnection
+		if n != perConnection {
+			wrong = append(wrong, fmt.Sprintf("%d: %d", c.port, n))
+		}
+	}
+	t.Logf("the client's egress counts %d flows of %d pushed", total, want)
+	if len(wrong) > 0 {
+		t.Errorf("connections counted other than %d flows each, by port: %v", perConnection, wrong)
 	}
 }
 
@@ -270,6 +317,10 @@ connectors:
   forward/violations:
 exporters:%[3]s
   k8swriter:
+    # Every observed edge listed, and written within a second: the runs
+    # compare their flow counts.
+    observed_interval: 1s
+    max_observed: 256
   otlp_grpc:
     endpoint: %[5]s
     tls:
@@ -319,7 +370,7 @@ func (r *scaleOutReplica) counter(t *testing.T, name string) int64 {
 // is a pod of its own name whose address, 127.0.0.<i+2>, the Pod object in
 // the API server gives, as the kubelet would report it: the readers find the
 // leader there.
-func newScaleOut(t *testing.T, ca *certtest.CA, n int) *scaleOut {
+func newScaleOut(t *testing.T, ca *certtest.CA, n int, aggregation string) *scaleOut {
 	t.Helper()
 	resetScaleOut(t)
 	cluster, err := dataplanetest.NewHubbleCluster(ca, nil, scaleOutNodeNames()...)
@@ -329,6 +380,7 @@ func newScaleOut(t *testing.T, ca *certtest.CA, n int) *scaleOut {
 	t.Cleanup(cluster.Close)
 	s := &scaleOut{cluster: cluster, sink: startOTLPSink(t), clientPort: 40000}
 	peers := newScaleOutPeers(t, ca, s.sink.Addr, "scale-out")
+	peers.aggregation = aggregation
 	for i := range n {
 		s.replicas = append(s.replicas, peers.start(t, fmt.Sprintf("replica-%d-%d", n, i), i, "hubble", fmt.Sprintf(`
   hubble:
@@ -353,13 +405,16 @@ type scaleOutPeers struct {
 	server, client    certtest.Pair
 	lease, leaderPort string
 	sink              string
+	// aggregation is the leader exporter's interval: 1s unless a test
+	// wants its records held longer.
+	aggregation string
 }
 
 func newScaleOutPeers(t *testing.T, ca *certtest.CA, sink, lease string) *scaleOutPeers {
 	t.Helper()
 	_, port, _ := strings.Cut(freeAddr(t), ":")
 	return &scaleOutPeers{ca: ca, server: ca.Server(t, "leader", scaleOutLeaderName), client: ca.Client(t, "replica"),
-		lease: fmt.Sprintf("%s-%d", lease, time.Now().UnixNano()), leaderPort: port, sink: sink}
+		lease: fmt.Sprintf("%s-%d", lease, time.Now().UnixNano()), leaderPort: port, sink: sink, aggregation: "1s"}
 }
 
 // scaleOutIP is the address of the i-th replica's pod.
@@ -392,7 +447,7 @@ func (p *scaleOutPeers) start(t *testing.T, name string, i int, receiver, receiv
       key_file: %s
       server_name_override: %s
     aggregation:
-      interval: 1s`, p.leaderPort, p.ca.CertFile, p.client.CertFile, p.client.KeyFile, scaleOutLeaderName)
+      interval: %s`, p.leaderPort, p.ca.CertFile, p.client.CertFile, p.client.KeyFile, scaleOutLeaderName, p.aggregation)
 	config := writeConfig(t, name+".yaml", fmt.Sprintf(scaleOutConfig, p.lease, receivers, exporters, "", p.sink, host, port,
 		"["+receiver+"]", "[learning]", "[leader]", `
     logs/learned:
@@ -583,13 +638,16 @@ func settleScaleOut(t *testing.T, sink *otlpSink, set scaleOutFlowSet) scaleOutR
 	var run scaleOutRun
 	var learned []int32
 	read := func() {
-		run, learned = scaleOutRun{violations: map[string]int{}}, nil
+		run, learned = scaleOutRun{violations: map[string]int{}, flows: map[int32]int64{}}, nil
 		var p v1alpha1.WorkloadNetworkPolicyProposal
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "guarded", Name: "deployment-client-egress"}, &p); err == nil {
 			b, err := json.Marshal(p.Spec)
 			must(t, err)
 			run.egress = string(b)
 			learned = learnedPorts(&p.Spec)
+			for _, e := range p.Status.Observed {
+				run.flows[e.Port] += e.Flows
+			}
 		}
 		for _, lr := range sink.Records() {
 			if lr.EventName() != violationevent.Observed {
@@ -606,7 +664,7 @@ func settleScaleOut(t *testing.T, sink *otlpSink, set scaleOutFlowSet) scaleOutR
 		}
 		read()
 		for _, c := range set {
-			if c.src == caller && !slices.Contains(learned, int32(c.port)) {
+			if c.src == caller && (!slices.Contains(learned, int32(c.port)) || run.flows[int32(c.port)] == 0) {
 				return false
 			}
 			if run.violations[strconv.FormatUint(uint64(c.port), 10)] == 0 {
@@ -784,9 +842,28 @@ func sendLines(t *testing.T, conn *grpc.ClientConn, lines []string) {
 	t.Fatalf("sending ztunnel lines: %v", err)
 }
 
-// victimCheckpoints reads the checkpoints that a replica published in its
-// membership Lease, which stays, expired, after the replica was killed.
-func victimCheckpoints(t *testing.T, replica string) map[string]time.Time {
+// memberAnnotations is what a replica's membership Lease says: when it was
+// last renewed, its checkpoints, the keys it released, and what it counted
+// as the leader. The Lease stays, expired, after the replica was killed.
+type memberAnnotations struct {
+	renewed              time.Time
+	checkpoints, counted map[string]time.Time
+	released             map[string]bool
+}
+
+// reading is the checkpoints of the keys that the replica still reads.
+func (a memberAnnotations) reading() map[string]time.Time {
+	out := map[string]time.Time{}
+	for k, t := range a.checkpoints {
+		if !a.released[k] {
+			out[k] = t
+		}
+	}
+	return out
+}
+
+// memberLease reads replica's membership Lease.
+func memberLease(t *testing.T, replica string) memberAnnotations {
 	t.Helper()
 	var leases coordinationv1.LeaseList
 	must(t, env.Client.List(context.Background(), &leases, client.InNamespace(scaleOutNamespace),
@@ -795,16 +872,37 @@ func victimCheckpoints(t *testing.T, replica string) map[string]time.Time {
 		if l.Spec.HolderIdentity == nil || !strings.HasPrefix(*l.Spec.HolderIdentity, replica+"_") {
 			continue
 		}
-		var raw map[string]string
-		must(t, json.Unmarshal([]byte(l.Annotations[v1alpha1.CheckpointsAnnotation]), &raw))
-		out := map[string]time.Time{}
-		for node, v := range raw {
-			ts, err := time.Parse(time.RFC3339Nano, v)
-			must(t, err)
-			out[node] = ts
+		a := memberAnnotations{checkpoints: timesAnnotation(t, l.Annotations[v1alpha1.CheckpointsAnnotation]),
+			counted: timesAnnotation(t, l.Annotations[v1alpha1.CountedAnnotation]), released: map[string]bool{}}
+		if l.Spec.RenewTime != nil {
+			a.renewed = l.Spec.RenewTime.Time
 		}
-		return out
+		if v := l.Annotations[v1alpha1.ReleasedAnnotation]; v != "" {
+			var keys []string
+			must(t, json.Unmarshal([]byte(v), &keys))
+			for _, k := range keys {
+				a.released[k] = true
+			}
+		}
+		return a
 	}
 	t.Fatalf("no membership Lease of %s", replica)
-	return nil
+	return memberAnnotations{}
+}
+
+// timesAnnotation reads a JSON object from key to RFC 3339 time.
+func timesAnnotation(t *testing.T, v string) map[string]time.Time {
+	t.Helper()
+	out := map[string]time.Time{}
+	if v == "" {
+		return out
+	}
+	var raw map[string]string
+	must(t, json.Unmarshal([]byte(v), &raw))
+	for k, s := range raw {
+		ts, err := time.Parse(time.RFC3339Nano, s)
+		must(t, err)
+		out[k] = ts
+	}
+	return out
 }

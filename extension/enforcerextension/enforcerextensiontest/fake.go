@@ -70,6 +70,7 @@ type Enforcer struct {
 	owns           func(key string) bool
 	membersChanged []func()
 	checkpoints    map[string]time.Time
+	counted        map[string]time.Time
 	released       []string
 	forgotten      []string
 	settled        func(key string) bool
@@ -94,6 +95,7 @@ var (
 	_ enforcerextension.PolicyStatusSyncing = (*Enforcer)(nil)
 	_ enforcerextension.Membership          = (*Enforcer)(nil)
 	_ enforcerextension.LeaderLocator       = (*Enforcer)(nil)
+	_ enforcerextension.Counting            = (*Enforcer)(nil)
 )
 
 var _ extension.Extension = (*Enforcer)(nil)

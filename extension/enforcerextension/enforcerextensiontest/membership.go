@@ -60,6 +60,35 @@ func (e *Enforcer) CheckpointOf(key string) (time.Time, bool) {
 	return t, ok
 }
 
+// Counted records that the leader took key's records up to t.
+func (e *Enforcer) Counted(key string, t time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.counted == nil {
+		e.counted = map[string]time.Time{}
+	}
+	if t.After(e.counted[key]) {
+		e.counted[key] = t
+	}
+}
+
+// CountedOf returns what Counted recorded of key.
+func (e *Enforcer) CountedOf(key string) (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.counted[key]
+	return t, ok
+}
+
+// CountFrom answers what Counted recorded of key, else its newest
+// checkpoint: the fake's checkpoints have no writer that could be killed.
+func (e *Enforcer) CountFrom(key string) (time.Time, bool) {
+	if t, ok := e.CountedOf(key); ok {
+		return t, true
+	}
+	return e.CheckpointOf(key)
+}
+
 // LeaderAddress answers what SetLeaderAddress set.
 func (e *Enforcer) LeaderAddress() (string, bool) {
 	e.mu.Lock()
