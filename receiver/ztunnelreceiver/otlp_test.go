@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,9 +67,26 @@ func startOTLPOn(t *testing.T, host component.Host, configure func(*Config)) *ot
 	ca := certtest.NewCA(t, "otlp")
 	server := ca.Server(t, "ztunnel-receiver")
 	client := ca.Client(t, "fluent-bit")
+
+	// A port that freeAddr found free may be taken by another process before
+	// the receiver listens on it: the receiver then starts on new ones.
+	for attempt := 1; ; attempt++ {
+		e, err := tryStartOTLP(t, host, configure, ca, server, client)
+		if err == nil {
+			return e
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; on other ports", attempt, err)
+	}
+}
+
+// tryStartOTLP starts the receiver on two ports that were free a moment ago.
+func tryStartOTLP(t *testing.T, host component.Host, configure func(*Config), ca *certtest.CA, server, client certtest.Pair) (*otlpEnv, error) {
+	t.Helper()
 	tlsCfg := configtls.NewDefaultServerConfig()
 	tlsCfg.CertFile, tlsCfg.KeyFile, tlsCfg.ClientCAFile = server.CertFile, server.KeyFile, ca.CertFile
-
 	e := &otlpEnv{grpcAddr: freeAddr(t), httpAddr: freeAddr(t), client: &tls.Config{
 		RootCAs: ca.Pool(), Certificates: []tls.Certificate{client.TLS}, MinVersion: tls.VersionTLS12,
 	}}
@@ -87,7 +106,8 @@ func startOTLPOn(t *testing.T, host component.Host, configure func(*Config)) *ot
 		t.Fatal(err)
 	}
 	if err := r.Start(context.Background(), host); err != nil {
-		t.Fatal(err)
+		_ = r.Shutdown(context.Background()) // the listener that did open
+		return nil, err
 	}
 	t.Cleanup(func() {
 		if err := r.Shutdown(context.Background()); err != nil {
@@ -95,7 +115,7 @@ func startOTLPOn(t *testing.T, host component.Host, configure func(*Config)) *ot
 		}
 	})
 	e.h, e.id = harness, set.ID
-	return e
+	return e, nil
 }
 
 // sendGRPC exports ld as fluent-bit's OTLP/gRPC output does.
