@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zaptest/observer"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,16 +31,17 @@ const memberWait = 30 * time.Second
 type member struct {
 	*enforcer
 	changes *atomic.Int32
+	logs    *observer.ObservedLogs
 }
 
 func joinMembers(t *testing.T, lease string, replicas ...string) []member {
 	t.Helper()
 	out := make([]member, len(replicas))
 	for i, r := range replicas {
-		e := startReplicaOn(t, env, lease, r)
+		e, logs := startLoggedReplicaOn(t, env, lease, r)
 		var n atomic.Int32
 		e.OnMembersChanged(func() { n.Add(1) })
-		out[i] = member{enforcer: e, changes: &n}
+		out[i] = member{enforcer: e, changes: &n, logs: logs}
 	}
 	return out
 }
@@ -321,15 +324,7 @@ func TestLeaveAfterAWriteItDidNotSee(t *testing.T) {
 	leaving, staying := ms[0], ms[1]
 	waitMembers(t, "two members", leaving, staying)
 
-	// The write it did not see.
-	l, ok := getLease(t, memberLeaseName(lease, "leaving-"+suffix))
-	if !ok {
-		t.Fatal("no Lease")
-	}
-	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	if err := env.Client.Update(context.Background(), l); err != nil {
-		t.Fatal(err)
-	}
+	writeItDidNotSee(t, memberLeaseName(lease, "leaving-"+suffix))
 	last := time.Date(2026, 12, 3, 11, 0, 0, 0, time.UTC)
 	leaving.Checkpoint("node-9", last)
 	if err := leaving.Shutdown(context.Background()); err != nil {
@@ -344,6 +339,21 @@ func TestLeaveAfterAWriteItDidNotSee(t *testing.T) {
 	}
 }
 
+// writeItDidNotSee updates member Lease name behind its replica's back, as a
+// renewal that timed out after the API server took it does: the replica's
+// next renewal conflicts.
+func writeItDidNotSee(t *testing.T, name string) {
+	t.Helper()
+	l, ok := getLease(t, name)
+	if !ok {
+		t.Fatal("no Lease")
+	}
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if err := env.Client.Update(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestLeaveRightAfterAConflictedRenewal: a renewal that conflicts with a
 // write it did not see forgets the Lease until the next one reads it again; a
 // replica that stops in between still deletes its Lease, so that the others
@@ -352,25 +362,15 @@ func TestLeaveRightAfterAConflictedRenewal(t *testing.T) {
 	controlplanetest.Require(t)
 	suffix := rand.String(5)
 	lease := "conflict-" + suffix
-	staying := joinMembers(t, lease, "staying-"+suffix)[0]
-	e, logs := startLoggedReplicaOn(t, env, lease, "leaving-"+suffix)
-	var n atomic.Int32
-	e.OnMembersChanged(func() { n.Add(1) })
-	leaving := member{enforcer: e, changes: &n}
+	ms := joinMembers(t, lease, "leaving-"+suffix, "staying-"+suffix)
+	leaving, staying := ms[0], ms[1]
 	waitMembers(t, "two members", leaving, staying)
 
-	l, ok := getLease(t, memberLeaseName(lease, "leaving-"+suffix))
-	if !ok {
-		t.Fatal("no Lease")
-	}
-	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	if err := env.Client.Update(context.Background(), l); err != nil {
-		t.Fatal(err)
-	}
+	writeItDidNotSee(t, memberLeaseName(lease, "leaving-"+suffix))
 	// The stop comes right after the conflict, well inside the retry period
 	// (200ms) after which the next renewal would have read the Lease again.
 	waitFor(t, "a renewal to conflict", memberWait, func() bool {
-		return logs.FilterMessage("Cannot renew the membership Lease").Len() > 0
+		return leaving.logs.FilterMessage("Cannot renew the membership Lease").Len() > 0
 	})
 	if err := leaving.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
