@@ -227,3 +227,28 @@ func TestCountedIsPublishedAndForgotten(t *testing.T) {
 		t.Fatal("a forgotten key still counts from somewhere")
 	}
 }
+
+// FuzzMemberAnnotations: what another replica's Lease says is read without a
+// panic, whatever it holds; what reads back writes again as the same
+// checkpoints.
+func FuzzMemberAnnotations(f *testing.F) {
+	f.Add(`{"node-1":"2026-12-04T10:00:00.123456789Z"}`)
+	f.Add(`{"node-1":"not a time","node-2":"2026-12-04T10:00:00Z"}`)
+	f.Add(`["node-1","node-2"]`)
+	f.Add(`{"node-1":7}`)
+	f.Add(`{`)
+	f.Add(``)
+	f.Fuzz(func(t *testing.T, v string) {
+		times := parseCheckpoints(v)
+		_ = parseReleased(v)
+		again := parseCheckpoints(formatCheckpoints(times))
+		if len(again) != len(times) {
+			t.Fatalf("%d checkpoints read back as %d", len(times), len(again))
+		}
+		for k, tm := range times {
+			if !again[k].Equal(tm) {
+				t.Fatalf("%s: %v read back as %v", k, tm, again[k])
+			}
+		}
+	})
+}
