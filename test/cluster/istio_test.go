@@ -141,8 +141,8 @@ func accepted(t *testing.T, enforcers []pod) float64 {
 // renewalUnderTraffic upgrades the release to certificates that live three
 // minutes (cert-manager issues new ones at once, as their duration changed,
 // and renews each a third of its life before it ends), sends a counted burst of
-// connections while cert-manager renews the enforcer's and the node agent's
-// key pairs, and checks that new connections get the renewed certificate and
+// connections from 30 seconds before cert-manager renews the enforcer's and
+// the node agent's key pairs to a minute after, and checks that new connections get the renewed certificate and
 // that every record of the burst reached the enforcer (none is lost; the
 // waitFor above fails the test if one is).
 func renewalUnderTraffic(t *testing.T) {
@@ -160,10 +160,10 @@ func renewalUnderTraffic(t *testing.T) {
 	enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
 
 	// The replay's last records reach the enforcer: the count stands still
-	// for longer than the node agent's longest retry interval (a standby
+	// for five times the node agent's longest retry interval, 1s (a standby
 	// refuses records, and the agent resends them after a backoff).
 	base := accepted(t, enforcers)
-	for still := 0; still < 45; {
+	for still := 0; still < 5; {
 		time.Sleep(time.Second)
 		if n := accepted(t, enforcers); n != base {
 			base, still = n, 0
@@ -172,7 +172,17 @@ func renewalUnderTraffic(t *testing.T) {
 		still++
 	}
 
-	const lines = 360 // one every 500 ms: three minutes, past a renewal
+	// cert-manager renews the key pair a third of its life before it ends:
+	// the burst starts 30s before that and lasts 90s, time for the kubelet
+	// to update the mounted files and the enforcers to serve the new pair
+	// (26s after the renewal in a CI run) while connections keep coming.
+	renewal := short.NotAfter.Add(-short.NotAfter.Sub(short.NotBefore) / 3)
+	if early := time.Until(renewal.Add(-30 * time.Second)); early > 0 {
+		time.Sleep(early)
+	} else if time.Until(renewal) < 10*time.Second {
+		t.Fatalf("the enforcers were ready %s before the renewal: too late for a burst across it", time.Until(renewal).Round(time.Second))
+	}
+	const lines = 180 // one every 500 ms: 90 seconds, across the renewal
 	if _, err := httpDo("GET", control+"/burst?lines="+strconv.Itoa(lines)+"&every=500ms", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -217,8 +227,9 @@ func renewalUnderTraffic(t *testing.T) {
 		}
 	}
 	// OTLP delivery is at least once: a sender that retries a request the
-	// leader took sends its records twice. Count those too, after a while.
-	time.Sleep(15 * time.Second)
+	// leader took sends its records twice. Count those too, after five of
+	// the node agent's longest retry intervals (1s).
+	time.Sleep(5 * time.Second)
 	got = accepted(t, enforcers) - base
 	t.Logf("burst of %d connections across the renewal: %v records accepted by the enforcers, none lost, %v more than sent", lines, got, got-float64(lines))
 	if got > float64(lines) {
