@@ -548,7 +548,12 @@ func (m *membership) Forget(key string) {
 // boundLocked drops the oldest checkpoints past maxCheckpoints.
 func (m *membership) boundLocked() {
 	for len(m.checkpoints) > maxCheckpoints {
-		oldest := oldestKey(m.checkpoints)
+		var oldest string
+		for k, t := range m.checkpoints {
+			if oldest == "" || t.Before(m.checkpoints[oldest]) {
+				oldest = k
+			}
+		}
 		delete(m.checkpoints, oldest)
 		delete(m.released, oldest)
 		if m.logger != nil {
@@ -556,17 +561,6 @@ func (m *membership) boundLocked() {
 				zap.String("key", oldest), zap.Int("max", maxCheckpoints))
 		}
 	}
-}
-
-// oldestKey returns the key of c's oldest time.
-func oldestKey(c map[string]time.Time) string {
-	var oldest string
-	for k, t := range c {
-		if oldest == "" || t.Before(c[oldest]) {
-			oldest = k
-		}
-	}
-	return oldest
 }
 
 // maxPublishedCounts bounds the counts that the leader's Lease publishes: an
@@ -630,32 +624,12 @@ func (m *membership) CountFrom(key string) (time.Time, bool) {
 	if delivered {
 		return newest, true
 	}
-	if t, ok := m.countedLocked(key); ok {
+	// The newest time up to which any leader, this replica among them,
+	// published that it took key's records.
+	if t, _, ok := m.newestOfLocked(key, m.counted, m.countedGone, countsOf); ok {
 		return t, true
 	}
 	return newest, true
-}
-
-// countedLocked returns the newest time up to which any leader, this replica
-// among them, published that it took key's records.
-func (m *membership) countedLocked(key string) (time.Time, bool) {
-	best, ok := m.counted[key]
-	if t, found := m.countedGone[key]; found && (!ok || t.After(best)) {
-		best, ok = t, true
-	}
-	if m.informer == nil {
-		return best, ok
-	}
-	for _, obj := range m.informer.GetStore().List() {
-		l, isLease := obj.(*coordinationv1.Lease)
-		if !isLease || l.Name == m.leaseName {
-			continue
-		}
-		if t, found := m.checkpointsOfLocked(l).counted[key]; found && (!ok || t.After(best)) {
-			best, ok = t, true
-		}
-	}
-	return best, ok
 }
 
 // Release marks key released at its checkpoint and renews at once. A key
@@ -736,9 +710,22 @@ func (m *membership) othersCaughtUpLocked() bool {
 // newestLocked returns the newest checkpoint of key and the member Lease
 // that published it; nil for this replica's own or a deleted Lease's.
 func (m *membership) newestLocked(key string) (time.Time, *coordinationv1.Lease, bool) {
-	best, ok := m.checkpoints[key]
+	return m.newestOfLocked(key, m.checkpoints, m.gone, checkpointsOf)
+}
+
+// checkpointsOf and countsOf pick one kind of time out of what a member Lease
+// publishes.
+func checkpointsOf(p parsedCheckpoints) map[string]time.Time { return p.times }
+func countsOf(p parsedCheckpoints) map[string]time.Time      { return p.counted }
+
+// newestOfLocked returns the newest time of key among this replica's own
+// times, those kept of deleted Leases, and those that of picks out of every
+// other member Lease in the cache, with the Lease that published it (nil for
+// this replica's own or a deleted Lease's).
+func (m *membership) newestOfLocked(key string, own, gone map[string]time.Time, of func(parsedCheckpoints) map[string]time.Time) (time.Time, *coordinationv1.Lease, bool) {
+	best, ok := own[key]
 	var from *coordinationv1.Lease
-	if t, found := m.gone[key]; found && (!ok || t.After(best)) {
+	if t, found := gone[key]; found && (!ok || t.After(best)) {
 		best, ok = t, true
 	}
 	if m.informer == nil {
@@ -749,7 +736,7 @@ func (m *membership) newestLocked(key string) (time.Time, *coordinationv1.Lease,
 		if !isLease || (l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == m.identity) {
 			continue
 		}
-		if t, found := m.checkpointsOfLocked(l).times[key]; found && (!ok || t.After(best)) {
+		if t, found := of(m.checkpointsOfLocked(l))[key]; found && (!ok || t.After(best)) {
 			best, from, ok = t, l, true
 		}
 	}

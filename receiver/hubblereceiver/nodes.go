@@ -298,9 +298,8 @@ const handOverPoll = 50 * time.Millisecond
 // node, or left), and then counts from where every flow is counted (its
 // checkpoint, or for one that was killed how far the leader took its
 // records): what the previous reader sent since its last renewal is then not
-// counted again. A previous reader
-// that neither releases nor renews is gone within a lease, which bounds the
-// wait. It then claims the node (Claim) and returns once the claim is
+// counted again. A previous reader that neither releases nor renews is gone
+// within a lease, which bounds the wait. It then claims the node (Claim) and returns once the claim is
 // written, or with ctx's error when ctx ends first. Without membership every
 // node is this replica's from the start.
 func (n *nodeReader) awaitHandOver(ctx context.Context) error {
