@@ -32,7 +32,12 @@ import (
 var errStandby = errors.New("not the leader: send to the leader")
 
 // Drop reasons of network_enforcer_leader_receiver_records_dropped.
-const reasonDuplicate = "duplicate"
+const (
+	reasonDuplicate = "duplicate"
+	// reasonMalformedProgress is a source's progress record without a key
+	// or a time: no sender of this distribution writes one.
+	reasonMalformedProgress = "malformed_progress"
+)
 
 // obsFormat is what the receiver takes in, in the collector's receiver
 // telemetry.
@@ -49,8 +54,8 @@ type leaderReceiver struct {
 	dups *duplicates
 	now  func() time.Time
 
-	accepted, refused, dropped metric.Int64Counter
-	attrs, duplicateAttrs      metric.MeasurementOption
+	accepted, refused, dropped            metric.Int64Counter
+	attrs, duplicateAttrs, malformedAttrs metric.MeasurementOption
 
 	leader   enforcerextension.Leadership
 	counting enforcerextension.Counting
@@ -79,6 +84,8 @@ func newLeaderReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (
 		attrs:    metric.WithAttributeSet(attribute.NewSet(id)),
 		duplicateAttrs: metric.WithAttributeSet(attribute.NewSet(id,
 			attribute.String("reason", reasonDuplicate))),
+		malformedAttrs: metric.WithAttributeSet(attribute.NewSet(id,
+			attribute.String("reason", reasonMalformedProgress))),
 	}, nil
 }
 
@@ -144,46 +151,29 @@ func (r *leaderReceiver) Export(ctx context.Context, req plogotlp.ExportRequest)
 		r.obs.EndLogsOp(r.obs.StartLogsOp(ctx), obsFormat, n, errStandby)
 		return plogotlp.NewExportResponse(), status.Error(codes.Unavailable, errStandby.Error())
 	}
-	progress := takeProgress(ld)
-	ids, dropped := r.dropDuplicates(ld)
-	if dropped > 0 {
-		r.dropped.Add(ctx, int64(dropped), r.duplicateAttrs)
+	t := r.take(ld)
+	if t.duplicates > 0 {
+		r.dropped.Add(ctx, int64(t.duplicates), r.duplicateAttrs)
+	}
+	if t.malformed > 0 {
+		r.dropped.Add(ctx, int64(t.malformed), r.malformedAttrs)
+		r.set.Logger.Warn("Dropped progress records without a key or a time", zap.Int("records", t.malformed))
 	}
 	n = ld.LogRecordCount()
 	if n == 0 {
-		r.count(progress)
+		r.count(t.progress)
 		return plogotlp.NewExportResponse(), nil
 	}
 	opCtx := r.obs.StartLogsOp(ctx)
 	err := r.next.ConsumeLogs(opCtx, ld)
 	r.obs.EndLogsOp(opCtx, obsFormat, n, err)
-	r.dups.settle(ids, err == nil, r.now())
+	r.dups.settle(t.ids, err == nil, r.now())
 	if err != nil {
 		return plogotlp.NewExportResponse(), statusOf(err)
 	}
-	r.count(progress)
+	r.count(t.progress)
 	r.accepted.Add(ctx, int64(n), r.attrs)
 	return plogotlp.NewExportResponse(), nil
-}
-
-// takeProgress removes the sources' progress records from ld and returns
-// them: they are the leader's to note, not the pipeline's.
-func takeProgress(ld plog.Logs) []flowsource.Mark {
-	var marks []flowsource.Mark
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
-				if lr.EventName() != flowsource.ProgressEventName {
-					return false
-				}
-				if m, ok := flowsource.ReadProgress(lr); ok {
-					marks = append(marks, m)
-				}
-				return true
-			})
-		}
-	}
-	return marks
 }
 
 // count tells the membership how far a batch that the pipeline took reaches
@@ -195,32 +185,51 @@ func (r *leaderReceiver) count(progress []flowsource.Mark) {
 	}
 }
 
-// dropDuplicates removes from ld the violation candidates accepted within the
-// window or held by another request, and returns the identities of the
-// candidates that it keeps, claimed until the pipeline answers (settle), and
-// how many it dropped.
-func (r *leaderReceiver) dropDuplicates(ld plog.Logs) ([]uint64, int) {
-	var ids []uint64
+// taken is what take removed from a batch, or claimed in it.
+type taken struct {
+	// ids are the identities of the violation candidates kept, claimed until
+	// the pipeline answers (settle).
+	ids []uint64
+	// duplicates counts the candidates dropped: accepted within the window,
+	// or held by another request.
+	duplicates int
+	// progress is the sources' progress records, the leader's to note and
+	// not the pipeline's; malformed counts those without a key or a time.
+	progress  []flowsource.Mark
+	malformed int
+}
+
+// take removes from ld, in one pass, the violation candidates that are
+// duplicates and the sources' progress records, and claims the candidates
+// that it keeps.
+func (r *leaderReceiver) take(ld plog.Logs) taken {
+	var t taken
 	var keys []string
-	dropped := 0
 	now := r.now()
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
-				if lr.EventName() != learning.CandidateEventName {
-					return false
-				}
-				id := r.dups.identity(lr, &keys)
-				if !r.dups.claim(id, now) {
-					dropped++
+				switch lr.EventName() {
+				case flowsource.ProgressEventName:
+					if m, ok := flowsource.ReadProgress(lr); ok {
+						t.progress = append(t.progress, m)
+					} else {
+						t.malformed++
+					}
 					return true
+				case learning.CandidateEventName:
+					id := r.dups.identity(lr, &keys)
+					if !r.dups.claim(id, now) {
+						t.duplicates++
+						return true
+					}
+					t.ids = append(t.ids, id)
 				}
-				ids = append(ids, id)
 				return false
 			})
 		}
 	}
-	return ids, dropped
+	return t
 }
 
 // statusOf answers a pipeline's error as the collector's OTLP receiver does: a

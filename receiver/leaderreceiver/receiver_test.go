@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -199,6 +201,16 @@ func (*switchable) Capabilities() consumer.Capabilities {
 // the test leads, and returns a client of it.
 func startPlaintext(t *testing.T, next consumer.Logs) (*enforcerextensiontest.Enforcer, plogotlp.GRPCClient) {
 	t.Helper()
+	replica, c, _ := startPlaintextWithTelemetry(t, next)
+	return replica, c
+}
+
+// startPlaintextWithTelemetry is startPlaintext with the receiver's metrics
+// kept, for a test that reads them.
+func startPlaintextWithTelemetry(t *testing.T, next consumer.Logs) (*enforcerextensiontest.Enforcer, plogotlp.GRPCClient, *componenttest.Telemetry) {
+	t.Helper()
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +219,9 @@ func startPlaintext(t *testing.T, next consumer.Logs) (*enforcerextensiontest.En
 	l.Close()
 	cfg := createDefaultConfig().(*Config)
 	cfg.NetAddr.Endpoint, cfg.Insecure = addr, true
-	r, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, next)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	r, err := NewFactory().CreateLogs(context.Background(), set, cfg, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +235,7 @@ func startPlaintext(t *testing.T, next consumer.Logs) (*enforcerextensiontest.En
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return replica, plogotlp.NewGRPCClient(conn)
+	return replica, plogotlp.NewGRPCClient(conn), tel
 }
 
 func export(t *testing.T, c plogotlp.GRPCClient, ld plog.Logs) error {
@@ -332,7 +346,7 @@ func appendCandidate(sl plog.ScopeLogs, srcPort uint32, at time.Duration) {
 // standby; a batch of progress alone is noted as well.
 func TestProgressIsCountedOnceThePipelineTookTheBatch(t *testing.T) {
 	next := &switchable{}
-	replica, c := startPlaintext(t, next)
+	replica, c, tel := startPlaintextWithTelemetry(t, next)
 	batch := func(at time.Duration, edge bool) plog.Logs {
 		ld, sl := newScope()
 		if edge {
@@ -382,4 +396,38 @@ func TestProgressIsCountedOnceThePipelineTookTheBatch(t *testing.T) {
 	if got, n := counted(), len(next.AllLogs()); got != 2*time.Second || n != 1 {
 		t.Fatalf("progress alone: noted %s, want 2s; %d batches handed on, want 1", got, n)
 	}
+
+	// A progress record without a key is dropped and counted, not handed on.
+	ld := batch(3*time.Second, true)
+	lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+	lrs.At(lrs.Len() - 1).Attributes().Remove(flowsource.AttrProgressKey)
+	if err := export(t, c, ld); err != nil {
+		t.Fatal(err)
+	}
+	if got := counted(); got != 2*time.Second {
+		t.Fatalf("a progress record without a key noted progress %s", got)
+	}
+	last := next.AllLogs()[len(next.AllLogs())-1]
+	if n := last.LogRecordCount(); n != 1 {
+		t.Fatalf("the pipeline got %d records, want the edge alone", n)
+	}
+	if n := droppedBy(t, tel, reasonMalformedProgress); n != 1 {
+		t.Fatalf("%d records dropped as malformed progress, want 1", n)
+	}
+}
+
+// droppedBy reads the records that the receiver dropped for reason.
+func droppedBy(t *testing.T, tel *componenttest.Telemetry, reason string) int64 {
+	t.Helper()
+	m, err := tel.GetMetric("network_enforcer_leader_receiver_records_dropped")
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		if r, _ := dp.Attributes.Value("reason"); r.AsString() == reason {
+			n += dp.Value
+		}
+	}
+	return n
 }

@@ -34,7 +34,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 	errs = errors.Join(errs, err)
 	builder.NetworkEnforcerLeaderReceiverRecordsDropped, err = builder.meter.Int64Counter(
 		"network_enforcer_leader_receiver_records_dropped",
-		metric.WithDescription("Log records dropped by reason (duplicate: a violation candidate accepted within duplicate_window)."),
+		metric.WithDescription("Log records dropped by reason (duplicate: a violation candidate accepted within duplicate_window; malformed_progress: a source's progress record without a key or a time)."),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)
