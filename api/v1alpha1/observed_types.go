@@ -169,6 +169,37 @@ type ObservedTraffic struct {
 	// status; not meant to be read.
 	// +optional
 	Estimators *EdgeEstimators `json:"estimators,omitempty"`
+
+	// countedBatches are, for each replica that sent the leader what it
+	// learned, the last of its batches that these counts include: a batch that
+	// a replica sends again to a new leader (the previous one died before it
+	// wrote it everywhere) is then not counted twice. Written by the writer of
+	// the status; not meant to be read.
+	// +optional
+	// +listType=map
+	// +listMapKey=sender
+	// +kubebuilder:validation:MaxItems=64
+	CountedBatches []CountedBatch `json:"countedBatches,omitempty"`
+}
+
+// CountedBatch is the last batch of one sender that an object's counts
+// include.
+type CountedBatch struct {
+	// sender is the sending replica's process: a name of its own, new with
+	// each start.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	Sender string `json:"sender"`
+
+	// batch is the sequence number of the sender's batch.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Batch int64 `json:"batch"`
+
+	// time is when the writer counted it: an entry the senders no longer
+	// need is dropped.
+	// +required
+	Time metav1.Time `json:"time"`
 }
 
 // EdgeEstimators are the cardinality estimators of an object's observed

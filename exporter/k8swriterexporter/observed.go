@@ -49,3 +49,16 @@ func (w *writer) judgeCached(name types.NamespacedName) observed.Judge {
 	}
 	return w.judge(p)
 }
+
+// countedCached is, for proposal name, the batches that its status in the
+// cache counts: a new leader's first look at a proposal, before it writes it.
+func (w *writer) countedCached(name types.NamespacedName) []v1alpha1.CountedBatch {
+	if w.enforcer == nil {
+		return nil
+	}
+	p, ok := w.enforcer.Proposal(name)
+	if !ok {
+		return nil
+	}
+	return p.Status.CountedBatches
+}

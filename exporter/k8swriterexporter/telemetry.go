@@ -20,9 +20,9 @@ const MetricWrites = "network_enforcer_writer_api_writes"
 const MetricUnwritten = "network_enforcer_writer_unwritten_proposals"
 
 type telemetry struct {
-	tb     *metadata.TelemetryBuilder
-	writes metric.Int64Counter
-	base   attribute.KeyValue
+	tb            *metadata.TelemetryBuilder
+	writes, again metric.Int64Counter
+	base          attribute.KeyValue
 }
 
 func newTelemetry(set exporter.Settings, unwritten func() int, store *observed.Store) (*telemetry, error) {
@@ -45,7 +45,7 @@ func newTelemetry(set exporter.Settings, unwritten func() int, store *observed.S
 	}, base); err != nil {
 		return nil, err
 	}
-	return &telemetry{tb: tb, writes: tb.NetworkEnforcerWriterAPIWrites, base: base}, nil
+	return &telemetry{tb: tb, writes: tb.NetworkEnforcerWriterAPIWrites, again: tb.NetworkEnforcerWriterRecordsCountedAlready, base: base}, nil
 }
 
 // shutdown unregisters the observable instruments' callbacks: the meter
@@ -62,4 +62,9 @@ func (t *telemetry) wrote(ctx context.Context, op string, err error) {
 		result = "error"
 	}
 	t.writes.Add(ctx, 1, metric.WithAttributes(t.base, attribute.String("operation", op), attribute.String("result", result)))
+}
+
+// skippedAgain counts observed records of a batch that the counts include.
+func (t *telemetry) skippedAgain(ctx context.Context, n int) {
+	t.again.Add(ctx, int64(n), metric.WithAttributes(t.base))
 }

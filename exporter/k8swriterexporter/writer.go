@@ -16,7 +16,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
-	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/observed"
@@ -57,7 +57,7 @@ func newWriter(set exporter.Settings, cfg *Config) (*writer, error) {
 		cfg: cfg, set: set, agg: newAggregate(),
 		limiter: rate.NewLimiter(rate.Limit(cfg.WriteQPS), cfg.WriteBurst),
 	}
-	w.observed = observed.NewStore(cfg.MaxTrackedEdges, w.judgeCached)
+	w.observed = observed.NewStore(cfg.MaxTrackedEdges, w.judgeCached, w.countedCached)
 	tel, err := newTelemetry(set, w.agg.unwritten, w.observed)
 	if err != nil {
 		return nil, err
@@ -105,34 +105,60 @@ func (w *writer) Capabilities() consumer.Capabilities {
 // writer's. The first new edge of a proposal asks for its write one
 // writeInterval later, so that a burst of new edges goes out in one write;
 // the first observation since a status write asks for the next, which comes
-// at most once per observed_interval.
-func (w *writer) ConsumeLogs(_ context.Context, ld plog.Logs) error {
+// at most once per observed_interval. A reader's batch (a resource that names
+// it) is counted once per proposal: one sent again after a leader change is
+// skipped where the counts include it.
+func (w *writer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	var o learning.Observation
 	now := time.Now()
-	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
-		learned, observedToo := o.ReadFrom(lr)
-		var name types.NamespacedName
-		if learned {
-			var dirty bool
-			if name, dirty = w.agg.add(&o.Edge); dirty {
-				w.queue.Enqueue(name, writeInterval)
+	var seen []observed.Seen
+	for _, rl := range ld.ResourceLogs().All() {
+		seen = seen[:0]
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				if r, ok := w.read(&o, lr); ok {
+					seen = append(seen, r)
+				}
 			}
 		}
-		if !observedToo {
-			return
+		if len(seen) == 0 {
+			continue
 		}
-		k, ok := observedKey(&o)
-		if !ok {
-			return
-		}
-		if !learned {
-			name = nameOf(proposalKey{workload: o.Workload, direction: o.Direction})
-		}
-		if first, _ := w.observed.Add(name, &k, o.Flows, o.Time); first {
+		var b observed.Batch
+		b.Sender, b.Seq, _ = flowsource.BatchOf(rl.Resource())
+		first, skipped := w.observed.AddBatch(b, seen, now)
+		for _, name := range first {
 			w.queue.Enqueue(name, max(writeInterval, w.observed.Wait(name, w.cfg.ObservedInterval, now)))
 		}
-	})
+		if skipped > 0 {
+			w.telemetry.skippedAgain(ctx, skipped)
+		}
+	}
 	return nil
+}
+
+// read takes one record: a learned edge goes into the aggregate at once, an
+// observation is returned for the store.
+func (w *writer) read(o *learning.Observation, lr plog.LogRecord) (observed.Seen, bool) {
+	learned, observedToo := o.ReadFrom(lr)
+	var name types.NamespacedName
+	if learned {
+		var dirty bool
+		if name, dirty = w.agg.add(&o.Edge); dirty {
+			w.queue.Enqueue(name, writeInterval)
+		}
+	}
+	if !observedToo {
+		return observed.Seen{}, false
+	}
+	k, ok := observedKey(o)
+	if !ok {
+		return observed.Seen{}, false
+	}
+	if !learned {
+		name = nameOf(proposalKey{workload: o.Workload, direction: o.Direction})
+	}
+	return observed.Seen{Obj: name, Key: k, Flows: o.Flows, Time: o.Time}, true
 }
 
 // reconcileKey writes one proposal, as its controller asks. A failure marks it

@@ -34,6 +34,13 @@ type Config struct {
 	// Aggregation merges learned edges and observations before they are sent.
 	Aggregation AggregationConfig `mapstructure:"aggregation"`
 
+	// ResendWindow is how long a batch of learned edges and observations is
+	// kept after the leader took it, to be sent again to a new leader: the
+	// previous one may have died before it wrote the batch's counts, which it
+	// writes at most once per the writer's observed_interval. Set it to at
+	// least twice that interval; 0 keeps nothing.
+	ResendWindow time.Duration `mapstructure:"resend_window"`
+
 	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
 	QueueConfig   configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
 	RetryConfig   configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
@@ -53,18 +60,27 @@ type AggregationConfig struct {
 // DefaultMaxEdges is the default of aggregation::max_edges.
 const DefaultMaxEdges = 10_000
 
+// DefaultResendWindow is the default of resend_window: twice the writer's
+// default observed_interval (1m).
+const DefaultResendWindow = 2 * time.Minute
+
 func createDefaultConfig() component.Config {
 	retry := configretry.NewDefaultBackOffConfig()
 	// A new leader takes over within a lease: try again sooner than the
 	// collector's default of 5s.
 	retry.InitialInterval, retry.MaxInterval = time.Second, 10*time.Second
+	// One batch at a time, in order: the leader skips a batch sent again
+	// by its number, which holds only if no later batch got there first.
+	queue := exporterhelper.NewDefaultQueueConfig()
+	queue.NumConsumers = 1
 	return &Config{
 		Enforcer:      enforcerextension.DefaultReference(),
 		Port:          DefaultPort,
 		TLS:           configtls.NewDefaultClientConfig(),
 		Aggregation:   AggregationConfig{Interval: time.Second, MaxEdges: DefaultMaxEdges},
+		ResendWindow:  DefaultResendWindow,
 		TimeoutConfig: exporterhelper.NewDefaultTimeoutConfig(),
-		QueueConfig:   configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
+		QueueConfig:   configoptional.Some(queue),
 		RetryConfig:   retry,
 	}
 }
@@ -97,6 +113,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Aggregation.MaxEdges < 1 {
 		errs = append(errs, fmt.Errorf("invalid aggregation::max_edges %d: must be at least 1", c.Aggregation.MaxEdges))
+	}
+	if c.ResendWindow < 0 {
+		errs = append(errs, fmt.Errorf("invalid resend_window %s: must not be negative", c.ResendWindow))
+	}
+	if q := c.QueueConfig.Get(); q != nil && q.NumConsumers != 1 {
+		errs = append(errs, fmt.Errorf("invalid sending_queue::num_consumers %d: must be 1, so that the leader takes each reader's batches in order", q.NumConsumers))
 	}
 	return errors.Join(errs...)
 }

@@ -21,6 +21,7 @@ func TestLoadConfig(t *testing.T) {
 	custom.TLS.CAFile, custom.TLS.CertFile, custom.TLS.KeyFile = "ca.crt", "tls.crt", "tls.key"
 	custom.TLS.ServerName = "network-enforcer-leader.network-enforcer.svc"
 	custom.Aggregation = AggregationConfig{Interval: 5 * time.Second, MaxEdges: 500}
+	custom.ResendWindow = 10 * time.Minute
 	custom.TimeoutConfig.Timeout = 10 * time.Second
 	custom.RetryConfig.InitialInterval, custom.RetryConfig.MaxInterval, custom.RetryConfig.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, time.Minute
 	custom.QueueConfig.Get().QueueSize = 100
@@ -41,6 +42,8 @@ func TestLoadConfig(t *testing.T) {
 			"tls::insecure is true but a CA, certificate or key is set: remove them for plaintext, or set tls::insecure: false",
 			"invalid aggregation::interval 0s: must be positive",
 			"invalid aggregation::max_edges 0: must be at least 1",
+			"invalid resend_window -1s: must not be negative",
+			"invalid sending_queue::num_consumers 4: must be 1, so that the leader takes each reader's batches in order",
 		}},
 		{ID: component.NewIDWithName(metadata.Type, "halftls"), WantErr: []string{
 			"invalid port 65536: must be between 1 and 65535",

@@ -93,7 +93,20 @@ func (e *leaderExporter) tick(ctx context.Context, interval time.Duration) {
 			if err := e.flush(ctx); err != nil {
 				e.set.Logger.Warn("Could not hand the merged edges to the sending queue", zap.Error(err))
 			}
+			e.sendKept(ctx)
 		}
+	}
+}
+
+// sendKept sends the kept batches to a new leader, within the send timeout.
+func (e *leaderExporter) sendKept(ctx context.Context) {
+	if e.cfg.TimeoutConfig.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.cfg.TimeoutConfig.Timeout)
+		defer cancel()
+	}
+	if err := e.sender.sendKept(ctx); err != nil {
+		e.set.Logger.Debug("Could not send the kept batches to a new leader yet", zap.Error(err))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -42,10 +43,17 @@ type sender struct {
 	addr   string
 	conn   *grpc.ClientConn
 	client plogotlp.GRPCClient
+
+	// sendMu keeps the batches in order: the one being sent, and those sent
+	// again before it.
+	sendMu sync.Mutex
+	// batches numbers the batches of learned records, and keeps them for
+	// the next leader.
+	batches *resendable
 }
 
 func newSender(set exporter.Settings, cfg *Config, tel *telemetry) *sender {
-	return &sender{set: set, cfg: cfg, telemetry: tel}
+	return &sender{set: set, cfg: cfg, telemetry: tel, batches: newResendable(cfg.ResendWindow)}
 }
 
 func (s *sender) start(_ context.Context, host component.Host) error {
@@ -92,19 +100,80 @@ func (s *sender) clientFor(ctx context.Context, addr string) (plogotlp.GRPCClien
 }
 
 // push sends ld to the leader; the exporter helper retries what is not a
-// permanent error.
+// permanent error. A batch of learned records is numbered at its first try
+// and kept once the leader took it: a new leader (another process than the
+// one that took the last batch) is first sent again what is kept, in order,
+// since the previous one may have died before it wrote it.
 func (s *sender) push(ctx context.Context, ld plog.Logs) error {
-	if s.locator == nil {
-		return errors.New("leader exporter not started")
-	}
-	addr, ok := s.locator.LeaderAddress()
-	if !ok {
-		return errNoLeader
-	}
-	client, err := s.clientFor(ctx, addr)
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	client, leader, err := s.leaderClient(ctx)
 	if err != nil {
 		return err
 	}
+	seq := int64(0)
+	if hasMergeable(ld) {
+		seq = s.batches.number(ld)
+	}
+	now := time.Now()
+	if err := s.sendAgain(ctx, client, leader, seq, now); err != nil {
+		return err
+	}
+	if err := s.export(ctx, client, ld); err != nil {
+		return err
+	}
+	s.batches.took(leader, seq, ld, now)
+	return nil
+}
+
+// sendKept sends what is kept to a new leader without waiting for the next
+// batch: a reader that leads now reads nothing more, and a quiet one may
+// send nothing for long. An error is the next try's to mend.
+func (s *sender) sendKept(ctx context.Context) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if s.batches.len() == 0 || s.locator == nil {
+		return nil
+	}
+	client, leader, err := s.leaderClient(ctx)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if err := s.sendAgain(ctx, client, leader, 0, now); err != nil {
+		return err
+	}
+	s.batches.took(leader, 0, plog.Logs{}, now)
+	return nil
+}
+
+// leaderClient is the client of the leader and its identity.
+func (s *sender) leaderClient(ctx context.Context) (plogotlp.GRPCClient, string, error) {
+	if s.locator == nil {
+		return nil, "", errors.New("leader exporter not started")
+	}
+	addr, leader, ok := s.locator.LeaderAddress()
+	if !ok {
+		return nil, "", errNoLeader
+	}
+	client, err := s.clientFor(ctx, addr)
+	return client, leader, err
+}
+
+// sendAgain sends leader what is kept before batch seq, when leader did not
+// take the last batch.
+func (s *sender) sendAgain(ctx context.Context, client plogotlp.GRPCClient, leader string, seq int64, now time.Time) error {
+	for _, again := range s.batches.toSendAgain(leader, seq, now) {
+		if err := s.export(ctx, client, again); err != nil {
+			return err
+		}
+		s.telemetry.resent.Add(ctx, int64(again.LogRecordCount()), s.telemetry.attrs)
+	}
+	return nil
+}
+
+// export sends one batch and counts what the leader took.
+func (s *sender) export(ctx context.Context, client plogotlp.GRPCClient, ld plog.Logs) error {
 	resp, err := client.Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
 	if err := processError(err); err != nil {
 		return err

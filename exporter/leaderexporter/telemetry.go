@@ -16,12 +16,15 @@ import (
 const (
 	MetricRecordsReceived = "network_enforcer_leader_exporter_records_received"
 	MetricRecordsSent     = "network_enforcer_leader_exporter_records_sent"
+	// MetricRecordsResent counts the records sent again to a new leader.
+	MetricRecordsResent = "network_enforcer_leader_exporter_records_resent"
 )
 
 type telemetry struct {
 	tb       *metadata.TelemetryBuilder
 	received metric.Int64Counter
 	sent     metric.Int64Counter
+	resent   metric.Int64Counter
 	attrs    metric.MeasurementOption
 }
 
@@ -41,6 +44,7 @@ func newTelemetry(set exporter.Settings, held func() int) (*telemetry, error) {
 		tb: tb, attrs: attrs,
 		received: tb.NetworkEnforcerLeaderExporterRecordsReceived,
 		sent:     tb.NetworkEnforcerLeaderExporterRecordsSent,
+		resent:   tb.NetworkEnforcerLeaderExporterRecordsResent,
 	}, nil
 }
 

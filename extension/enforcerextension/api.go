@@ -135,9 +135,10 @@ type Counting interface {
 // they learned: from the leader Lease's holder and the cached pods, without a
 // Service or a write to a Pod.
 type LeaderLocator interface {
-	// LeaderAddress returns the leading replica's pod IP, or false when no
+	// LeaderAddress returns the leading replica's pod IP and its identity in
+	// the leader Lease (new with each start of its process), or false when no
 	// leader is known or its pod has no IP yet.
-	LeaderAddress() (string, bool)
+	LeaderAddress() (addr, identity string, ok bool)
 }
 
 // Watch is a change to a cached type that asks a writer's controller for

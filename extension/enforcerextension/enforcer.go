@@ -85,10 +85,12 @@ func newEnforcer(set extension.Settings, cfg *Config, rc func(k8sconfig.APIConfi
 // newReplica is newEnforcer for the replica whose pod has that name.
 func newReplica(set extension.Settings, cfg *Config, rc func(k8sconfig.APIConfig) (*rest.Config, error), replica string) *enforcer {
 	identity := newIdentity(replica)
+	m := newMembership(set.Logger, cfg.LeaderElection, replica, identity)
 	return &enforcer{
 		cfg: cfg, set: set, restConfig: rc,
-		leadership: &leadership{logger: set.Logger, cfg: cfg.LeaderElection, identity: identity},
-		membership: newMembership(set.Logger, cfg.LeaderElection, replica, identity),
+		// The leader reads no key while another member can.
+		leadership: &leadership{logger: set.Logger, cfg: cfg.LeaderElection, identity: identity, onNewLeader: m.setLeader},
+		membership: m,
 	}
 }
 

@@ -28,6 +28,9 @@ type leadership struct {
 	// telemetry counts terms and observed changes of the lease holder; nil
 	// counts nothing.
 	telemetry *telemetry
+	// onNewLeader is told each new holder of the lease that the elector
+	// sees; nil tells no one.
+	onNewLeader func(identity string)
 
 	mu      sync.Mutex
 	runs    []func(context.Context)
@@ -107,12 +110,15 @@ func (l *leadership) run(ctx context.Context, cs kubernetes.Interface) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: l.started,
 			OnStoppedLeading: l.stopped,
-			OnNewLeader: func(string) {
+			OnNewLeader: func(identity string) {
 				l.mu.Lock()
 				l.observed++
 				l.mu.Unlock()
 				if l.telemetry != nil {
 					l.telemetry.observed.Add(context.Background(), 1)
+				}
+				if l.onNewLeader != nil {
+					l.onNewLeader(identity)
 				}
 			},
 		},

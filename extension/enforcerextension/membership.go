@@ -54,6 +54,14 @@ type membership struct {
 	done             chan struct{}
 	// live are the identities of the live members, sorted.
 	live []string
+	// leader is the leader Lease's holder as this replica's elector last saw
+	// it; readers are the live members that keys are shared among: every
+	// live member but the leader, while another is live. The leader holds
+	// in memory what the readers send it until it writes it, and the readers
+	// send that again to the next leader; what it read itself would be lost
+	// with it, or read again and its violations reported twice.
+	leader  string
+	readers []string
 	// renewed is when this replica last wrote its Lease; zero before.
 	renewed time.Time
 	// joined is when this replica first wrote its Lease, by its clock.
@@ -388,6 +396,32 @@ func (m *membership) evaluate() {
 	if m.telemetry != nil {
 		m.telemetry.members.Record(context.Background(), int64(len(live)))
 	}
+	m.shareLocked(true)
+}
+
+// setLeader notes the leader Lease's new holder: the keys are shared anew
+// when that changes who reads.
+func (m *membership) setLeader(identity string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.leader = identity
+	if !m.stopped {
+		m.shareLocked(false)
+	}
+}
+
+// shareLocked finds the readers among the live members and, when they
+// changed (or always, when the live members did), calls the registered
+// functions; m.mu is held.
+func (m *membership) shareLocked(liveChanged bool) {
+	readers := m.live
+	if i, ok := slices.BinarySearch(m.live, m.leader); ok && len(m.live) > 1 {
+		readers = slices.Delete(slices.Clone(m.live), i, i+1)
+	}
+	if !liveChanged && slices.Equal(readers, m.readers) {
+		return
+	}
+	m.readers = readers
 	for _, fn := range m.fns {
 		go fn()
 	}
@@ -450,15 +484,16 @@ func (m *membership) deleted(obj any) {
 	m.evaluate()
 }
 
-// Owns reports whether this replica is live and the rendezvous owner of key
-// among the live members.
+// Owns reports whether this replica is one of the readers (a live member,
+// and not the leader while another is live) and the rendezvous owner of key
+// among them.
 func (m *membership) Owns(key string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := slices.BinarySearch(m.live, m.identity); !ok {
+	if _, ok := slices.BinarySearch(m.readers, m.identity); !ok {
 		return false
 	}
-	return rendezvousOwner(m.live, key) == m.identity
+	return rendezvousOwner(m.readers, key) == m.identity
 }
 
 // Checkpoint keeps the newest t of key, which the next renewal publishes. A

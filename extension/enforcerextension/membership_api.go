@@ -40,17 +40,18 @@ func (e *enforcer) Settled(key string) bool { return e.membership.Settled(key) }
 // LeaderAddress returns the pod IP of the holder of the leader Lease, as this
 // replica's elector last observed it: the holder's identity names its pod,
 // which the shared cache holds, in the Lease's namespace.
-func (e *enforcer) LeaderAddress() (string, bool) {
+func (e *enforcer) LeaderAddress() (addr, identity string, ok bool) {
 	if e.resolver == nil {
-		return "", false
+		return "", "", false
 	}
-	name := podOfIdentity(e.leadership.leader())
+	identity = e.leadership.leader()
+	name := podOfIdentity(identity)
 	if name == "" {
-		return "", false
+		return "", "", false
 	}
 	p := e.resolver.stores.pod(leaseNamespace(e.cfg.LeaderElection.LeaseNamespace), name)
 	if p == nil || p.finished || len(p.ips) == 0 {
-		return "", false
+		return "", "", false
 	}
-	return p.ips[0], true
+	return p.ips[0], identity, true
 }

@@ -2,6 +2,7 @@ package enforcerextension
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,14 +119,66 @@ func TestOwnsNothingBeforeJoining(t *testing.T) {
 	if m.Owns("node-1") {
 		t.Fatal("owns a key before joining")
 	}
-	m.live = []string{"pod-b_2", "pod-c_3"}
+	setLive(m, "pod-b_2", "pod-c_3")
 	if m.Owns("node-1") {
 		t.Fatal("owns a key while not live")
 	}
-	m.live = []string{"pod-a_1"}
+	setLive(m, "pod-a_1")
 	if !m.Owns("node-1") {
 		t.Fatal("the only member does not own a key")
 	}
+}
+
+// TestTheLeaderReadsNoKey: while another member is live the leader owns no
+// key, and the others share them all; alone, it owns them all. A new leader
+// shares the keys anew.
+func TestTheLeaderReadsNoKey(t *testing.T) {
+	m := newMembership(nil, LeaderElectionConfig{LeaseName: "network-enforcer", LeaseNamespace: "default"}, "pod-a", "pod-a_1")
+	calls := make(chan struct{}, 10)
+	m.fns = append(m.fns, func() { calls <- struct{}{} })
+	setLive(m, "pod-a_1", "pod-b_2")
+	<-calls
+	keys := rendezvousKeys(50)
+	owned := func() (n int) {
+		for _, k := range keys {
+			if m.Owns(k) {
+				n++
+			}
+		}
+		return n
+	}
+	if n := owned(); n == 0 || n == len(keys) {
+		t.Fatalf("with no leader known, a member of two owns %d of %d keys", n, len(keys))
+	}
+	m.setLeader("pod-a_1")
+	<-calls
+	if n := owned(); n != 0 {
+		t.Fatalf("the leader owns %d keys while another member is live", n)
+	}
+	m.setLeader("pod-b_2")
+	<-calls
+	if n := owned(); n != len(keys) {
+		t.Fatalf("the only reader owns %d of %d keys", n, len(keys))
+	}
+	m.setLeader("pod-b_2") // seen again: no change, no call
+	m.setLeader("pod-a_1")
+	<-calls
+	setLive(m, "pod-a_1") // the other left: the leader reads alone
+	<-calls
+	if n := owned(); n != len(keys) {
+		t.Fatalf("the leader alone owns %d of %d keys", n, len(keys))
+	}
+	if len(calls) != 0 {
+		t.Fatalf("%d calls of OnMembersChanged for no change", len(calls))
+	}
+}
+
+// setLive makes ids the live members, as evaluate does.
+func setLive(m *membership, ids ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.live = slices.Sorted(slices.Values(ids))
+	m.shareLocked(true)
 }
 
 // TestCheckpointsAreBounded: past maxCheckpoints the oldest checkpoint goes,

@@ -62,7 +62,7 @@ func flood(t *testing.T, s *Store, judge Judge, cur *v1alpha1.ObservedTraffic) *
 // against a tracking limit of 1,024. The counts are estimates within their
 // stated error, say so, and the condition says the tracking is full.
 func TestFloodIsCountedPastTheTrackingLimit(t *testing.T) {
-	s := NewStore(1024, nil)
+	s := NewStore(1024, nil, nil)
 	cur := &v1alpha1.ObservedTraffic{}
 	u := flood(t, s, allowWorkloads, cur)
 	tr := u.Traffic
@@ -102,7 +102,7 @@ func TestFloodAllowedByABlock(t *testing.T) {
 	}
 	// The writer's judge of the object's spec, for the edges past the limit
 	// that come before its first status.
-	s := NewStore(1024, func(types.NamespacedName) Judge { return judge })
+	s := NewStore(1024, func(types.NamespacedName) Judge { return judge }, nil)
 	cur := &v1alpha1.ObservedTraffic{}
 	var flows int64
 	for i := range floodPeers {
@@ -126,11 +126,11 @@ func TestFloodAllowedByABlock(t *testing.T) {
 // TestANewWriterKeepsTheCounts: a restart or a new leader reads the status
 // and counts on from it, with the same estimate, and goes on counting.
 func TestANewWriterKeepsTheCounts(t *testing.T) {
-	s := NewStore(1024, nil)
+	s := NewStore(1024, nil, nil)
 	cur := &v1alpha1.ObservedTraffic{}
 	before := flood(t, s, allowWorkloads, cur).Traffic
 
-	next := NewStore(1024, nil)
+	next := NewStore(1024, nil, nil)
 	u := next.Status(obj, cur, allowWorkloads, 32)
 	if u.Err != nil {
 		t.Fatal(u.Err)
@@ -159,7 +159,7 @@ func TestANewWriterKeepsTheCounts(t *testing.T) {
 // next writer counts the 68 others by estimate, says so, and once it has
 // seen them all again its counts are exact again.
 func TestCountsAreExactAgainOnceSeenAgain(t *testing.T) {
-	s := NewStore(1024, nil)
+	s := NewStore(1024, nil, nil)
 	keys := make([]Key, 100)
 	for i := range keys {
 		keys[i] = floodKey(i)
@@ -174,7 +174,7 @@ func TestCountsAreExactAgainOnceSeenAgain(t *testing.T) {
 	}
 	cur := u.Traffic
 
-	next := NewStore(1024, nil)
+	next := NewStore(1024, nil, nil)
 	u = next.Status(obj, &cur, allowWorkloads, 32)
 	if tr := u.Traffic; tr.ObservedEdges != 100 || tr.WouldBlockEdges != 100 || !tr.Estimated {
 		t.Fatalf("next writer: %d observed, %d would block, estimated %v", tr.ObservedEdges, tr.WouldBlockEdges, tr.Estimated)
@@ -199,7 +199,7 @@ func TestCountsAreExactAgainOnceSeenAgain(t *testing.T) {
 // TestFewEdgesCarryNoEstimators: a status that lists every edge needs no
 // estimators, and its counts are exact.
 func TestFewEdgesCarryNoEstimators(t *testing.T) {
-	s := NewStore(1024, nil)
+	s := NewStore(1024, nil, nil)
 	s.Add(obj, &db, 1, t0)
 	s.Add(obj, &stripe, 1, t0)
 	u := s.Status(obj, &v1alpha1.ObservedTraffic{}, allowWorkloads, 32)
@@ -219,7 +219,7 @@ func TestUnreadableEstimators(t *testing.T) {
 	cur := &v1alpha1.ObservedTraffic{Estimators: &v1alpha1.EdgeEstimators{Classes: []v1alpha1.ClassEstimators{
 		{Class: v1alpha1.PeerClassExternal, Seen: []byte{2, 10, 0, 1, 0xff}},
 	}}}
-	s := NewStore(1024, nil)
+	s := NewStore(1024, nil, nil)
 	s.Add(obj, &stripe, 1, t0)
 	u := s.Status(obj, cur, allowWorkloads, 32)
 	if u.Err == nil || !strings.Contains(u.Err.Error(), "the External estimator of seen edges") {
@@ -294,7 +294,7 @@ func FuzzUnmarshal(f *testing.F) {
 func TestMetricsReportTheEdgesNotTracked(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	s := NewStore(1024, nil)
+	s := NewStore(1024, nil, nil)
 	if err := s.RegisterMetrics(testInstruments(provider.Meter("test")), attribute.String("exporter", "k8swriter")); err != nil {
 		t.Fatal(err)
 	}

@@ -82,6 +82,9 @@ func (s *Store) Status(obj types.NamespacedName, cur *v1alpha1.ObservedTraffic, 
 		}
 		tb.notTracked = cur.Estimated || cur.OmittedEdges > 0
 	}
+	// The status is newer than the cache that the table was made from when
+	// this run wrote it already: what it counts, the table does.
+	tb.mergeCounted(cur.CountedBatches)
 	for i := range cur.Observed {
 		o := &cur.Observed[i]
 		k := KeyOf(o)
@@ -132,6 +135,7 @@ func (s *Store) Status(obj types.NamespacedName, cur *v1alpha1.ObservedTraffic, 
 		u.Traffic.Observed = edges[:min(len(edges), maxListed)]
 	}
 	s.countEdges(tb, u, counts)
+	u.Traffic.CountedBatches = tb.countedBatches(time.Now())
 	if tb.est.limitReached {
 		u.limit = s.maxTracked
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
 
 // Store holds the observed edges of the objects of one writer, in memory,
@@ -21,7 +23,10 @@ type Store struct {
 	// judgeOf judges the edges of an object that does not have a judge of
 	// its last status yet; nil judges every such edge as blocked.
 	judgeOf func(types.NamespacedName) Judge
-	objects map[types.NamespacedName]*table
+	// countedOf gives the batches that an object's last status counts, for
+	// a table made before that status is read; nil gives none.
+	countedOf func(types.NamespacedName) []v1alpha1.CountedBatch
+	objects   map[types.NamespacedName]*table
 	// untracked counts the flow sides of new edges that did not fit.
 	untracked int64
 	// draining is set by a hand-off: writes are no longer spaced.
@@ -54,6 +59,8 @@ type table struct {
 	// notTrackedEdges is how many edges the last status counted that are not
 	// tracked.
 	notTrackedEdges int
+	// counted is, by sender, the last batch that the counts include.
+	counted map[string]counted
 }
 
 // entry is one edge: its flows as of the last write (base) and since
@@ -65,9 +72,11 @@ type entry struct {
 
 // NewStore returns a store that tracks at most maxTracked edges per object.
 // judgeOf, when set, gives the judge of an object's spec for the edges that
-// come past the tracking limit before the object's first status of this run.
-func NewStore(maxTracked int, judgeOf func(types.NamespacedName) Judge) *Store {
-	return &Store{maxTracked: maxTracked, judgeOf: judgeOf, objects: map[types.NamespacedName]*table{}}
+// come past the tracking limit before the object's first status of this run;
+// countedOf, when set, the batches that its last status counts (AddBatch).
+func NewStore(maxTracked int, judgeOf func(types.NamespacedName) Judge,
+	countedOf func(types.NamespacedName) []v1alpha1.CountedBatch) *Store {
+	return &Store{maxTracked: maxTracked, judgeOf: judgeOf, countedOf: countedOf, objects: map[types.NamespacedName]*table{}}
 }
 
 // Add notes flows of the edge k of obj, the newest seen at t. first is true
@@ -76,7 +85,11 @@ func NewStore(maxTracked int, judgeOf func(types.NamespacedName) Judge) *Store {
 func (s *Store) Add(obj types.NamespacedName, k *Key, flows int64, t time.Time) (first, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tb := s.table(obj)
+	return s.addLocked(s.table(obj), obj, k, flows, t)
+}
+
+// addLocked is Add on obj's table tb; s.mu is held.
+func (s *Store) addLocked(tb *table, obj types.NamespacedName, k *Key, flows int64, t time.Time) (first, ok bool) {
 	e := tb.edges[*k]
 	if e == nil {
 		if len(tb.edges) >= s.maxTracked {
@@ -132,6 +145,7 @@ func (s *Store) table(obj types.NamespacedName) *table {
 	tb := s.objects[obj]
 	if tb == nil {
 		tb = &table{edges: map[Key]*entry{}}
+		s.restoreCounted(tb, obj)
 		s.objects[obj] = tb
 	}
 	return tb

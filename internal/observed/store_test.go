@@ -30,7 +30,7 @@ func allowWorkloads(k *Key) (string, bool) {
 }
 
 func TestStatusCountsFlowsAcrossWrites(t *testing.T) {
-	s := NewStore(10, nil)
+	s := NewStore(10, nil, nil)
 	if first, ok := s.Add(obj, &db, 3, t0); !first || !ok {
 		t.Fatalf("first add: first %v ok %v", first, ok)
 	}
@@ -81,7 +81,7 @@ func TestStatusCarriesOnFromAnEarlierRun(t *testing.T) {
 		Peer: db.Peer(), Protocol: db.Protocol, Port: db.Port, Flows: 100,
 		FirstSeen: metav1.NewTime(t0.Add(-time.Hour)), LastSeen: metav1.NewTime(t0.Add(-time.Minute)), Verdict: v1alpha1.VerdictAllowed,
 	}}, ObservedEdges: 1}
-	s := NewStore(10, nil)
+	s := NewStore(10, nil, nil)
 	s.Add(obj, &db, 1, t0)
 	u := s.Status(obj, cur, allowWorkloads, 10)
 	got := find(u.Traffic.Observed, "postgres")
@@ -98,7 +98,7 @@ func TestStatusCarriesOnFromAnEarlierRun(t *testing.T) {
 // TestStatusJudgesByTheSpecAsItIs: a tighter spec turns allowed edges into
 // would-block ones at the next status, with no new flow.
 func TestStatusJudgesByTheSpecAsItIs(t *testing.T) {
-	s := NewStore(10, nil)
+	s := NewStore(10, nil, nil)
 	s.Add(obj, &db, 1, t0)
 	s.Status(obj, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10).Written(t0)
 	blockAll := func(*Key) (string, bool) { return "", false }
@@ -115,7 +115,7 @@ func TestStatusJudgesByTheSpecAsItIs(t *testing.T) {
 // TestStatusIsBounded: the listing keeps the newest, the totals count all,
 // and a new edge beyond the tracking bound is counted, not tracked.
 func TestStatusIsBounded(t *testing.T) {
-	s := NewStore(5, nil)
+	s := NewStore(5, nil, nil)
 	for i := range 7 {
 		k := stripe
 		k.Port = int32(1000 + i)
@@ -143,7 +143,7 @@ func TestStatusIsBounded(t *testing.T) {
 }
 
 func TestWaitSpacesWrites(t *testing.T) {
-	s := NewStore(10, nil)
+	s := NewStore(10, nil, nil)
 	if w := s.Wait(obj, time.Minute, t0); w != 0 {
 		t.Fatalf("never written: wait %s", w)
 	}
@@ -195,7 +195,7 @@ func BenchmarkMemoryPer10kEdges(b *testing.B) {
 	for b.Loop() {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		s := NewStore(1000, nil)
+		s := NewStore(1000, nil, nil)
 		for o := range 100 {
 			name := types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("deployment-w%d-egress", o)}
 			for e := range 100 {
@@ -217,7 +217,7 @@ func BenchmarkMemoryPer10kEdges(b *testing.B) {
 // TestWrittenSeesEdgesNewSinceTheUpdate: an edge first seen between a
 // status and its write has flows of its own, so the write asks for another.
 func TestWrittenSeesEdgesNewSinceTheUpdate(t *testing.T) {
-	s := NewStore(10, nil)
+	s := NewStore(10, nil, nil)
 	s.Add(obj, &db, 1, t0)
 	u := s.Status(obj, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10)
 	if first, _ := s.Add(obj, &stripe, 1, t0.Add(time.Second)); first {
@@ -232,7 +232,7 @@ func TestWrittenSeesEdgesNewSinceTheUpdate(t *testing.T) {
 }
 
 func TestHandOffEndsTheSpacing(t *testing.T) {
-	s := NewStore(10, nil)
+	s := NewStore(10, nil, nil)
 	other := obj
 	other.Name = "other"
 	s.Add(obj, &db, 1, t0)

@@ -60,7 +60,7 @@ func newViolationProcessor(set processor.Settings, cfg *Config, next consumer.Lo
 		return nil, err
 	}
 	p := &violationProcessor{cfg: cfg, logger: set.Logger, next: next, buffer: newBuffer(cfg.MaxBuffered), telemetry: tel}
-	p.observed = observed.NewStore(cfg.MaxTrackedEdges, p.judgeCached)
+	p.observed = observed.NewStore(cfg.MaxTrackedEdges, p.judgeCached, nil)
 	if err := p.observed.RegisterMetrics(tel.observedEdges, tel.base); err != nil {
 		return nil, err
 	}

@@ -660,7 +660,7 @@ func settleScaleOut(t *testing.T, sink *otlpSink, set scaleOutFlowSet) scaleOutR
 	deadline := time.Now().Add(2 * time.Minute)
 	waitFor(t, "every connection learned and every violation reported", 2*time.Minute+time.Second, func() bool {
 		if time.Now().After(deadline) {
-			t.Fatalf("not every connection learned or violation reported: the client's egress %s, violations by port %v", run.egress, run.violations)
+			t.Fatalf("not every connection learned or violation reported: the client's egress %s, its flows by port %v, violations by port %v", run.egress, run.flows, run.violations)
 		}
 		read()
 		for _, c := range set {

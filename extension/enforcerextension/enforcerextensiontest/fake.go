@@ -76,6 +76,8 @@ type Enforcer struct {
 	settled        func(key string) bool
 	settledAsked   map[string]int
 	leaderAddress  string
+	// leaderIdentity is the identity that LeaderAddress answers.
+	leaderIdentity string
 
 	// Plane is what DataPlane answers: the enforcer's data_plane.
 	Plane netpolmatch.DataPlane

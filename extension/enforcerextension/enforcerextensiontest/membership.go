@@ -89,11 +89,16 @@ func (e *Enforcer) CountFrom(key string) (time.Time, bool) {
 	return e.CheckpointOf(key)
 }
 
-// LeaderAddress answers what SetLeaderAddress set.
-func (e *Enforcer) LeaderAddress() (string, bool) {
+// LeaderAddress answers what SetLeaderAddress set; the identity is
+// "leader-at-<address>" unless SetLeaderIdentity set one.
+func (e *Enforcer) LeaderAddress() (addr, identity string, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.leaderAddress, e.leaderAddress != ""
+	identity = e.leaderIdentity
+	if identity == "" {
+		identity = "leader-at-" + e.leaderAddress
+	}
+	return e.leaderAddress, identity, e.leaderAddress != ""
 }
 
 // SetLeaderAddress sets the address that LeaderAddress answers; "" is none.
@@ -101,6 +106,14 @@ func (e *Enforcer) SetLeaderAddress(addr string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.leaderAddress = addr
+}
+
+// SetLeaderIdentity sets the leader's identity that LeaderAddress answers:
+// a new one is a new leader process at the same address.
+func (e *Enforcer) SetLeaderIdentity(identity string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.leaderIdentity = identity
 }
 
 // Release records that the replica no longer reads key.

@@ -25,6 +25,7 @@ type TelemetryBuilder struct {
 	NetworkEnforcerObservedEdgesUntracked       metric.Int64ObservableCounter
 	NetworkEnforcerObservedEstimatorsUnreadable metric.Int64ObservableCounter
 	NetworkEnforcerWriterAPIWrites              metric.Int64Counter
+	NetworkEnforcerWriterRecordsCountedAlready  metric.Int64Counter
 	NetworkEnforcerWriterUnwrittenProposals     metric.Int64ObservableGauge
 }
 
@@ -86,6 +87,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 		"network_enforcer_writer_api_writes",
 		metric.WithDescription("Writes to the Kubernetes API, by operation (create, update, status) and result (ok, refused, error)."),
 		metric.WithUnit("{write}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.NetworkEnforcerWriterRecordsCountedAlready, err = builder.meter.Int64Counter(
+		"network_enforcer_writer_records_counted_already",
+		metric.WithDescription("Observed records skipped because the proposal's counts include their batch already: a reader sent it again, to a new leader or after a lost answer."),
+		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.NetworkEnforcerWriterUnwrittenProposals, err = builder.meter.Int64ObservableGauge(

@@ -23,6 +23,7 @@ type TelemetryBuilder struct {
 	NetworkEnforcerLeaderExporterEdgesHeld       metric.Int64ObservableGauge
 	NetworkEnforcerLeaderExporterRecordsReceived metric.Int64Counter
 	NetworkEnforcerLeaderExporterRecordsSent     metric.Int64Counter
+	NetworkEnforcerLeaderExporterRecordsResent   metric.Int64Counter
 }
 
 // RegisterNetworkEnforcerLeaderExporterEdgesHeldCallback sets the callback that observes NetworkEnforcerLeaderExporterEdgesHeld.
@@ -50,6 +51,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 	builder.NetworkEnforcerLeaderExporterRecordsSent, err = builder.meter.Int64Counter(
 		"network_enforcer_leader_exporter_records_sent",
 		metric.WithDescription("Log records that the leader accepted from the exporter, after merging."),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.NetworkEnforcerLeaderExporterRecordsResent, err = builder.meter.Int64Counter(
+		"network_enforcer_leader_exporter_records_resent",
+		metric.WithDescription("Log records sent again to a new leader, which skips what its predecessor wrote."),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

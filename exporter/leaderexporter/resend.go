@@ -1,0 +1,98 @@
+package leaderexporter
+
+import (
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
+)
+
+// resendable numbers a reader's batches of learned records and keeps those
+// the leader took for the resend window: a leader that dies holds what it
+// took in memory until it writes it, at most once per observed_interval, so
+// the next leader is sent it again, and skips, proposal by proposal, what
+// the previous one wrote (the batch numbers that the status counts). Used
+// under the sender's sendMu.
+type resendable struct {
+	window time.Duration
+	// sender is this process's name in the batches: a new one with each
+	// start, so that numbers start again at 1 without a clash.
+	sender string
+	last   int64
+	// leader is the leader process that took the last batch.
+	leader string
+	kept   []keptBatch
+}
+
+// keptBatch is a batch that a leader took, kept until the window after it
+// was last sent.
+type keptBatch struct {
+	seq  int64
+	ld   plog.Logs
+	sent time.Time
+}
+
+func newResendable(window time.Duration) *resendable {
+	return &resendable{window: window, sender: string(uuid.NewUUID())}
+}
+
+// number is ld's batch number: the one it was given at an earlier try, else
+// the next, which it is then stamped with.
+func (r *resendable) number(ld plog.Logs) int64 {
+	if seq := flowsource.BatchSeqOf(ld); seq > 0 {
+		return seq
+	}
+	r.last++
+	flowsource.StampBatch(ld, r.sender, r.last)
+	return r.last
+}
+
+// toSendAgain is what a leader must be sent before batch seq (0 for a batch
+// that is not numbered): every batch kept, in order, when leader is not the
+// process that took the last batch; nothing otherwise. Batches past the
+// window are dropped first.
+func (r *resendable) toSendAgain(leader string, seq int64, now time.Time) []plog.Logs {
+	r.expire(now)
+	if leader == r.leader || len(r.kept) == 0 {
+		return nil
+	}
+	var again []plog.Logs
+	for i := range r.kept {
+		k := &r.kept[i]
+		if seq > 0 && k.seq >= seq {
+			break // a try of this batch that an earlier leader took
+		}
+		again = append(again, k.ld)
+		k.sent = now
+	}
+	return again
+}
+
+// took notes that leader took batch seq (0: not numbered, not kept).
+func (r *resendable) took(leader string, seq int64, ld plog.Logs, now time.Time) {
+	r.leader = leader
+	if seq == 0 || r.window <= 0 {
+		return
+	}
+	if n := len(r.kept); n > 0 && r.kept[n-1].seq >= seq {
+		r.kept[n-1].sent = now // taken again after an answer that was lost
+		return
+	}
+	r.kept = append(r.kept, keptBatch{seq: seq, ld: ld, sent: now})
+}
+
+// expire drops the batches last sent more than the window ago.
+func (r *resendable) expire(now time.Time) {
+	n := 0
+	for n < len(r.kept) && now.Sub(r.kept[n].sent) > r.window {
+		n++
+	}
+	if n > 0 {
+		r.kept = append(r.kept[:0], r.kept[n:]...)
+	}
+}
+
+// len is how many batches are kept.
+func (r *resendable) len() int { return len(r.kept) }

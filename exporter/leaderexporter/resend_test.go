@@ -1,0 +1,128 @@
+package leaderexporter
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
+	"github.com/kubewarden/network-enforcer/internal/learning"
+)
+
+// batchesOf lists, in arrival order, the batch numbers of the learned
+// records that a leader received, and how many candidates came with none.
+func batchesOf(t *testing.T, env *leaderEnv) (seqs []int64, unnumbered int) {
+	t.Helper()
+	sender := ""
+	for _, ld := range env.sink.AllLogs() {
+		for _, rl := range ld.ResourceLogs().All() {
+			s, seq, ok := flowsource.BatchOf(rl.Resource())
+			if !ok {
+				unnumbered += rl.ScopeLogs().At(0).LogRecords().Len()
+				continue
+			}
+			if sender != "" && s != sender {
+				t.Fatalf("batches of two senders %q and %q from one reader", sender, s)
+			}
+			sender = s
+			seqs = append(seqs, seq)
+		}
+	}
+	return seqs, unnumbered
+}
+
+// consume hands the reader one batch of records.
+func consume(t *testing.T, e interface {
+	ConsumeLogs(context.Context, plog.Logs) error
+}, fill func(plog.ScopeLogs)) {
+	t.Helper()
+	ld, sl := newScope()
+	fill(sl)
+	if err := e.ConsumeLogs(context.Background(), ld); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestANewLeaderIsSentTheKeptBatches: the learned records' batches are
+// numbered in order and kept once a leader took them; when another leader
+// process is located (a new address, or a new process at the same address),
+// it is sent every kept batch again, in order and before the next, without
+// waiting for one; candidates are never sent again.
+func TestANewLeaderIsSentTheKeptBatches(t *testing.T) {
+	first := startLeaderReceiver(t)
+	second := startLeaderReceiverOn(t, first.ca, "127.0.0.2", first.port)
+	first.replica.Lead()
+	e, tel, reader := startReaderOf(t, first, 20*time.Millisecond)
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+
+	consume(t, e, func(sl plog.ScopeLogs) { appendEdge(sl, 80, 3, 0); appendCandidate(sl, 1, 0) })
+	waitFor(t, "the first batch at the first leader", func() bool { seqs, _ := batchesOf(t, first); return len(seqs) == 1 })
+	consume(t, e, func(sl plog.ScopeLogs) { appendEdge(sl, 81, 2, time.Second) })
+	waitFor(t, "the second batch at the first leader", func() bool { seqs, _ := batchesOf(t, first); return len(seqs) == 2 })
+	if seqs, candidates := batchesOf(t, first); seqs[0] != 1 || seqs[1] != 2 || candidates != 1 {
+		t.Fatalf("the first leader got batches %v and %d candidates, want 1, 2 and 1", seqs, candidates)
+	}
+
+	// The first leader dies; the second leads. No new record comes: the
+	// kept batches go all the same.
+	first.replica.Follow()
+	second.replica.Lead()
+	reader.SetLeaderAddress("127.0.0.2")
+	waitFor(t, "the kept batches at the new leader", func() bool { seqs, _ := batchesOf(t, second); return len(seqs) == 2 })
+	consume(t, e, func(sl plog.ScopeLogs) { appendEdge(sl, 82, 1, 2*time.Second) })
+	waitFor(t, "the third batch at the new leader", func() bool { seqs, _ := batchesOf(t, second); return len(seqs) == 3 })
+	seqs, candidates := batchesOf(t, second)
+	if seqs[0] != 1 || seqs[1] != 2 || seqs[2] != 3 || candidates != 0 {
+		t.Fatalf("the new leader got batches %v and %d candidates, want 1, 2, 3 and none", seqs, candidates)
+	}
+	var ports []int64
+	for _, lr := range records(second.sink.AllLogs()...) {
+		if lr.EventName() == learning.EventName {
+			ports = append(ports, portOf(lr))
+		}
+	}
+	if len(ports) != 3 || ports[0] != 80 || ports[1] != 81 || ports[2] != 82 {
+		t.Errorf("the new leader's learned edges by port %v, want 80, 81, 82", ports)
+	}
+	if n := counter(tel, MetricRecordsResent, ""); n != 2 {
+		t.Errorf("%s is %d, want the 2 records sent again", MetricRecordsResent, n)
+	}
+
+	// The same leader, another process (it restarted at the same address):
+	// its memory is gone too.
+	reader.SetLeaderIdentity("second-restarted")
+	waitFor(t, "the kept batches at the restarted leader", func() bool { seqs, _ := batchesOf(t, second); return len(seqs) == 6 })
+}
+
+// TestKeptBatchesExpire: a batch is kept for the resend window after a
+// leader took it, and not at all with a window of 0.
+func TestKeptBatchesExpire(t *testing.T) {
+	r := newResendable(2 * time.Minute)
+	now := base
+	for seq := range int64(3) {
+		ld, sl := newScope()
+		appendEdge(sl, 80, 1, 0)
+		if n := r.number(ld); n != seq+1 {
+			t.Fatalf("batch numbered %d, want %d", n, seq+1)
+		}
+		if n := r.number(ld); n != seq+1 {
+			t.Fatalf("a batch tried again numbered %d, want its %d", n, seq+1)
+		}
+		r.took("leader-a", seq+1, ld, now.Add(time.Duration(seq)*time.Minute))
+	}
+	if again := r.toSendAgain("leader-a", 4, now.Add(2*time.Minute)); len(again) != 0 {
+		t.Fatalf("the leader that took them is sent %d batches again", len(again))
+	}
+	// At 2m30s, the first batch (taken at 0) is past the 2m window.
+	if again := r.toSendAgain("leader-b", 4, now.Add(150*time.Second)); len(again) != 2 {
+		t.Fatalf("a new leader is sent %d batches, want the 2 within the window", len(again))
+	}
+	none := newResendable(0)
+	ld, _ := newScope()
+	none.took("leader-a", none.number(ld), ld, now)
+	if none.len() != 0 {
+		t.Fatal("a window of 0 keeps batches")
+	}
+}
