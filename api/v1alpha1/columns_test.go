@@ -54,6 +54,8 @@ func TestKubectlNamesAndColumns(t *testing.T) {
 	}
 	// What kubectl get wnpp shows at a glance: a proposal not safe to protect.
 	proposal.Status.ObservedEdges, proposal.Status.WouldBlockEdges = 3, 2
+	proposal.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionStable, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonLearning, Message: "learning", LastTransitionTime: metav1.Now()}}
 	if err := env.Client.Status().Update(ctx, proposal); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func TestKubectlNamesAndColumns(t *testing.T) {
 	}
 	check("workloadnetworkpolicyproposals", map[string]any{
 		"Name": "deployment-web-ingress", "Backend": "kubernetes", "Direction": "Ingress", "Target": "web",
-		"Observed": float64(3), "Would Block": float64(2), "Estimated": false,
+		"Observed": float64(3), "Would Block": float64(2), "Stable": "False", "Estimated": false,
 	})
 	check("workloadnetworkpolicies", map[string]any{
 		"Name": "deployment-web-ingress", "Mode": "monitor", "Backend": "istio", "Active Violations": nil, "Would Block": nil, "Estimated": nil,

@@ -121,6 +121,20 @@ const (
 	// has the API server's answer. The writer tries again once it learns
 	// something that changes what it would write.
 	ConditionWritten = "Written"
+	// ConditionStable is True once no new edge (a new peer, or a new port of
+	// a peer) has been learned into the proposal's spec for the writer's
+	// stable_after; False, with the time and the edge of the last new one
+	// (status.lastNewEdge), while one is more recent. Flows on edges the spec
+	// has do not change it.
+	ConditionStable = "Stable"
+)
+
+// Reasons of ConditionStable.
+const (
+	// ReasonLearning: an edge was learned within stable_after.
+	ReasonLearning = "Learning"
+	// ReasonNoNewEdges: no edge was learned for stable_after.
+	ReasonNoNewEdges = "NoNewEdges"
 )
 
 // Reasons of ConditionBounded.

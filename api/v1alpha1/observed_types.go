@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -236,4 +238,26 @@ type ClassEstimators struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=8192
 	WouldBlock []byte `json:"wouldBlock,omitempty"`
+}
+
+// String says who the peer is, in one line: its class, then its workload
+// (namespace/kind/name), principal, DNS name and address, those it has.
+func (p ObservedPeer) String() string {
+	var parts []string
+	if p.Namespace != "" || p.Name != "" {
+		w := p.Name
+		if p.Kind != "" {
+			w = strings.ToLower(p.Kind) + "/" + p.Name
+		}
+		parts = append(parts, strings.Trim(p.Namespace+"/"+w, "/"))
+	}
+	for _, s := range []string{p.Principal, p.DNSName, p.Address} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) == 0 {
+		return string(p.Class)
+	}
+	return string(p.Class) + " " + strings.Join(parts, " ")
 }

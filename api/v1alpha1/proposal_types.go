@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -16,9 +17,36 @@ type WorkloadNetworkPolicyProposalStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// lastNewEdge is the last edge that the writer learned into the spec, and
+	// when: the Stable condition counts from it.
+	// +optional
+	LastNewEdge *NewEdge `json:"lastNewEdge,omitempty"`
+
 	// The observed traffic of the workload and direction, with the verdict of
 	// the current spec on each edge.
 	ObservedTraffic `json:",inline"`
+}
+
+// NewEdge is an edge that the writer added to a proposal's spec.
+type NewEdge struct {
+	// time is when the writer wrote it into the spec.
+	// +required
+	Time metav1.Time `json:"time"`
+
+	// peer is the other end of the edge; absent when the writer does not
+	// track the edge one by one (past its tracking limit).
+	// +optional
+	Peer *ObservedPeer `json:"peer,omitempty"`
+
+	// protocol of the edge.
+	// +optional
+	Protocol corev1.Protocol `json:"protocol,omitempty"`
+
+	// port of the edge, at the destination.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
 }
 
 // WorkloadNetworkPolicyProposal is the traffic that the enforcer saw for one
@@ -34,6 +62,7 @@ type WorkloadNetworkPolicyProposalStatus struct {
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`
 // +kubebuilder:printcolumn:name="Observed",type=integer,JSONPath=`.status.observedEdges`
 // +kubebuilder:printcolumn:name="Would Block",type=integer,JSONPath=`.status.wouldBlockEdges`
+// +kubebuilder:printcolumn:name="Stable",type=string,JSONPath=`.status.conditions[?(@.type=="Stable")].status`,description="No new edge was learned for stable_after: see the Stable condition"
 // +kubebuilder:printcolumn:name="Estimated",type=boolean,JSONPath=`.status.estimated`,description="The edge counts are estimates: see the EvidenceComplete condition"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WorkloadNetworkPolicyProposal struct {

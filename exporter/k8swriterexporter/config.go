@@ -3,6 +3,7 @@ package k8swriterexporter
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 
@@ -28,6 +29,10 @@ type Config struct {
 	// left out.
 	MaxPeers int `mapstructure:"max_peers"`
 
+	// StableAfter is how long no new edge must be learned into a proposal
+	// for its Stable condition to turn True.
+	StableAfter time.Duration `mapstructure:"stable_after"`
+
 	// The bounds of the observed edges in status.observed.
 	observed.Config `mapstructure:",squash"`
 
@@ -42,10 +47,22 @@ func createDefaultConfig() component.Config {
 
 		MaxPortsPerPeer: 32,
 		MaxPeers:        64,
+		StableAfter:     DefaultStableAfter,
 
 		Config: observed.DefaultConfig(),
 	}
 }
+
+// DefaultStableAfter is the default of stable_after: a day. Calico's policy
+// recommendations count a recommendation stable after 10 minutes unchanged
+// (PolicyRecommendationScope stabilizationPeriod, refined every 2.5 minutes);
+// Kubescape's node agent learns an application profile for a fixed period
+// (maxLearningPeriod, 12 to 24 hours by chart version). Traffic often follows
+// a daily cycle (a nightly backup, a daily report): a window shorter than a
+// day would call a proposal stable before its workload went through one, and
+// protect would then block the first nightly run. A day is the shortest window
+// that sees one; set it shorter for a workload without such a cycle.
+const DefaultStableAfter = 24 * time.Hour
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
@@ -64,6 +81,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPeers < 1 {
 		errs = append(errs, fmt.Errorf("invalid max_peers %d: must be at least 1", c.MaxPeers))
+	}
+	if c.StableAfter <= 0 {
+		errs = append(errs, fmt.Errorf("invalid stable_after %s: must be positive", c.StableAfter))
 	}
 	errs = append(errs, c.Config.Validate()...)
 	return errors.Join(errs...)

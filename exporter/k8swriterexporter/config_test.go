@@ -22,6 +22,7 @@ func TestLoadConfig(t *testing.T) {
 
 			MaxPortsPerPeer: 8,
 			MaxPeers:        16,
+			StableAfter:     10 * time.Minute,
 
 			Config: observed.Config{ObservedInterval: 30 * time.Second, MaxObserved: 100, MaxTrackedEdges: 5000},
 		}},
@@ -31,6 +32,7 @@ func TestLoadConfig(t *testing.T) {
 			"invalid write_burst 0: must be at least 1",
 			"invalid max_ports_per_peer 0: must be at least 1",
 			"invalid max_peers -1: must be at least 1",
+			"invalid stable_after 0s: must be positive",
 			"invalid observed_interval 10ms: must be at least 1s",
 			"invalid max_observed 300: must be between 1 and 256",
 			"invalid max_tracked_edges 10: must be at least max_observed (300)",

@@ -107,7 +107,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 				return w.refused(key, p.Spec, nil, nil, err)
 			}
 			w.agg.refuse(key, nil)
-			return w.writeStatus(ctx, pw, p, boundedCondition(b, l.backend, maxPeers, maxPorts), writtenCondition(nil))
+			return w.writeStatus(ctx, pw, p, w.newEdge(p, nil), boundedCondition(b, l.backend, maxPeers, maxPorts), writtenCondition(nil))
 		}
 		if err != nil {
 			return err
@@ -125,7 +125,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 		if apiequality.Semantic.DeepEqual(spec, existing.Spec) {
 			// What was learned is written; the status may not say so yet (a
 			// proposal of an earlier version, a status write that failed).
-			return w.writeStatus(ctx, pw, &existing, bc, writtenCondition(nil))
+			return w.writeStatus(ctx, pw, &existing, nil, bc, writtenCondition(nil))
 		}
 		if w.agg.wasRefused(key, &spec, existing.ResourceVersion) {
 			return nil // refused as it is: nothing new to try
@@ -134,11 +134,11 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 		existing.Spec = spec
 		if err := w.write(ctx, pw, &existing, func() error { return pw.Update(ctx, &existing) }, "update"); err != nil {
 			return w.refused(key, spec, held, func() error {
-				return w.writeStatus(ctx, pw, held, writtenCondition(err))
+				return w.writeStatus(ctx, pw, held, nil, writtenCondition(err))
 			}, err)
 		}
 		w.agg.refuse(key, nil)
-		return w.writeStatus(ctx, pw, &existing, bc, writtenCondition(nil))
+		return w.writeStatus(ctx, pw, &existing, w.newEdge(&existing, &held.Spec), bc, writtenCondition(nil))
 	})
 }
 
@@ -155,7 +155,7 @@ func (w *writer) reconcileObserved(ctx context.Context, nn types.NamespacedName,
 		if !managed(&existing) {
 			return nil
 		}
-		return w.writeStatus(ctx, pw, &existing)
+		return w.writeStatus(ctx, pw, &existing, nil)
 	})
 }
 
@@ -204,7 +204,8 @@ func (w *writer) write(ctx context.Context, pw enforcerextension.ProposalWriter,
 	return err
 }
 
-// writeStatus sets the conditions on p, and its observed edges, and writes
+// writeStatus sets the conditions on p, its observed edges and, when the
+// write of its spec learned an edge (learned), its last new edge, and writes
 // its status when that changes it. Observed edges alone are written at most
 // once per observed_interval: their flow counts change with every flow. A
 // condition of the writer's that changes, or a spec that the status does not
@@ -212,11 +213,19 @@ func (w *writer) write(ctx context.Context, pw enforcerextension.ProposalWriter,
 // status write that the API server refuses is logged and not retried: the
 // next write of the proposal tries again.
 func (w *writer) writeStatus(ctx context.Context, pw enforcerextension.ProposalWriter, p *v1alpha1.WorkloadNetworkPolicyProposal,
-	conditions ...metav1.Condition) error {
+	learned *v1alpha1.NewEdge, conditions ...metav1.Condition) error {
 	st := p.Status.DeepCopy()
 	urgent := p.Generation != st.ObservedGeneration
+	if learned != nil {
+		st.LastNewEdge, urgent = learned, true
+	}
+	stable, recheck := stableCondition(p, st.LastNewEdge, w.cfg.StableAfter, time.Now())
+	conditions = append(conditions, stable)
 	for _, c := range conditions {
 		urgent = meta.SetStatusCondition(&st.Conditions, c) || urgent
+	}
+	if recheck > 0 {
+		w.queue.Enqueue(client.ObjectKeyFromObject(p), recheck)
 	}
 	st.ObservedGeneration = p.Generation
 	name := client.ObjectKeyFromObject(p)

@@ -124,23 +124,6 @@ func acknowledgeCommand(namespace, name, id string) string {
 	return fmt.Sprintf("kubectl annotate wnp -n %s %s %s='<reason>'", namespace, name, v1alpha1.AcknowledgeAnnotation(id))
 }
 
-// peerText says who an observed peer is, in one line.
-func peerText(p v1alpha1.ObservedPeer) string {
-	var parts []string
-	if p.Namespace != "" || p.Name != "" {
-		parts = append(parts, strings.Trim(p.Namespace+"/"+workloadLabel(p.Kind, p.Name), "/"))
-	}
-	for _, s := range []string{p.Principal, p.DNSName, p.Address} {
-		if s != "" {
-			parts = append(parts, s)
-		}
-	}
-	if len(parts) == 0 {
-		return string(p.Class)
-	}
-	return string(p.Class) + " " + strings.Join(parts, " ")
-}
-
 // endpointText says who a violation's end is.
 func endpointText(e v1alpha1.ViolationEndpoint) string {
 	s := strings.Trim(e.Namespace+"/"+workloadLabel(e.Kind, e.Name), "/")

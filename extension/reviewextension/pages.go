@@ -75,7 +75,7 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format(time.RFC3339)
 	},
-	"peer":     peerText,
+	"peer":     v1alpha1.ObservedPeer.String,
 	"endpoint": endpointText,
 	// about marks a count that is an estimate.
 	"about": func(estimated bool) template.HTML {

@@ -232,3 +232,39 @@ func (s *Store) Edges() int {
 	}
 	return n
 }
+
+// Newly is the edge of obj, among those it tracks, that was last seen most
+// recently of those that was did not allow and now does: an edge that a
+// write of the spec, from was to now, learned. False when none is tracked.
+func (s *Store) Newly(obj types.NamespacedName, was, now Judge) (Key, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tb := s.objects[obj]
+	if tb == nil {
+		return Key{}, false
+	}
+	var newest Key
+	var last time.Time
+	found := false
+	for k, e := range tb.edges {
+		if _, allowed := now(&k); !allowed {
+			continue
+		}
+		if was != nil {
+			if _, allowed := was(&k); allowed {
+				continue
+			}
+		}
+		if !found || e.last.After(last) || (e.last.Equal(last) && keyLess(k, newest)) {
+			newest, last, found = k, e.last, true
+		}
+	}
+	return newest, found
+}
+
+// keyLess orders keys as newestFirst orders their edges, for a stable pick
+// among edges last seen at once.
+func keyLess(a, b Key) bool {
+	return newestFirst(v1alpha1.ObservedEdge{Peer: a.Peer(), Protocol: a.Protocol, Port: a.Port},
+		v1alpha1.ObservedEdge{Peer: b.Peer(), Protocol: b.Protocol, Port: b.Port}) < 0
+}

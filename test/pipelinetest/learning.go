@@ -71,6 +71,8 @@ type Options struct {
 	// ObservedInterval is the writer's and the violation processor's
 	// observed_interval; their default when zero.
 	ObservedInterval time.Duration
+	// StableAfter is the writer's stable_after; its default when zero.
+	StableAfter time.Duration
 }
 
 // leases numbers the pipelines' Leases.
@@ -110,6 +112,9 @@ func StartPipeline(tb testing.TB, opts Options) *Learning {
 	wcfg := wf.CreateDefaultConfig().(*k8swriterexporter.Config)
 	if opts.ObservedInterval > 0 {
 		wcfg.ObservedInterval = opts.ObservedInterval
+	}
+	if opts.StableAfter > 0 {
+		wcfg.StableAfter = opts.StableAfter
 	}
 	writer, err := wf.CreateLogs(ctx, exporter.Settings{ID: component.NewID(wf.Type()), TelemetrySettings: l.Settings, BuildInfo: build},
 		wcfg)

@@ -38,6 +38,11 @@ func (q *queue) Enqueue(key types.NamespacedName, delay time.Duration) {
 	if q.keys == nil {
 		q.keys = map[types.NamespacedName]time.Duration{}
 	}
+	// As a work queue's AddAfter: a key queued twice is taken at the
+	// earlier time.
+	if d, ok := q.keys[key]; ok && d <= delay {
+		return
+	}
 	q.keys[key] = delay
 }
 

@@ -1,0 +1,64 @@
+package k8swriterexporter
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/observed"
+)
+
+// newEdge is the edge that a write of p's spec, grown from was (nil for a
+// proposal made now), learned: of the edges p's observed edges track, the
+// one last seen that was did not allow and p's spec does. It has no peer when
+// no such edge is tracked (past the tracking limit).
+func (w *writer) newEdge(p *v1alpha1.WorkloadNetworkPolicyProposal, was *v1alpha1.PolicySpec) *v1alpha1.NewEdge {
+	e := &v1alpha1.NewEdge{Time: metav1.NewTime(time.Now().UTC().Truncate(time.Second))}
+	var before observed.Judge
+	if was != nil {
+		before = observed.JudgeSpec(w.enforcer, was, p.Namespace, w.enforcer.DataPlane())
+	}
+	if k, ok := w.observed.Newly(client.ObjectKeyFromObject(p), before, w.judge(p)); ok {
+		peer := k.Peer()
+		e.Peer, e.Protocol, e.Port = &peer, k.Protocol, k.Port
+	}
+	return e
+}
+
+// stableCondition is p's Stable condition at now: False while its last new
+// edge (last; its creation when it has none) is more recent than after, True
+// once it is not. recheck is how long until a False one turns True, when
+// nothing new is learned meanwhile: the writer looks at it again then.
+func stableCondition(p *v1alpha1.WorkloadNetworkPolicyProposal, last *v1alpha1.NewEdge, after time.Duration,
+	now time.Time) (c metav1.Condition, recheck time.Duration) {
+	at, what := p.CreationTimestamp.Time, "the proposal was made"
+	if last != nil {
+		at, what = last.Time.Time, "the last new edge, "+edgeText(last)+", was learned"
+	}
+	c = metav1.Condition{Type: v1alpha1.ConditionStable, ObservedGeneration: p.Generation}
+	if remaining := at.Add(after).Sub(now); remaining > 0 {
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonLearning
+		c.Message = fmt.Sprintf("%s at %s: stable once no new edge is learned for %s, at %s",
+			what, at.UTC().Format(time.RFC3339), after, at.Add(after).UTC().Format(time.RFC3339))
+		// A second late, so that the look finds the window passed.
+		return c, remaining + time.Second
+	}
+	c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonNoNewEdges
+	c.Message = fmt.Sprintf("no new edge learned for %s: %s at %s", after, what, at.UTC().Format(time.RFC3339))
+	return c, 0
+}
+
+// edgeText says what a new edge is: its protocol and port, and its peer.
+func edgeText(e *v1alpha1.NewEdge) string {
+	s := "an edge not tracked one by one"
+	if e.Peer != nil {
+		s = e.Peer.String()
+	}
+	if e.Protocol == "" {
+		return s
+	}
+	return fmt.Sprintf("%s/%d with %s", e.Protocol, e.Port, s)
+}
