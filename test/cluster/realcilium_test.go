@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +29,36 @@ const (
 	outsideAddr = "10.217.32.2:8080"
 	apiServer   = "kubernetes.default.svc.cluster.local:443"
 	apiPort     = 16443 // the backend of the kubernetes Service, which Cilium translates to
+	// stableAfter is the writer's stable_after in the journey.
+	stableAfter = 20 * time.Second
 )
+
+// waitStable waits for the Stable condition of the store's proposal name and
+// logs how long after its last new edge it turned True.
+func waitStable(t *testing.T, name string) {
+	t.Helper()
+	var status, last, since string
+	waitFor(t, "proposal "+name+" Stable", stableAfter+2*time.Minute, func() bool {
+		out, _ := kubectlErr("", "-n", "store", "get", "workloadnetworkpolicyproposal", name, "-o",
+			`jsonpath={.status.conditions[?(@.type=="Stable")].status} {.status.lastNewEdge.time} {.status.conditions[?(@.type=="Stable")].lastTransitionTime}`)
+		f := strings.Fields(out)
+		if len(f) != 3 {
+			return false
+		}
+		status, last, since = f[0], f[1], f[2]
+		return status == "True"
+	})
+	lastT, err1 := time.Parse(time.RFC3339, last)
+	sinceT, err2 := time.Parse(time.RFC3339, since)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("proposal %s: lastNewEdge %q, Stable since %q", name, last, since)
+	}
+	if d := sinceT.Sub(lastT); d < stableAfter {
+		t.Errorf("proposal %s turned Stable %s after its last new edge, within the %s window", name, d, stableAfter)
+	} else {
+		t.Logf("proposal %s: Stable %s after its last new edge (window %s)", name, d, stableAfter)
+	}
+}
 
 // TestRealCilium proves the product on the real Cilium agent as the node's CNI:
 // its Hubble flows, read through the real hubble-relay with the chart's default
@@ -37,7 +67,9 @@ func TestRealCilium(t *testing.T) {
 	requireCilium(t)
 	importImages(t)
 	start := time.Now()
-	installChart(t, "controller.provider.name=cilium")
+	// A short window for the Stable condition, which the journey waits for
+	// before it promotes (a day by default).
+	installChart(t, "controller.provider.name=cilium", "controller.learning.stableAfter="+stableAfter.String())
 	logsOnFailure(t, namespace+"/"+enforcerPods, "kube-system/k8s-app=hubble-relay", "store/app")
 
 	t.Run("install", func(t *testing.T) {
@@ -254,6 +286,12 @@ func realJourney(t *testing.T, outside string) {
 	if t.Failed() {
 		t.Log(kubectl(t, "-n", "store", "get", "workloadnetworkpolicyproposals", "-o", "yaml"))
 		return
+	}
+
+	// Learning settles: each proposal turns Stable once no new edge came for
+	// stableAfter, without a flow to wake it, and is promoted only then.
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		waitStable(t, name)
 	}
 
 	// Promote every proposal of the application to protect.

@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"fmt"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/kubewarden/network-enforcer/internal/certtest"
-	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
 // TestScaleOutLeaderKilled: three replicas; the leader is killed with SIGKILL
@@ -19,17 +15,7 @@ import (
 // leader had not written, and every connection is learned with each flow
 // counted once and every violation reported once.
 func TestScaleOutLeaderKilled(t *testing.T) {
-	controlplanetest.Require(t)
-	ca := certtest.NewCA(t, "scale-out-ca")
-	s := newScaleOut(t, ca, 3, "3s")
-	first := scaleOutFlows()
-	s.push(first)
-	// The flows of one connection as the client's egress counts them, with
-	// no replica killed.
-	perConnection := s.settle(t, first).flows[int32(first[0].port)]
-	if perConnection == 0 {
-		t.Fatal("the client's first connection has no observed flows")
-	}
+	s, first, perConnection := startKillRun(t)
 
 	const accepted = "network_enforcer_leader_receiver_records_accepted"
 	leader := s.leader(t)
@@ -69,30 +55,7 @@ func TestScaleOutLeaderKilled(t *testing.T) {
 	third := scaleOutFlows().shifted(2000)
 	s.push(third)
 
-	all := append(append(append(scaleOutFlowSet{}, first...), second...), third...)
-	got := s.settle(t, all)
-	// Every connection is a violation of the api's policy, which allows only
-	// the client on 8080: the client's on the other ports too.
-	violating, reported := len(all), 0
-	for port, n := range got.violations {
-		reported += n
-		if n != 1 {
-			t.Errorf("the violation on port %s was reported %d times", port, n)
-		}
-	}
-	t.Logf("%d violations for %d violating connections", reported, violating)
-	var wrong []string
-	var total, want int64
-	for _, c := range all {
-		if c.src != caller {
-			continue
-		}
-		n := got.flows[int32(c.port)]
-		total, want = total+n, want+perConnection
-		if n != perConnection {
-			wrong = append(wrong, fmt.Sprintf("%d: %d", c.port, n))
-		}
-	}
+	checkCountedOnce(t, s, perConnection, first, second, third)
 	// The readers sent the new leader again what the dead one took; it
 	// skipped, proposal by proposal, what the dead one had written.
 	var resent, skipped int64
@@ -106,10 +69,6 @@ func TestScaleOutLeaderKilled(t *testing.T) {
 	t.Logf("the readers sent %d records again; the new leader skipped %d that the dead one had written", resent, skipped)
 	if resent == 0 {
 		t.Error("no reader sent the new leader again what the dead one took")
-	}
-	t.Logf("the client's egress counts %d flows of %d pushed", total, want)
-	if len(wrong) > 0 {
-		t.Errorf("connections counted other than %d flows each, by port: %v", perConnection, wrong)
 	}
 }
 

@@ -116,17 +116,7 @@ func TestScaleOutLearnsAsTheRelay(t *testing.T) {
 // how far the leader took its records; every connection is learned, each
 // flow counted once, and every violation reported once.
 func TestScaleOutReplicaKilled(t *testing.T) {
-	controlplanetest.Require(t)
-	ca := certtest.NewCA(t, "scale-out-ca")
-	s := newScaleOut(t, ca, 3, "3s")
-	first := scaleOutFlows()
-	s.push(first)
-	// The flows of one connection as the client's egress counts them, with
-	// no replica killed.
-	perConnection := s.settle(t, first).flows[int32(first[0].port)]
-	if perConnection == 0 {
-		t.Fatal("the client's first connection has no observed flows")
-	}
+	s, first, perConnection := startKillRun(t)
 
 	leader := s.leader(t)
 	var victim *scaleOutReplica
@@ -204,13 +194,44 @@ func TestScaleOutReplicaKilled(t *testing.T) {
 	t.Logf("nodes %v moved %s after the kill (a lease duration and two jittered retries: %s)",
 		moved, took.Round(time.Millisecond), leaseDuration+2*jitteredRetry)
 
-	all := append(append(first, second...), third...)
+	checkCountedOnce(t, s, perConnection, first, second, third)
+}
+
+// startKillRun starts three replicas with a 3-second aggregation, pushes the
+// first set and returns it with the flows of one connection as the client's
+// egress counts them, with no replica killed.
+func startKillRun(t *testing.T) (s *scaleOut, first scaleOutFlowSet, perConnection int64) {
+	t.Helper()
+	controlplanetest.Require(t)
+	s = newScaleOut(t, certtest.NewCA(t, "scale-out-ca"), 3, "3s")
+	first = scaleOutFlows()
+	s.push(first)
+	perConnection = s.settle(t, first).flows[int32(first[0].port)]
+	if perConnection == 0 {
+		t.Fatal("the client's first connection has no observed flows")
+	}
+	return s, first, perConnection
+}
+
+// checkCountedOnce settles the sets pushed and checks what a kill must not
+// change: every violation reported once (every connection is one: the api's
+// policy allows only the client on 8080), and every client connection counted
+// perConnection flows in its egress.
+func checkCountedOnce(t *testing.T, s *scaleOut, perConnection int64, sets ...scaleOutFlowSet) {
+	t.Helper()
+	var all scaleOutFlowSet
+	for _, set := range sets {
+		all = append(all, set...)
+	}
 	got := s.settle(t, all)
+	reported := 0
 	for port, n := range got.violations {
+		reported += n
 		if n != 1 {
 			t.Errorf("the violation on port %s was reported %d times", port, n)
 		}
 	}
+	t.Logf("%d violations for %d violating connections", reported, len(all))
 	var wrong []string
 	var total, want int64
 	for _, c := range all {
