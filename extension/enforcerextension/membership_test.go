@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
@@ -371,12 +372,17 @@ func TestLeaveAfterAWriteItDidNotSee(t *testing.T) {
 // next renewal conflicts.
 func writeItDidNotSee(t *testing.T, name string) {
 	t.Helper()
-	l, ok := getLease(t, name)
-	if !ok {
-		t.Fatal("no Lease")
-	}
-	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	if err := env.Client.Update(context.Background(), l); err != nil {
+	// The replica renews every 200ms: a renewal between the read and the
+	// write conflicts with this one, which then reads the Lease again.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, ok := getLease(t, name)
+		if !ok {
+			t.Fatal("no Lease")
+		}
+		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		return env.Client.Update(context.Background(), l)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -25,9 +25,11 @@ const (
 	// dropSameConnection is another event of a connection, or of a refused
 	// attempt, that already gave a record (see connections).
 	dropSameConnection flowsource.DropReason = "same_connection"
-	// dropHandedOff: a flow up to the previous leader's hand-off, which that
-	// leader counted; it is read only so that the connections it belongs to
-	// are known, and their later events are not counted again.
+	// dropHandedOff: a flow that the previous reader counted (relay mode: up
+	// to the previous leader's hand-off; nodes mode: up to the node's previous
+	// reader's checkpoint, or how far the leader took its records); it is read
+	// only so that the connections it belongs to are known, and their later
+	// events are not counted again.
 	dropHandedOff flowsource.DropReason = "handed_off"
 )
 
