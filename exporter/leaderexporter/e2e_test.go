@@ -30,6 +30,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
 	"github.com/kubewarden/network-enforcer/internal/certtest"
 	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 	"github.com/kubewarden/network-enforcer/receiver/leaderreceiver"
 )
 
@@ -354,14 +355,8 @@ func counter(tel *componenttest.Telemetry, name, reason string) int64 {
 	return n
 }
 
-// waitFor polls cond for up to ten seconds.
+// waitFor waits up to ten seconds for cond.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, what, 10*time.Second, cond)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/clustertest"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
 // env is the control plane the package's tests share, with the fixtures' cluster
@@ -92,13 +93,5 @@ func startLoggedReplicaOn(t *testing.T, cp *controlplanetest.Env, lease, replica
 	return e, logs
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// waitFor waits for cond (testwait.For).
+var waitFor = testwait.For

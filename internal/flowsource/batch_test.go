@@ -21,6 +21,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 	"github.com/kubewarden/network-enforcer/internal/reconnect"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
 // streamOf is a stream that emits n records, numbered from first, then ends
@@ -100,16 +101,8 @@ func batches(t *testing.T, h *flowsourcetest.Harness) []int {
 	return sizes
 }
 
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %s", what, within)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// waitFor waits for cond (testwait.For).
+var waitFor = testwait.For
 
 // neverLingers is a linger longer than any test, beyond what a configuration
 // may set, so that a batch goes out only full or when its stream ends, whatever

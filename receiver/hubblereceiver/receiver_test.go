@@ -20,6 +20,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 	"github.com/kubewarden/network-enforcer/receiver/hubblereceiver/internal/metadata"
 )
 
@@ -340,16 +341,10 @@ func startWithEnforcer(t *testing.T, cfg *Config, e *enforcerextensiontest.Enfor
 	return h, r
 }
 
-// waitFor polls cond for up to ten seconds.
+// waitFor waits up to ten seconds for cond.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, what, 10*time.Second, cond)
 }
 
 // TestHandOffOfAQuietTerm: a leader that received no flow after its hand-off

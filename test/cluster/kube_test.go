@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubewarden/network-enforcer/internal/testproc"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
 // kubectlErr runs the cluster's kubectl (the one built at the node's version)
@@ -49,16 +50,11 @@ func apply(t *testing.T, manifests string) {
 	}
 }
 
-// waitFor polls cond every 200 ms until it holds, or fails t after timeout.
+// waitFor polls cond every 200 ms, each look a program run at the least,
+// until it holds, or fails t after timeout.
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testwait.Poll(t, what, timeout, 200*time.Millisecond, cond)
 }
 
 // waitReady waits until the pods that selector picks in namespace are all

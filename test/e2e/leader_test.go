@@ -21,6 +21,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
 // leaseDuration and retryPeriod are the test's lease: a killed leader is replaced
@@ -252,16 +253,8 @@ func settledProposals(t *testing.T, env *controlplanetest.Env) map[string]int64 
 	return out
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+// waitFor waits for cond (testwait.For).
+var waitFor = testwait.For
 
 // lease reads the replicas' Lease.
 func lease(t *testing.T) *coordinationv1.Lease {

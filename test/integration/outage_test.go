@@ -16,6 +16,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
 // outage is how long the API server is out of reach.
@@ -105,13 +106,5 @@ func sendLines(t *testing.T, addr string, lines []string) {
 	}
 }
 
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+// waitUntil waits for cond (testwait.For).
+var waitUntil = testwait.For

@@ -17,6 +17,7 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 	"github.com/kubewarden/network-enforcer/internal/violationevent"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 	"github.com/kubewarden/network-enforcer/processor/violationprocessor"
@@ -306,17 +307,6 @@ func createBenchPolicy(b *testing.B, p *pipelinetest.Learning, pol *v1alpha1.Wor
 	}
 }
 
-// waitFor polls cond until it holds, or reports an error and returns false
-// after timeout.
-func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) bool {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Errorf("timed out waiting for %s", what)
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return true
-}
+// waitFor waits for cond, and reports an error and returns false when it
+// does not hold in time (testwait.Try).
+var waitFor = testwait.Try
