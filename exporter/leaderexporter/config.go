@@ -117,8 +117,15 @@ func (c *Config) Validate() error {
 	if c.ResendWindow < 0 {
 		errs = append(errs, fmt.Errorf("invalid resend_window %s: must not be negative", c.ResendWindow))
 	}
-	if q := c.QueueConfig.Get(); q != nil && q.NumConsumers != 1 {
-		errs = append(errs, fmt.Errorf("invalid sending_queue::num_consumers %d: must be 1, so that the leader takes each reader's batches in order", q.NumConsumers))
+	if q := c.QueueConfig.Get(); q != nil {
+		if q.NumConsumers != 1 {
+			errs = append(errs, fmt.Errorf("invalid sending_queue::num_consumers %d: must be 1, so that the leader takes each reader's batches in order", q.NumConsumers))
+		}
+		if q.Batch.HasValue() {
+			// A merged request would mix violation candidates, which the
+			// leader reports at once, into the batches kept to send again.
+			errs = append(errs, errors.New("invalid sending_queue::batch: must not be set: the exporter merges learned edges itself (aggregation), and keeps each batch of them apart from the violation candidates"))
+		}
 	}
 	return errors.Join(errs...)
 }

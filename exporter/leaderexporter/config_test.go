@@ -44,6 +44,7 @@ func TestLoadConfig(t *testing.T) {
 			"invalid aggregation::max_edges 0: must be at least 1",
 			"invalid resend_window -1s: must not be negative",
 			"invalid sending_queue::num_consumers 4: must be 1, so that the leader takes each reader's batches in order",
+			"invalid sending_queue::batch: must not be set: the exporter merges learned edges itself (aggregation), and keeps each batch of them apart from the violation candidates",
 		}},
 		{ID: component.NewIDWithName(metadata.Type, "halftls"), WantErr: []string{
 			"invalid port 65536: must be between 1 and 65535",
