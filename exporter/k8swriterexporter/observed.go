@@ -32,7 +32,21 @@ func observedKey(o *learning.Observation) (observed.Key, bool) {
 
 // judge judges p's observed edges by its spec as it is now.
 func (w *writer) judge(p *v1alpha1.WorkloadNetworkPolicyProposal) observed.Judge {
-	return observed.JudgeSpec(w.enforcer, &p.Spec, p.Namespace, w.enforcer.DataPlane())
+	return w.judgeSpec(&p.Spec, p.Namespace)
+}
+
+// judgeSpec judges the observed edges of a proposal in namespace by spec.
+func (w *writer) judgeSpec(spec *v1alpha1.PolicySpec, namespace string) observed.Judge {
+	return observed.JudgeSpec(w.enforcer, spec, namespace, w.enforcer.DataPlane())
+}
+
+// cached is proposal name as the cache holds it; false before the writer
+// started or while there is none.
+func (w *writer) cached(name types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool) {
+	if w.enforcer == nil {
+		return nil, false
+	}
+	return w.enforcer.Proposal(name)
 }
 
 // judgeCached judges the edges of proposal name by its spec in the cache:
@@ -40,10 +54,7 @@ func (w *writer) judge(p *v1alpha1.WorkloadNetworkPolicyProposal) observed.Judge
 // status write of this run. Nil when there is no proposal yet: nothing
 // allows them.
 func (w *writer) judgeCached(name types.NamespacedName) observed.Judge {
-	if w.enforcer == nil {
-		return nil
-	}
-	p, ok := w.enforcer.Proposal(name)
+	p, ok := w.cached(name)
 	if !ok {
 		return nil
 	}
@@ -53,10 +64,7 @@ func (w *writer) judgeCached(name types.NamespacedName) observed.Judge {
 // countedCached is, for proposal name, the batches that its status in the
 // cache counts: a new leader's first look at a proposal, before it writes it.
 func (w *writer) countedCached(name types.NamespacedName) []v1alpha1.CountedBatch {
-	if w.enforcer == nil {
-		return nil
-	}
-	p, ok := w.enforcer.Proposal(name)
+	p, ok := w.cached(name)
 	if !ok {
 		return nil
 	}

@@ -19,7 +19,7 @@ func (w *writer) newEdge(p *v1alpha1.WorkloadNetworkPolicyProposal, was *v1alpha
 	e := &v1alpha1.NewEdge{Time: metav1.NewTime(time.Now().UTC().Truncate(time.Second))}
 	var before observed.Judge
 	if was != nil {
-		before = observed.JudgeSpec(w.enforcer, was, p.Namespace, w.enforcer.DataPlane())
+		before = w.judgeSpec(was, p.Namespace)
 	}
 	if k, ok := w.observed.Newly(client.ObjectKeyFromObject(p), before, w.judge(p)); ok {
 		peer := k.Peer()
