@@ -129,6 +129,40 @@ const (
 	ConditionStable = "Stable"
 )
 
+// ConditionCoverage is on a proposal: True when nothing says that learning
+// missed flows of the workload within the writer's stable_after; False, with
+// the cause, counts and times (status.coverageGaps), while the data plane
+// reported a gap more recent than that for a node where the workload's pods
+// ran, or flows of its pods could not be attributed.
+const ConditionCoverage = "Coverage"
+
+// Reasons of ConditionCoverage: a CoverageGapCause when False, or NoGaps.
+const (
+	// ReasonNoGaps: no gap was reported within stable_after.
+	ReasonNoGaps = "NoGaps"
+)
+
+// ConditionReady is on a proposal: True when it is ready to promote, that is
+// Stable, Coverage and EvidenceComplete are True and WouldBlock is False;
+// False otherwise, its reason the first of them that is not as asked and its
+// message each of them with its own message. Nothing promotes on its own:
+// `kubectl wait --for=condition=Ready wnpp/<name>` waits for it.
+const ConditionReady = "Ready"
+
+// Reasons of ConditionReady.
+const (
+	// ReasonReadyToPromote: every condition is as promotion asks.
+	ReasonReadyToPromote = "ReadyToPromote"
+	// ReasonNotStable: Stable is not True.
+	ReasonNotStable = "NotStable"
+	// ReasonNotCovered: Coverage is not True.
+	ReasonNotCovered = "NotCovered"
+	// ReasonEvidenceIncomplete: EvidenceComplete is not True.
+	ReasonEvidenceIncomplete = "EvidenceIncomplete"
+	// ReasonBlocksObserved: WouldBlock is not False.
+	ReasonBlocksObserved = "BlocksObserved"
+)
+
 // Reasons of ConditionStable.
 const (
 	// ReasonLearning: an edge was learned within stable_after.

@@ -22,9 +22,76 @@ type WorkloadNetworkPolicyProposalStatus struct {
 	// +optional
 	LastNewEdge *NewEdge `json:"lastNewEdge,omitempty"`
 
+	// coverageGaps are what learning may have missed while it learned the
+	// proposal: the gaps that the data plane reported for the nodes where
+	// the workload's pods ran, and its flows that could not be attributed,
+	// one entry per cause. The Coverage condition is False while one is
+	// more recent than the writer's stable_after.
+	// +optional
+	// +listType=map
+	// +listMapKey=cause
+	// +kubebuilder:validation:MaxItems=3
+	CoverageGaps []CoverageGap `json:"coverageGaps,omitempty"`
+
 	// The observed traffic of the workload and direction, with the verdict of
 	// the current spec on each edge.
 	ObservedTraffic `json:",inline"`
+}
+
+// CoverageGapCause is why learning may have missed flows.
+// +kubebuilder:validation:Enum=LostEvents;NodeUnreadable;Unattributed
+type CoverageGapCause string
+
+// The causes of a coverage gap.
+const (
+	// CoverageLostEvents: the data plane dropped flow events of a node
+	// before sending them (Hubble's lost-event notices).
+	CoverageLostEvents CoverageGapCause = "LostEvents"
+	// CoverageNodeUnreadable: a node's flows could not be read for a while
+	// (Hubble Relay's unavailable node, a broken stream in nodes mode).
+	CoverageNodeUnreadable CoverageGapCause = "NodeUnreadable"
+	// CoverageUnattributed: flows of the workload's pods named a pod that
+	// the enforcer's cache did not know at the time, so they taught nothing.
+	CoverageUnattributed CoverageGapCause = "Unattributed"
+)
+
+// MaxCoverageGapNodes is how many nodes a coverage gap names: the newest.
+const MaxCoverageGapNodes = 16
+
+// CoverageGap is every gap of one cause that concerned a proposal.
+type CoverageGap struct {
+	// cause of the gaps.
+	// +required
+	Cause CoverageGapCause `json:"cause"`
+
+	// reports counts the data plane's notices (lost events, unreadable
+	// nodes), or the batches of flows that could not be attributed.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Reports int64 `json:"reports"`
+
+	// events is how many events the data plane said it lost, or how many
+	// flows could not be attributed; 0 when the data plane does not say.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Events int64 `json:"events,omitempty"`
+
+	// first is when the first of them was reported.
+	// +required
+	First metav1.Time `json:"first"`
+
+	// last is when the newest of them was reported: the Coverage condition
+	// counts from it.
+	// +required
+	Last metav1.Time `json:"last"`
+
+	// nodes are the nodes that the gaps concerned, the newest last; "*"
+	// stands for every node, when the data plane did not name one.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // NewEdge is an edge that the writer added to a proposal's spec.
@@ -62,7 +129,10 @@ type NewEdge struct {
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`
 // +kubebuilder:printcolumn:name="Observed",type=integer,JSONPath=`.status.observedEdges`
 // +kubebuilder:printcolumn:name="Would Block",type=integer,JSONPath=`.status.wouldBlockEdges`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Stable, covered, with complete evidence, and protect would block nothing observed: see the Ready condition"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the proposal is not ready: the first condition that is not as promotion asks"
 // +kubebuilder:printcolumn:name="Stable",type=string,JSONPath=`.status.conditions[?(@.type=="Stable")].status`,description="No new edge was learned for stable_after: see the Stable condition"
+// +kubebuilder:printcolumn:name="Coverage",type=string,JSONPath=`.status.conditions[?(@.type=="Coverage")].status`,priority=1,description="No gap in the flows was reported within stable_after: see the Coverage condition"
 // +kubebuilder:printcolumn:name="Estimated",type=boolean,JSONPath=`.status.estimated`,description="The edge counts are estimates: see the EvidenceComplete condition"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WorkloadNetworkPolicyProposal struct {

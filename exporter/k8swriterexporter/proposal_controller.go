@@ -219,16 +219,22 @@ func (w *writer) writeStatus(ctx context.Context, pw enforcerextension.ProposalW
 	if learned != nil {
 		st.LastNewEdge, urgent = learned, true
 	}
-	stable, recheck := stableCondition(p, st.LastNewEdge, w.cfg.StableAfter, time.Now())
-	conditions = append(conditions, stable)
+	name := client.ObjectKeyFromObject(p)
+	now := time.Now()
+	stable, recheck := stableCondition(p, st.LastNewEdge, w.cfg.StableAfter, now)
+	gaps := w.gaps.take(name)
+	st.CoverageGaps = mergeGaps(st.CoverageGaps, gaps)
+	coverage, coverageRecheck := coverageCondition(p.Generation, st.CoverageGaps, w.cfg.StableAfter, now)
+	conditions = append(conditions, stable, coverage)
 	for _, c := range conditions {
 		urgent = meta.SetStatusCondition(&st.Conditions, c) || urgent
 	}
-	if recheck > 0 {
-		w.queue.Enqueue(client.ObjectKeyFromObject(p), recheck)
+	for _, after := range []time.Duration{recheck, coverageRecheck} {
+		if after > 0 {
+			w.queue.Enqueue(name, after)
+		}
 	}
 	st.ObservedGeneration = p.Generation
-	name := client.ObjectKeyFromObject(p)
 	u := w.observed.Status(name, &st.ObservedTraffic, w.judge(p), w.cfg.MaxObserved)
 	if u.Err != nil {
 		w.set.Logger.Warn("A proposal's estimators of observed edges could not be read; its counts start again from what it lists",
@@ -237,6 +243,7 @@ func (w *writer) writeStatus(ctx context.Context, pw enforcerextension.ProposalW
 	st.ObservedTraffic = u.Traffic
 	meta.SetStatusCondition(&st.Conditions, u.WouldBlockCondition(p.Generation, netpolmatch.WhyBlocked(&p.Spec, w.enforcer.DataPlane())))
 	meta.SetStatusCondition(&st.Conditions, u.EvidenceCompleteCondition(p.Generation))
+	meta.SetStatusCondition(&st.Conditions, readyCondition(p.Generation, st.Conditions))
 	if apiequality.Semantic.DeepEqual(st, &p.Status) {
 		return nil
 	}
@@ -255,6 +262,7 @@ func (w *writer) writeStatus(ctx context.Context, pw enforcerextension.ProposalW
 	w.telemetry.wrote(ctx, "status", err)
 	switch {
 	case err == nil:
+		w.gaps.written(name, gaps)
 		if u.Written(time.Now()) {
 			w.queue.Enqueue(name, w.cfg.ObservedInterval)
 		}
@@ -272,16 +280,21 @@ func (w *writer) writeStatus(ctx context.Context, pw enforcerextension.ProposalW
 // maxConditionMessage bounds the API server's answer that a condition repeats.
 const maxConditionMessage = 1024
 
+// truncate cuts msg to at most n bytes, marking the cut.
+func truncate(msg string, n int) string {
+	if len(msg) <= n {
+		return msg
+	}
+	return msg[:n-3] + "..."
+}
+
 // writtenCondition is the Written condition after a write that err ended.
 func writtenCondition(err error) metav1.Condition {
 	if err == nil {
 		return metav1.Condition{Type: v1alpha1.ConditionWritten, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAccepted,
 			Message: "the API server took the last write of what was learned"}
 	}
-	msg := "the API server refused the last write of what was learned: " + err.Error()
-	if len(msg) > maxConditionMessage {
-		msg = msg[:maxConditionMessage-3] + "..."
-	}
+	msg := truncate("the API server refused the last write of what was learned: "+err.Error(), maxConditionMessage)
 	return metav1.Condition{Type: v1alpha1.ConditionWritten, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRefused, Message: msg}
 }
 

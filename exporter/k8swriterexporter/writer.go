@@ -48,13 +48,14 @@ type writer struct {
 	queue     enforcerextension.Queue
 	agg       *aggregate
 	observed  *observed.Store
+	gaps      *gapStore
 	limiter   *rate.Limiter
 	telemetry *telemetry
 }
 
 func newWriter(set exporter.Settings, cfg *Config) (*writer, error) {
 	w := &writer{
-		cfg: cfg, set: set, agg: newAggregate(),
+		cfg: cfg, set: set, agg: newAggregate(), gaps: newGapStore(),
 		limiter: rate.NewLimiter(rate.Limit(cfg.WriteQPS), cfg.WriteBurst),
 	}
 	w.observed = observed.NewStore(cfg.MaxTrackedEdges, w.judgeCached, w.countedCached)
@@ -101,7 +102,7 @@ func (w *writer) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
 }
 
-// ConsumeLogs takes learned edges and observations; other records are not the
+// ConsumeLogs takes learned edges, observations and coverage gaps; other records are not the
 // writer's. The first new edge of a proposal asks for its write one
 // writeInterval later, so that a burst of new edges goes out in one write;
 // the first observation since a status write asks for the next, which comes
@@ -110,12 +111,17 @@ func (w *writer) Capabilities() consumer.Capabilities {
 // skipped where the counts include it.
 func (w *writer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	var o learning.Observation
+	var g learning.Gap
 	now := time.Now()
 	var seen []observed.Seen
 	for _, rl := range ld.ResourceLogs().All() {
 		seen = seen[:0]
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
+				if g.ReadFrom(lr) {
+					w.addGap(&g, now)
+					continue
+				}
 				if r, ok := w.read(&o, lr); ok {
 					seen = append(seen, r)
 				}
@@ -135,6 +141,21 @@ func (w *writer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 		}
 	}
 	return nil
+}
+
+// addGap notes a coverage gap of a workload on its proposal of the gap's
+// direction, or on each of its proposals for a gap of both (the ingress one
+// alone for istio, which learns no egress), and asks for their status writes.
+func (w *writer) addGap(g *learning.Gap, now time.Time) {
+	w.gaps.expire(now.Add(-w.cfg.StableAfter))
+	for _, d := range []v1alpha1.Direction{v1alpha1.DirectionIngress, v1alpha1.DirectionEgress} {
+		if g.Direction != "" && d != g.Direction || d == v1alpha1.DirectionEgress && g.Backend == v1alpha1.BackendIstio {
+			continue
+		}
+		name := nameOf(proposalKey{workload: g.Workload, direction: d})
+		w.gaps.add(name, g)
+		w.queue.Enqueue(name, writeInterval)
+	}
 }
 
 // read takes one record: a learned edge goes into the aggregate at once, an

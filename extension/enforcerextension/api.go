@@ -42,6 +42,14 @@ type PolicyReader interface {
 	Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool)
 }
 
+// Placement says where workloads run: a gap that the data plane reports for a
+// node concerns the learning of the workloads with pods there.
+type Placement interface {
+	// WorkloadsOn returns the workloads with a running pod on node (on any
+	// node for ""), each once.
+	WorkloadsOn(node string) []workload.Ref
+}
+
 // Lister lists proposals and policies from the shared cache, as copies, on
 // every replica: the review page's source.
 type Lister interface {

@@ -22,6 +22,9 @@ type podInfo struct {
 	// ownerKind and ownerName are the pod's controller, empty for a bare pod.
 	ownerKind, ownerName string
 	hostNetwork          bool
+	// nodeName is the node the pod is scheduled on: a gap that the data
+	// plane reports for a node concerns the workloads of its pods.
+	nodeName string
 	// finished pods (Succeeded, Failed) have given their address back.
 	finished bool
 }
@@ -96,7 +99,7 @@ func (in *interner) controller(m *metav1.ObjectMeta) (kind, name string) {
 func (in *interner) compact(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		p := &podInfo{ObjectMeta: in.meta(&o.ObjectMeta), hostNetwork: o.Spec.HostNetwork,
+		p := &podInfo{ObjectMeta: in.meta(&o.ObjectMeta), hostNetwork: o.Spec.HostNetwork, nodeName: in.str(o.Spec.NodeName),
 			finished: o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed}
 		p.ownerKind, p.ownerName = in.controller(&o.ObjectMeta)
 		for _, ip := range o.Status.PodIPs {

@@ -68,6 +68,7 @@ type enforcer struct {
 var (
 	_ workload.Resolver   = (*enforcer)(nil)
 	_ workload.Labeler    = (*enforcer)(nil)
+	_ Placement           = (*enforcer)(nil)
 	_ PolicyReader        = (*enforcer)(nil)
 	_ Lister              = (*enforcer)(nil)
 	_ Selectors           = (*enforcer)(nil)

@@ -85,6 +85,23 @@ func (r *resolver) resolvePod(p *podInfo) (workload.Ref, workload.Unresolved) {
 	return w, ""
 }
 
+// WorkloadsOn returns the workloads that have a running pod on node (on any
+// node for ""), each once: those whose learning a gap of that node's flows
+// concerns. Pods without a workload (bare, host network) are left out.
+func (r *resolver) WorkloadsOn(node string) []workload.Ref {
+	var out []workload.Ref
+	seen := map[workload.Ref]bool{}
+	for _, p := range r.stores.runningPods(node) {
+		w, reason := r.resolvePod(p)
+		if reason != "" || seen[w] {
+			continue
+		}
+		seen[w] = true
+		out = append(out, w)
+	}
+	return out
+}
+
 // HasPolicy reports whether a WorkloadNetworkPolicy targets w in direction d.
 func (r *resolver) HasPolicy(w workload.Ref, d v1alpha1.Direction) bool {
 	return len(r.Policies(w, d)) > 0

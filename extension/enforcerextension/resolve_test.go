@@ -2,6 +2,7 @@ package enforcerextension
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,5 +88,55 @@ func TestSelectorOfEveryWorkload(t *testing.T) {
 	}
 	if _, _, ok := e.Selector(context.Background(), workload.Ref{Namespace: "default", Kind: "Deployment", Name: "nope"}); ok {
 		t.Error("a selector for a workload that does not exist")
+	}
+}
+
+// TestWorkloadsOnEachNode: the workloads of each node are those of the
+// fixture pods bound to it, once each, without the pods that have no
+// workload; every node's together are every workload with a pod.
+func TestWorkloadsOnEachNode(t *testing.T) {
+	controlplanetest.Require(t)
+	e := startEnforcer(t, "placement")
+	want := map[string][]string{}
+	var all []string
+	for _, p := range clustertest.Pods() {
+		if p.HostNetwork || p.WorkloadKind == "" {
+			continue
+		}
+		w := workload.Ref{Namespace: p.Namespace, Kind: v1alpha1.WorkloadKind(p.WorkloadKind), Name: p.WorkloadName}.String()
+		if !slices.Contains(want[p.Node], w) {
+			want[p.Node] = append(want[p.Node], w)
+		}
+		if !slices.Contains(all, w) {
+			all = append(all, w)
+		}
+	}
+	if len(want) < 3 {
+		t.Fatalf("the fixtures' pods are on %d nodes: the test covers less than it says", len(want))
+	}
+	// Other tests of the package may make pods of their own: only the
+	// fixtures' workloads are compared.
+	names := func(ws []workload.Ref) []string {
+		var out []string
+		for _, w := range ws {
+			if slices.Contains(all, w.String()) {
+				out = append(out, w.String())
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	for node, ws := range want {
+		slices.Sort(ws)
+		if got := names(e.WorkloadsOn(node)); !slices.Equal(got, ws) {
+			t.Errorf("on %s: %v, want %v", node, got, ws)
+		}
+	}
+	slices.Sort(all)
+	if got := names(e.WorkloadsOn("")); !slices.Equal(got, all) {
+		t.Errorf("on every node: %v, want %v", got, all)
+	}
+	if got := e.WorkloadsOn("worker-9"); len(got) != 0 {
+		t.Errorf("on a node without pods: %v", got)
 	}
 }

@@ -16,6 +16,8 @@ const (
 	// indexGenerateName indexes pods by "<namespace>/<generateName>", for
 	// Goldmane's aggregates.
 	indexGenerateName = "generateName"
+	// indexNode indexes pods that have not finished by their node.
+	indexNode = "node"
 )
 
 // stores are client-go informers whose stores hold compact records: pods,
@@ -50,6 +52,13 @@ func newStores(cs kubernetes.Interface) (*stores, error) {
 				return nil, nil
 			}
 			return p.ips, nil
+		},
+		indexNode: func(obj any) ([]string, error) {
+			p, ok := obj.(*podInfo)
+			if !ok || p.finished || p.nodeName == "" {
+				return nil, nil
+			}
+			return []string{p.nodeName}, nil
 		},
 		indexGenerateName: func(obj any) ([]string, error) {
 			p, ok := obj.(*podInfo)
@@ -93,6 +102,21 @@ func (s *stores) podsBy(index, value string) []*podInfo {
 	out := make([]*podInfo, 0, len(objs))
 	for _, o := range objs {
 		if p, ok := o.(*podInfo); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// runningPods returns the pods that have not finished: on node, or on any
+// node for "".
+func (s *stores) runningPods(node string) []*podInfo {
+	if node != "" {
+		return s.podsBy(indexNode, node)
+	}
+	var out []*podInfo
+	for _, o := range s.pods.GetIndexer().List() {
+		if p, ok := o.(*podInfo); ok && !p.finished {
 			out = append(out, p)
 		}
 	}

@@ -46,6 +46,8 @@ type Pod struct {
 	// HostNetwork pods share the node's IP, so a flow end with that IP is not
 	// theirs alone.
 	HostNetwork bool
+	// Node is the node the pod is bound to (its spec.nodeName).
+	Node string
 }
 
 // Pods returns every pod that Create makes, in table order.
@@ -63,6 +65,7 @@ func Pods() []Pod {
 				ServiceAccount: w.serviceAccountName(),
 				Labels:         maps.Clone(w.labels),
 				HostNetwork:    w.hostNetwork,
+				Node:           p.node(),
 			})
 		}
 	}

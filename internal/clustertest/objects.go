@@ -153,6 +153,12 @@ func newPod(r row, p pod, labels map[string]string, ref *metav1.OwnerReference) 
 		},
 		Spec: podSpec(r),
 	}
+	// Bound, as the scheduler leaves it; no node object is needed for that.
+	// No kubelet runs to confirm a bound pod's graceful deletion, so its
+	// grace period is none: the garbage collector's deletion removes it at
+	// once, as it does an unbound pod.
+	out.Spec.NodeName = p.node()
+	out.Spec.TerminationGracePeriodSeconds = new(int64)
 	if ref != nil {
 		out.OwnerReferences = []metav1.OwnerReference{*ref}
 	}

@@ -1,5 +1,7 @@
 package clustertest
 
+import "fmt"
+
 // row is one workload of the table with its pods. A bare pod is a row of its own
 // with an empty kind.
 type row struct {
@@ -23,6 +25,18 @@ type row struct {
 // pod is a pod of a row, named and addressed as the fixtures show it.
 type pod struct {
 	name, ip string
+}
+
+// node is the node that the pod runs on: worker-N for an address in
+// 10.0.N.0/24 with N from 1 to 3 (the Hubble fixture's pods), worker-1 for any
+// other. Tests of what concerns one node (the data plane's gaps) place
+// workloads by it.
+func (p pod) node() string {
+	var n int
+	if _, err := fmt.Sscanf(p.ip, "10.0.%d.", &n); err == nil && n >= 1 && n <= 3 {
+		return fmt.Sprintf("worker-%d", n)
+	}
+	return "worker-1"
 }
 
 // childName is the name of the ReplicaSet or Job between the workload and its

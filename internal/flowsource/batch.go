@@ -73,6 +73,9 @@ type batcher struct {
 	mu      sync.Mutex
 	records []flow.Record
 	marks   []Mark
+	// gaps are the gaps that the data plane reported meanwhile: rare, they
+	// go with the batch, after its records.
+	gaps    []flow.Gap
 	started time.Time
 	timer   *time.Timer
 
@@ -104,6 +107,7 @@ type operation struct {
 type delivery struct {
 	records []flow.Record
 	marks   []Mark
+	gaps    []flow.Gap
 	done    chan struct{}
 }
 
@@ -149,6 +153,14 @@ func (b *batcher) addMarked(rec *flow.Record, key string, t time.Time) {
 	b.sendFullLocked()
 }
 
+// addGap puts a gap into the open batch.
+func (b *batcher) addGap(g *flow.Gap) {
+	b.mu.Lock()
+	b.openLocked()
+	b.gaps = append(b.gaps, *g)
+	b.sendFullLocked()
+}
+
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -158,7 +170,7 @@ func later(a, b time.Time) time.Time {
 
 // openLocked opens a batch, and starts its linger, when none is open.
 func (b *batcher) openLocked() {
-	if len(b.records) > 0 || len(b.marks) > 0 {
+	if !b.emptyLocked() {
 		return
 	}
 	if b.records == nil {
@@ -185,7 +197,7 @@ func (b *batcher) sendFullLocked() {
 // linger sends the open batch when its first record has waited long enough.
 func (b *batcher) linger() {
 	b.mu.Lock()
-	if len(b.records) == 0 && len(b.marks) == 0 {
+	if b.emptyLocked() {
 		b.mu.Unlock()
 		return
 	}
@@ -213,19 +225,24 @@ func (b *batcher) flush() {
 // and releases it once the batch is taken, so that the stream can fill the
 // next batch while the timer's batch waits for the pipeline.
 func (b *batcher) sendLocked(done chan struct{}) {
-	records, marks := b.records, b.marks
-	b.records, b.marks = nil, nil
+	records, marks, gaps := b.records, b.marks, b.gaps
+	b.records, b.marks, b.gaps = nil, nil, nil
 	b.sending.Lock()
 	b.mu.Unlock()
 	defer b.sending.Unlock()
-	if b.closed || (len(records) == 0 && len(marks) == 0 && done == nil) {
+	if b.closed || (len(records) == 0 && len(marks) == 0 && len(gaps) == 0 && done == nil) {
 		if done != nil {
 			close(done) // after stop, nothing is added: there is nothing to wait for
 		}
 		return
 	}
 	b.once.Do(func() { go b.deliver() })
-	b.queue <- delivery{records: records, marks: marks, done: done}
+	b.queue <- delivery{records: records, marks: marks, gaps: gaps, done: done}
+}
+
+// emptyLocked reports whether no batch is open.
+func (b *batcher) emptyLocked() bool {
+	return len(b.records) == 0 && len(b.marks) == 0 && len(b.gaps) == 0
 }
 
 // deliver writes each queued batch as log records, and hands the written
@@ -244,12 +261,16 @@ func (b *batcher) deliver() {
 			default:
 			}
 		}
-		if w.n > 0 {
+		if w.n > 0 || len(d.gaps) > 0 {
 			w.logs = plog.NewLogs()
-			lrs := w.logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
-			lrs.EnsureCapacity(w.n + len(d.marks))
+			sl := w.logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+			lrs := sl.LogRecords()
+			lrs.EnsureCapacity(w.n + len(d.gaps) + len(d.marks))
 			for i := range d.records {
 				d.records[i].WriteTo(lrs.AppendEmpty())
+			}
+			for i := range d.gaps {
+				d.gaps[i].AppendTo(sl)
 			}
 			// The marks close the batch: a leader that takes it knows how far
 			// it reaches in each key's input.
@@ -278,7 +299,7 @@ type writtenBatch struct {
 func (b *batcher) consume(written <-chan writtenBatch) {
 	defer close(b.stopped)
 	for w := range written {
-		if w.n > 0 {
+		if w.logs != (plog.Logs{}) {
 			// The batch outlives the stream that filled it: a stopped stream's
 			// last records still go out, so they are not sent with its context.
 			ctx := b.op.obs.StartLogsOp(context.Background())

@@ -133,6 +133,11 @@ func (r *GRPCReceiver) EmitMarked(rec *flow.Record, key string, t time.Time) {
 	r.batch.addMarked(rec, key, t)
 }
 
+// EmitGap adds a gap that the data plane reported to the open batch, after
+// its records: what learns from the flows knows of it with the flows around
+// it.
+func (r *GRPCReceiver) EmitGap(g *flow.Gap) { r.batch.addGap(g) }
+
 // OnHandedOn sets fn, called with the marks of each batch that the pipeline
 // accepted (or that held marks alone), in the batches' order, from the
 // goroutine that hands them on. Call it before Start.

@@ -14,7 +14,9 @@ import (
 // flowKey is what of a flow decides what learning makes of it: the fields
 // that learn and what it calls read. The rest (times, counts, source ports,
 // labels, workload names that the data plane gives) does not change the
-// outcome, so a batch's flows that share a key are decided once.
+// outcome, so a batch's flows that share a key are decided once. (The data
+// plane's workload name does name the workload of a pod that the cache does
+// not know, but it is the same for every flow of that pod.)
 type flowKey struct {
 	provider  flow.Provider
 	outcome   flow.Outcome
@@ -63,11 +65,16 @@ const (
 // the same key repeats it without asking again.
 type decision struct {
 	kind decisionKind
-	// target and direction are a violation candidate's.
+	// target and direction are a violation candidate's; direction is
+	// also an unattributed side's.
 	target    workload.Ref
 	direction v1alpha1.Direction
 	// drop is the reason a dropped side is counted under.
 	drop string
+	// unattributed is the workload, as the data plane names it, of a
+	// dropped side whose pod the cache did not know: a coverage gap of
+	// that workload for each flow.
+	unattributed workload.Ref
 	// observation is the index, in the memo's observations, of the edge the
 	// side's flows are counted on; -1 for none.
 	observation int
@@ -89,6 +96,9 @@ func (d *decision) apply(rec *flow.Record, lr plog.LogRecord, sl plog.ScopeLogs,
 		c.candidates++
 	case decidedDrop:
 		c.drop(d.drop)
+		if d.unattributed.Name != "" {
+			m.unattributedFlow(d.unattributed, d.direction, rec, c)
+		}
 	case decidedEdge:
 		c.edges++
 	}

@@ -32,6 +32,9 @@ type memo struct {
 	observations   []observation
 	// pods notes which outside peers' addresses are pods' (outside.go).
 	pods map[netip.Addr]bool
+	// unattributed counts the flows of each workload whose pod the cache
+	// did not know (coverage.go).
+	unattributed map[unattributedKey]*unattributed
 }
 
 type endKey struct {

@@ -10,5 +10,5 @@ import (
 // TestMetadata: metadata.yaml, the code and the README say the same.
 func TestMetadata(t *testing.T) {
 	metadatatest.Check(t, metadatatest.Component{Factory: NewFactory(), Type: metadata.Type, ScopeName: metadata.ScopeName,
-		Published: []string{MetricEdges, MetricCandidates, MetricDropped}})
+		Published: []string{MetricEdges, MetricCandidates, MetricDropped, MetricCoverageGaps}})
 }

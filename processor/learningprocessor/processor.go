@@ -22,6 +22,7 @@ import (
 // resolve flows' ends, and whether a policy governs a workload.
 type enforcer interface {
 	workload.Resolver
+	enforcerextension.Placement
 	HasPolicy(w workload.Ref, direction v1alpha1.Direction) bool
 	Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool)
 }
@@ -103,7 +104,12 @@ func (p *learningProcessor) learnBatch(ld plog.Logs) (plog.Logs, counts) {
 	m := newMemo(p)
 	var rec flow.Record // one for the batch: a record per flow would be an allocation per flow
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
-		if lr.EventName() != flow.EventName {
+		switch lr.EventName() {
+		case flow.EventName:
+		case flow.GapEventName:
+			p.gap(lr, sl, &c)
+			return
+		default:
 			lr.CopyTo(sl.LogRecords().AppendEmpty()) // not ours to judge
 			return
 		}
@@ -113,6 +119,7 @@ func (p *learningProcessor) learnBatch(ld plog.Logs) (plog.Logs, counts) {
 	if p.cfg.Observe {
 		m.flushObservations(sl, time.Now())
 	}
+	m.flushUnattributed(sl)
 	return out, c
 }
 
@@ -150,7 +157,13 @@ func (p *learningProcessor) decide(rec *flow.Record, s side, sl plog.ScopeLogs, 
 		if ref, ok := p.namedTarget(rec, s.direction); ok {
 			return candidate(ref, s.direction)
 		}
-		return dropped("target_" + string(reason))
+		d := dropped("target_" + string(reason))
+		if reason == workload.UnresolvedNoPod {
+			// A pod the cache does not know (yet, or any more): its
+			// workload's learning misses the flow.
+			d.unattributed, d.direction = dataPlaneWorkload(s.target), s.direction
+		}
+		return d
 	}
 	if m.hasPolicy(target, s.direction) {
 		return candidate(target, s.direction)

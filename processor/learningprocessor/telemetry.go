@@ -7,6 +7,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+
 	"github.com/kubewarden/network-enforcer/processor/learningprocessor/internal/metadata"
 )
 
@@ -15,6 +17,8 @@ const (
 	MetricEdges      = "network_enforcer_learning_edges"
 	MetricCandidates = "network_enforcer_learning_violation_candidates"
 	MetricDropped    = "network_enforcer_learning_dropped"
+	// MetricCoverageGaps counts what learning may have missed, by cause.
+	MetricCoverageGaps = "network_enforcer_learning_coverage_gaps"
 )
 
 // Reasons, besides the enforcer's reasons for an end without a workload
@@ -26,8 +30,8 @@ const (
 )
 
 type telemetry struct {
-	edges, candidates, dropped metric.Int64Counter
-	base                       attribute.KeyValue
+	edges, candidates, dropped, gaps metric.Int64Counter
+	base                             attribute.KeyValue
 }
 
 func newTelemetry(set processor.Settings) (*telemetry, error) {
@@ -36,13 +40,22 @@ func newTelemetry(set processor.Settings) (*telemetry, error) {
 		return nil, err
 	}
 	return &telemetry{edges: tb.NetworkEnforcerLearningEdges, candidates: tb.NetworkEnforcerLearningViolationCandidates,
-		dropped: tb.NetworkEnforcerLearningDropped, base: attribute.String("processor", set.ID.String())}, nil
+		dropped: tb.NetworkEnforcerLearningDropped, gaps: tb.NetworkEnforcerLearningCoverageGaps, base: attribute.String("processor", set.ID.String())}, nil
 }
 
 // counts are one batch's counts, recorded at once.
 type counts struct {
 	edges, candidates int64
 	dropped           map[string]int64
+	// gaps are the coverage gaps, by cause.
+	gaps map[v1alpha1.CoverageGapCause]int64
+}
+
+func (c *counts) gap(cause v1alpha1.CoverageGapCause, n int64) {
+	if c.gaps == nil {
+		c.gaps = map[v1alpha1.CoverageGapCause]int64{}
+	}
+	c.gaps[cause] += n
 }
 
 func (c *counts) drop(reason string) {
@@ -61,5 +74,8 @@ func (t *telemetry) record(ctx context.Context, c *counts) {
 	}
 	for reason, n := range c.dropped {
 		t.dropped.Add(ctx, n, metric.WithAttributes(t.base, attribute.String("reason", reason)))
+	}
+	for cause, n := range c.gaps {
+		t.gaps.Add(ctx, n, metric.WithAttributes(t.base, attribute.String("cause", string(cause))))
 	}
 }

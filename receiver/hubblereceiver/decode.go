@@ -18,6 +18,7 @@ const (
 	fieldResponseFlow       protowire.Number = 1
 	fieldResponseNodeStatus protowire.Number = 2
 	fieldResponseLostEvents protowire.Number = 3
+	fieldResponseNodeName   protowire.Number = 1000
 
 	fieldFlowTime             protowire.Number = 1
 	fieldFlowVerdict          protowire.Number = 2
@@ -91,11 +92,16 @@ type response struct {
 	flow       *flowpb.Flow
 	nodeStatus *relaypb.NodeStatusEvent
 	lostEvents *flowpb.LostEvent
+	// nodeName is the node the message came from, as the relay or the
+	// node's Hubble server names it; read for lost events only (a flow's
+	// would be a string per flow that learning has no use for).
+	nodeName string
 }
 
 // DecodeWire decodes the message in b, replacing the previous one.
 func (r *response) DecodeWire(b []byte) error {
-	r.flow, r.nodeStatus, r.lostEvents = nil, nil, nil
+	r.flow, r.nodeStatus, r.lostEvents, r.nodeName = nil, nil, nil, ""
+	var nodeName []byte
 	rd := wirecodec.NewReader(b)
 	for rd.Next() {
 		if !rd.Message() {
@@ -123,12 +129,16 @@ func (r *response) DecodeWire(b []byte) error {
 				r.lostEvents = &flowpb.LostEvent{}
 			}
 			err = mergeOptions.Unmarshal(rd.Bytes, r.lostEvents)
-
-		default: // node_name, time: not read
+		case fieldResponseNodeName:
+			nodeName = rd.Bytes
+		default: // time: not read
 		}
 		if err != nil {
 			return err
 		}
+	}
+	if r.lostEvents != nil && len(nodeName) > 0 {
+		r.nodeName = string(nodeName)
 	}
 	return rd.Err()
 }

@@ -30,6 +30,7 @@ func TestFieldNumbers(t *testing.T) {
 		{(&observer.GetFlowsResponse{}).ProtoReflect().Descriptor(), "flow", fieldResponseFlow},
 		{(&observer.GetFlowsResponse{}).ProtoReflect().Descriptor(), "node_status", fieldResponseNodeStatus},
 		{(&observer.GetFlowsResponse{}).ProtoReflect().Descriptor(), "lost_events", fieldResponseLostEvents},
+		{(&observer.GetFlowsResponse{}).ProtoReflect().Descriptor(), "node_name", fieldResponseNodeName},
 		{flowMsg, "time", fieldFlowTime},
 		{flowMsg, "verdict", fieldFlowVerdict},
 		{flowMsg, "IP", fieldFlowIP},

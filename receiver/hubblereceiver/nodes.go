@@ -366,6 +366,7 @@ func (n *nodeReader) start(at peer) {
 	if err != nil {
 		n.pool.r.Telemetry.NodeErrors(context.Background(), 1)
 		n.logger.Error("cannot dial the node's Hubble server: its flows are not read until the Peer service announces it anew", zap.Error(err))
+		n.pool.r.unreadable(context.Background(), n.name)
 		return
 	}
 	n.conn, n.client = conn, observer.NewObserverClient(conn)
@@ -435,6 +436,7 @@ func (n *nodeReader) failed(ctx context.Context, err error) {
 	}
 	n.pool.r.Telemetry.NodeErrors(ctx, 1)
 	n.logger.Warn("the node's Hubble stream broke: it is re-opened after the newest flow received", zap.Error(err))
+	n.pool.r.unreadable(ctx, n.name)
 }
 
 func (n *nodeReader) handleResponse(ctx context.Context, resp *response) {
@@ -442,10 +444,8 @@ func (n *nodeReader) handleResponse(ctx context.Context, resp *response) {
 	case resp.flow != nil:
 		n.handleFlow(ctx, resp.flow)
 	case resp.lostEvents != nil:
-		lost := resp.lostEvents
-		n.pool.r.Telemetry.Lost(ctx, int64(lost.GetNumEventsLost()))
-		n.logger.Warn("Hubble lost flows before sending them",
-			zap.Uint64("lost", lost.GetNumEventsLost()), zap.String("source", lost.GetSource().String()))
+		// The node's own server may not name itself: the reader knows it.
+		n.pool.r.lost(ctx, resp.lostEvents, n.name, n.logger)
 	}
 }
 

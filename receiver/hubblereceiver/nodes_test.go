@@ -178,6 +178,8 @@ func TestNodesModeGivesTheFixtureRecords(t *testing.T) {
 	}
 	h.WaitDrops(t, wantFixtureDrops)
 	waitFor(t, "the lost events of worker-2", func() bool { return flowsourcetest.Read(h.Tel).Lost == 17 })
+	// worker-2's own server does not name itself: its reader does.
+	waitFor(t, "the gap of worker-2", func() bool { return slices.Equal(h.Gaps(), []string{"lost_events worker-2 17"}) })
 }
 
 // TestOwnershipMovesNodes: with a membership, the receiver reads only the
@@ -414,6 +416,13 @@ func TestBrokenNodeStreamResumes(t *testing.T) {
 	if reqs := len(c.Node("worker-2").Requests()); reqs != 1 {
 		t.Errorf("worker-2 was read by %d streams, want 1: its stream did not break", reqs)
 	}
+	// The break is a gap of worker-1 alone (the fixture's lost events are
+	// worker-1's here).
+	if gaps := h.Gaps(); !slices.Contains(gaps, "node_unreadable worker-1 0") || slices.ContainsFunc(gaps, func(g string) bool {
+		return strings.Contains(g, "worker-2")
+	}) {
+		t.Errorf("gaps %q, want worker-1 unreadable and nothing of worker-2", gaps)
+	}
 }
 
 // TestNodeWithoutServerNameIsAnError: with TLS on, a node that the Peer
@@ -428,6 +437,7 @@ func TestNodeWithoutServerNameIsAnError(t *testing.T) {
 	if errs := flowsourcetest.Read(h.Tel).NodeErrors; errs != 1 {
 		t.Errorf("node errors %d, want 1", errs)
 	}
+	waitFor(t, "worker-9's gap", func() bool { return slices.Equal(h.Gaps(), []string{"node_unreadable worker-9 0"}) })
 }
 
 // TestDeletedNodeIsForgotten: when the Peer service removes a node, the

@@ -2,6 +2,7 @@ package hubblereceiver
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -205,11 +206,36 @@ func (r *hubbleReceiver) request() *observer.GetFlowsRequest {
 func (r *hubbleReceiver) stream(ctx context.Context) (bool, error) {
 	stream, err := r.client.GetFlows(ctx, r.request(), wirecodec.CallOption())
 	if err != nil {
+		r.unreadable(ctx, "")
 		return false, err
 	}
 	resp := &response{dec: r.decoder}
 	recv := func() (*response, error) { return resp, stream.RecvMsg(resp) }
-	return flowsource.Drain(ctx, r.GRPCReceiver, recv, r.handleResponse)
+	received, err := flowsource.Drain(ctx, r.GRPCReceiver, recv, r.handleResponse)
+	r.unreadable(ctx, "")
+	return received, err
+}
+
+// unreadable reports a gap: node's flows (every node's, for "") could not be
+// read while its stream was down. The stream re-opens after the newest flow
+// received, but what the node's buffer no longer holds by then is gone, and
+// nothing says how much: learning may have missed some. A stream that ends
+// because ctx did (leadership passed, shutdown) is no gap.
+func (r *hubbleReceiver) unreadable(ctx context.Context, node string) {
+	if ctx.Err() != nil {
+		return
+	}
+	r.EmitGap(&flow.Gap{Time: time.Now(), Provider: flow.ProviderCilium, Cause: flow.GapNodeUnreadable, Node: node})
+}
+
+// lost reports a lost-event notice as a gap of the node that sent it (the
+// relay names it; every node when it does not).
+func (r *hubbleReceiver) lost(ctx context.Context, lost *flowpb.LostEvent, node string, logger *zap.Logger) {
+	r.Telemetry.Lost(ctx, int64(lost.GetNumEventsLost()))
+	logger.Warn("Hubble lost flows before sending them",
+		zap.Uint64("lost", lost.GetNumEventsLost()), zap.String("source", lost.GetSource().String()), zap.String("node", node))
+	r.EmitGap(&flow.Gap{Time: time.Now(), Provider: flow.ProviderCilium, Cause: flow.GapLostEvents, Node: node,
+		Lost: int64(min(lost.GetNumEventsLost(), math.MaxInt64))})
 }
 
 func (r *hubbleReceiver) handleResponse(ctx context.Context, resp *response) {
@@ -217,10 +243,7 @@ func (r *hubbleReceiver) handleResponse(ctx context.Context, resp *response) {
 	case resp.flow != nil:
 		r.handleFlow(ctx, resp.flow)
 	case resp.lostEvents != nil:
-		lost := resp.lostEvents
-		r.Telemetry.Lost(ctx, int64(lost.GetNumEventsLost()))
-		r.Settings.Logger.Warn("Hubble lost flows before sending them",
-			zap.Uint64("lost", lost.GetNumEventsLost()), zap.String("source", lost.GetSource().String()))
+		r.lost(ctx, resp.lostEvents, resp.nodeName, r.Settings.Logger)
 	case resp.nodeStatus != nil:
 		r.nodeStatus(ctx, resp.nodeStatus)
 	}
@@ -237,6 +260,9 @@ func (r *hubbleReceiver) nodeStatus(ctx context.Context, ns *relaypb.NodeStatusE
 		r.Settings.Logger.Warn("Hubble Relay cannot read nodes: their flows are lost until it reconnects",
 			zap.String("state", ns.GetStateChange().String()), zap.Strings("nodes", ns.GetNodeNames()),
 			zap.String("message", ns.GetMessage()))
+		for _, node := range ns.GetNodeNames() {
+			r.unreadable(ctx, node)
+		}
 	default:
 		r.Settings.Logger.Info("Hubble Relay node status",
 			zap.String("state", ns.GetStateChange().String()), zap.Strings("nodes", ns.GetNodeNames()))

@@ -100,6 +100,10 @@ func TestFixturesArriveAsRecords(t *testing.T) {
 	if counts.Accepted != int64(len(wantFixtureRecords)) || counts.Lost != 17 {
 		t.Errorf("accepted %d lost %d, want %d and 17", counts.Accepted, counts.Lost, len(wantFixtureRecords))
 	}
+	// The relay's lost-event notice is a gap of the node that it names.
+	if gaps := h.Gaps(); !slices.Equal(gaps, []string{"lost_events worker-2 17"}) {
+		t.Errorf("gaps %q, want the lost events of worker-2", gaps)
+	}
 	for reason, n := range wantFixtureDrops {
 		if counts.Dropped[reason] != n {
 			t.Errorf("dropped %s = %d, want %d (all: %v)", reason, counts.Dropped[reason], n, counts.Dropped)
@@ -149,9 +153,11 @@ func TestWrongCAFailsClosed(t *testing.T) {
 	h, _ := startReceiver(t, cfg)
 
 	h.WaitLog(t, "certificate signed by unknown authority")
-	if n := h.Sink.LogRecordCount(); n != 0 {
+	if n := h.FlowCount(); n != 0 {
 		t.Fatalf("%d records through an untrusted connection", n)
 	}
+	// A relay that cannot be read is a gap of every node.
+	waitFor(t, "a gap of every node", func() bool { return slices.Contains(h.Gaps(), "node_unreadable  0") })
 	if len(relay.Requests()) != 0 {
 		t.Fatal("the relay served a stream to a client that does not trust it")
 	}
@@ -168,7 +174,7 @@ func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
 
 	// Three rounds of the reconnect loop, each a connection that failed.
 	h.WaitLogs(t, "flow stream ended", 3)
-	if n := h.Sink.LogRecordCount(); n != 0 || len(relay.Requests()) != 0 {
+	if n := h.FlowCount(); n != 0 || len(relay.Requests()) != 0 {
 		t.Fatalf("a TLS client talked plaintext: %d records, %d streams", n, len(relay.Requests()))
 	}
 }
@@ -244,9 +250,12 @@ func TestBadMessagesAreCountedDrops(t *testing.T) {
 
 	h.WaitLog(t, "unmarshal")
 	h.WaitDrops(t, map[string]int64{"unknown_enum": 2, "malformed": 1})
-	if n := h.Sink.LogRecordCount(); n != 0 {
+	if n := h.FlowCount(); n != 0 {
 		t.Fatalf("%d records from bad messages", n)
 	}
+	// The undecodable message broke the stream: what came after it on the
+	// relay's side may be lost.
+	waitFor(t, "a gap of every node", func() bool { return slices.Contains(h.Gaps(), "node_unreadable  0") })
 }
 
 // TestNodeErrorsAreCounted: the relay's word that it cannot read a node (its
@@ -268,6 +277,13 @@ func TestNodeErrorsAreCounted(t *testing.T) {
 	h.WaitLog(t, "Hubble Relay cannot read nodes")
 	if n := flowsourcetest.Read(h.Tel).NodeErrors; n != 3 {
 		t.Fatalf("node errors %d, want 3 (worker-1, worker-2 and worker-3)", n)
+	}
+	// Each node that the relay could not read is a gap of that node; one
+	// that connects again is none. The fixture's lost events follow.
+	want := []string{"node_unreadable worker-1 0", "node_unreadable worker-2 0", "node_unreadable worker-3 0",
+		"lost_events worker-2 17"}
+	if gaps := h.Gaps(); !slices.Equal(gaps, want) {
+		t.Fatalf("gaps %q, want %q", gaps, want)
 	}
 }
 

@@ -60,6 +60,19 @@ func waitStable(t *testing.T, name string) {
 	}
 }
 
+// waitProposalReady waits, as a user's script would, with kubectl wait, for the Ready
+// condition of the store's proposal name, and logs how long it took; on a
+// timeout it shows the proposal's conditions.
+func waitProposalReady(t *testing.T, name string) {
+	t.Helper()
+	start := time.Now()
+	if _, err := kubectlErr("", "-n", "store", "wait", "--for=condition=Ready", "--timeout=3m", "wnpp/"+name); err != nil {
+		out, _ := kubectlErr("", "-n", "store", "get", "wnpp", name, "-o", "jsonpath={.status.conditions}")
+		t.Fatalf("proposal %s not Ready: %v\nconditions: %s", name, err, out)
+	}
+	t.Logf("proposal %s: Ready %s after it was Stable", name, time.Since(start).Round(100*time.Millisecond))
+}
+
 // TestRealCilium proves the product on the real Cilium agent as the node's CNI:
 // its Hubble flows, read through the real hubble-relay with the chart's default
 // Cilium TLS settings, and the NetworkPolicies it renders, enforced by Cilium.
@@ -289,9 +302,13 @@ func realJourney(t *testing.T, outside string) {
 	}
 
 	// Learning settles: each proposal turns Stable once no new edge came for
-	// stableAfter, without a flow to wake it, and is promoted only then.
+	// stableAfter, without a flow to wake it, then Ready (covered, complete,
+	// blocking nothing observed), and is promoted only then.
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		waitStable(t, name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		waitProposalReady(t, name)
 	}
 
 	// Promote every proposal of the application to protect.

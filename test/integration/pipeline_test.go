@@ -60,8 +60,14 @@ func startPipeline(t *testing.T, src sources) *pipeline {
 func hubbleReceiver(t *testing.T, ca *certtest.CA, tset component.TelemetrySettings, next consumer.Logs) receiver.Logs {
 	flows, err := dataplanetest.LoadHubble(repoFile(t, dataplanetest.HubbleFixture))
 	must(t, err)
+	return relayReceiver(t, ca, dataplanetest.NewHubbleRelay(flows), tset, next)
+}
+
+// relayReceiver is a Hubble receiver of relay, which a test relay serves over
+// TLS.
+func relayReceiver(t *testing.T, ca *certtest.CA, served *dataplanetest.HubbleRelay, tset component.TelemetrySettings, next consumer.Logs) receiver.Logs {
 	relay := grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
-		func(s *grpc.Server) { observer.RegisterObserverServer(s, dataplanetest.NewHubbleRelay(flows)) })
+		func(s *grpc.Server) { observer.RegisterObserverServer(s, served) })
 	f := hubblereceiver.NewFactory()
 	cfg := f.CreateDefaultConfig().(*hubblereceiver.Config)
 	cfg.Endpoint = relay.Addr

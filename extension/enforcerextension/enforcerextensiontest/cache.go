@@ -25,6 +25,35 @@ func (e *Enforcer) AddWorkload(w workload.Ref, info WorkloadInfo, ips ...string)
 	}
 }
 
+// PlaceOn runs workloads ws on node, for WorkloadsOn.
+func (e *Enforcer) PlaceOn(node string, ws ...workload.Ref) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.nodes == nil {
+		e.nodes = map[string][]workload.Ref{}
+	}
+	e.nodes[node] = append(e.nodes[node], ws...)
+}
+
+// WorkloadsOn returns the workloads placed on node, or on any node for "",
+// each once, in the order placed.
+func (e *Enforcer) WorkloadsOn(node string) []workload.Ref {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []workload.Ref
+	for _, n := range slices.Sorted(maps.Keys(e.nodes)) {
+		if node != "" && n != node {
+			continue
+		}
+		for _, w := range e.nodes[n] {
+			if !slices.Contains(out, w) {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
 // Unresolved makes ip resolve to nothing, for reason.
 func (e *Enforcer) Unresolved(ip string, reason workload.Unresolved) {
 	e.mu.Lock()

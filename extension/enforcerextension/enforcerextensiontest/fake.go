@@ -47,6 +47,8 @@ type Enforcer struct {
 	byIP      map[string]workload.Ref
 	reasons   map[string]workload.Unresolved
 	workloads map[workload.Ref]WorkloadInfo
+	// nodes are the workloads that run on each node.
+	nodes     map[string][]workload.Ref
 	policies  map[types.NamespacedName]*v1alpha1.WorkloadNetworkPolicy
 	proposals map[types.NamespacedName]*v1alpha1.WorkloadNetworkPolicyProposal
 	events    []Event
@@ -91,6 +93,7 @@ var (
 	_ workload.Resolver                     = (*Enforcer)(nil)
 	_ workload.Labeler                      = (*Enforcer)(nil)
 	_ enforcerextension.PolicyReader        = (*Enforcer)(nil)
+	_ enforcerextension.Placement           = (*Enforcer)(nil)
 	_ enforcerextension.Selectors           = (*Enforcer)(nil)
 	_ enforcerextension.Leadership          = (*Enforcer)(nil)
 	_ enforcerextension.ProposalWriting     = (*Enforcer)(nil)

@@ -82,6 +82,21 @@ func (h *Harness) FlowCount() int {
 	return n
 }
 
+// Gaps returns the gap records received so far, described as
+// "<cause> <node> <lost>".
+func (h *Harness) Gaps() []string {
+	var out []string
+	for _, ld := range h.Sink.AllLogs() {
+		flow.EachLogRecord(ld, func(lr plog.LogRecord) {
+			var g flow.Gap
+			if g.ReadFrom(lr) {
+				out = append(out, fmt.Sprintf("%s %s %d", g.Cause, g.Node, g.Lost))
+			}
+		})
+	}
+	return out
+}
+
 // WaitRecords waits until n records have arrived and returns them described.
 func (h *Harness) WaitRecords(t *testing.T, n int) []string {
 	t.Helper()

@@ -16,6 +16,7 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 // metadata.yaml lists them.
 type TelemetryBuilder struct {
 	meter                                      metric.Meter
+	NetworkEnforcerLearningCoverageGaps        metric.Int64Counter
 	NetworkEnforcerLearningDropped             metric.Int64Counter
 	NetworkEnforcerLearningEdges               metric.Int64Counter
 	NetworkEnforcerLearningViolationCandidates metric.Int64Counter
@@ -26,6 +27,12 @@ type TelemetryBuilder struct {
 func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilder, error) {
 	builder := TelemetryBuilder{meter: Meter(settings)}
 	var err, errs error
+	builder.NetworkEnforcerLearningCoverageGaps, err = builder.meter.Int64Counter(
+		"network_enforcer_learning_coverage_gaps",
+		metric.WithDescription("Gaps in what learning saw, by cause: the data plane's notices of lost events or of a node it could not read, one each, and flow sides whose pod the cache did not know, one a flow."),
+		metric.WithUnit("{gap}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.NetworkEnforcerLearningDropped, err = builder.meter.Int64Counter(
 		"network_enforcer_learning_dropped",
 		metric.WithDescription("Flow sides that teach nothing, by reason."),
