@@ -70,6 +70,7 @@ var (
 	_ workload.Labeler    = (*enforcer)(nil)
 	_ PolicyReader        = (*enforcer)(nil)
 	_ Lister              = (*enforcer)(nil)
+	_ Renderer            = (*enforcer)(nil)
 	_ Selectors           = (*enforcer)(nil)
 	_ Leadership          = (*enforcer)(nil)
 	_ ProposalWriting     = (*enforcer)(nil)

@@ -91,6 +91,8 @@ var (
 	_ workload.Resolver                     = (*Enforcer)(nil)
 	_ workload.Labeler                      = (*Enforcer)(nil)
 	_ enforcerextension.PolicyReader        = (*Enforcer)(nil)
+	_ enforcerextension.Lister              = (*Enforcer)(nil)
+	_ enforcerextension.Renderer            = (*Enforcer)(nil)
 	_ enforcerextension.Selectors           = (*Enforcer)(nil)
 	_ enforcerextension.Leadership          = (*Enforcer)(nil)
 	_ enforcerextension.ProposalWriting     = (*Enforcer)(nil)
