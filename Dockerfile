@@ -38,11 +38,13 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     test -n "${OCB_VERSION}" && \
     GOBIN=/usr/local/bin go install "go.opentelemetry.io/collector/cmd/builder@${OCB_VERSION}"
 
-# `make build`: generate the distribution's sources into _build/, then compile
-# them; here static, stripped and for the target platform.
+# `make build`: generate the distribution's sources into _build/, add the file
+# of the render subcommand beside ocb's main, then compile them; here static,
+# stripped and for the target platform.
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     builder --config builder-config.yaml --skip-compilation && \
+    cp internal/rendercmd/_render_main.go _build/render_main.go && \
     cd _build && \
     GOOS="${TARGETOS}" GOARCH="${TARGETARCH}" \
     go build -trimpath -ldflags="-s -w" -o /out/network-enforcer .

@@ -50,6 +50,7 @@ GENERATED := crds chart/crds api/v1alpha1/zz_generated.deepcopy.go 'internal/gol
 
 BINARY      := bin/network-enforcer
 BUILD_DIR   := _build
+RENDER_MAIN := internal/rendercmd/_render_main.go
 GO_PACKAGES := ./...
 
 ##@ General
@@ -113,8 +114,11 @@ third-party: ## Refresh third_party/ (Cytoscape.js, cytoscape-dagre) from npm at
 
 .PHONY: build
 # Stripped, as the image wants it: the image takes this binary for the host's platform.
+# ocb's main runs the collector only: the distribution's own subcommand (render)
+# is a file of ours beside it (internal/rendercmd/_render_main.go).
 build: $(OCB) ## Build the collector distribution into bin/network-enforcer.
 	$(OCB) --config builder-config.yaml --skip-compilation
+	cp $(RENDER_MAIN) $(BUILD_DIR)/render_main.go
 	cd $(BUILD_DIR) && $(PHASE) "the distribution" go build -ldflags="-s -w" -o ../$(BINARY) .
 
 # The image's name; by default the chart's image.repository and appVersion, so that

@@ -59,6 +59,14 @@ type Lister interface {
 	ListPolicies(namespace string) ([]v1alpha1.WorkloadNetworkPolicy, error)
 }
 
+// Renderer renders a proposal as the native object of the policy that its
+// promotion would create, as the render controller creates it, with the
+// cluster's addresses from the shared cache: the review page's native objects.
+type Renderer interface {
+	// RenderProposal returns the native object of proposal promoted in mode.
+	RenderProposal(proposal *v1alpha1.WorkloadNetworkPolicyProposal, mode v1alpha1.PolicyMode) (Native, error)
+}
+
 // Selectors gives a workload's pod selector, which a proposal's spec names.
 type Selectors interface {
 	// Selector returns the workload's current pod selector, or false when the

@@ -71,6 +71,7 @@ var (
 	_ Placement           = (*enforcer)(nil)
 	_ PolicyReader        = (*enforcer)(nil)
 	_ Lister              = (*enforcer)(nil)
+	_ Renderer            = (*enforcer)(nil)
 	_ Selectors           = (*enforcer)(nil)
 	_ Leadership          = (*enforcer)(nil)
 	_ ProposalWriting     = (*enforcer)(nil)

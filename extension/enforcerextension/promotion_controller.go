@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,13 +67,8 @@ func (p *promoter) reconcile(ctx context.Context, proposal *v1alpha1.WorkloadNet
 	if mode != v1alpha1.PolicyModeMonitor && mode != v1alpha1.PolicyModeProtect {
 		return nil // not promoted (the admission policy refuses other values)
 	}
-	policy = v1alpha1.WorkloadNetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: proposal.Namespace, Name: proposal.Name,
-			Labels: map[string]string{v1alpha1.PromotedFromLabel: proposal.Name},
-		},
-		Spec: v1alpha1.WorkloadNetworkPolicySpec{PolicySpec: *proposal.Spec.DeepCopy(), Mode: mode},
-	}
+	// What the render subcommand and the review page render a proposal as.
+	policy = *PromotedPolicy(proposal, mode)
 	if err := p.client.Create(ctx, &policy); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil // the cache was behind; the policy's add event brings the proposal back as a leftover

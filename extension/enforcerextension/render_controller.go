@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
@@ -75,43 +74,21 @@ func (e *enforcer) renderController() *termController {
 
 // reconcile renders one policy with the native object of its backend.
 func (r *renderer) reconcile(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicy) error {
-	switch p.Spec.Backend {
-	case v1alpha1.BackendKubernetes:
-		outside, err := r.outsideOf(ctx, p)
-		if err != nil {
-			return err
-		}
-		return render(ctx, r, p, networkPolicies{outside: outside})
-	case v1alpha1.BackendIstio:
-		if !r.served.authorizationPolicies {
-			// A condition, not an error: nothing changes until the collector
-			// restarts, so retrying every round would only fill the log.
-			return r.setRendered(ctx, p, metav1.ConditionFalse, v1alpha1.ReasonNoAuthorizationPolicyCRD,
-				"the cluster did not serve security.istio.io/v1 AuthorizationPolicies when the collector started: install Istio, then restart the collector")
-		}
-		outside, err := r.outsideOf(ctx, p)
-		if err != nil {
-			return err
-		}
-		return render(ctx, r, p, authorizationPolicies{outside: outside})
-	case v1alpha1.BackendCilium:
-		if !r.served.ciliumNetworkPolicies {
-			return r.setRendered(ctx, p, metav1.ConditionFalse, v1alpha1.ReasonNoCiliumNetworkPolicyCRD,
-				"the cluster did not serve cilium.io/v2 CiliumNetworkPolicies when the collector started: install Cilium, then restart the collector")
-		}
-		return render(ctx, r, p, ciliumNetworkPolicies{})
+	switch {
+	case p.Spec.Backend == v1alpha1.BackendIstio && !r.served.authorizationPolicies:
+		// A condition, not an error: nothing changes until the collector
+		// restarts, so retrying every round would only fill the log.
+		return r.setRendered(ctx, p, metav1.ConditionFalse, v1alpha1.ReasonNoAuthorizationPolicyCRD,
+			"the cluster did not serve security.istio.io/v1 AuthorizationPolicies when the collector started: install Istio, then restart the collector")
+	case p.Spec.Backend == v1alpha1.BackendCilium && !r.served.ciliumNetworkPolicies:
+		return r.setRendered(ctx, p, metav1.ConditionFalse, v1alpha1.ReasonNoCiliumNetworkPolicyCRD,
+			"the cluster did not serve cilium.io/v2 CiliumNetworkPolicies when the collector started: install Cilium, then restart the collector")
 	}
-	return nil
-}
-
-// outsideOf reads the addresses that p's entities are rendered as; nil for a
-// policy that has none or whose backend names them.
-func (r *renderer) outsideOf(ctx context.Context, p *v1alpha1.WorkloadNetworkPolicy) (*outsideAddresses, error) {
-	if !usesEntities(p) {
-		return nil, nil
+	k, err := backendKind(ctx, r.reader, p)
+	if err != nil || k == nil {
+		return err
 	}
-	a, err := readOutsideAddresses(ctx, r.reader)
-	return &a, err
+	return k.render(ctx, r, p)
 }
 
 // nativeKind is one backend's kind of native object: what a policy asks of it.
@@ -163,27 +140,25 @@ func render[T client.Object](ctx context.Context, r *renderer, p *v1alpha1.Workl
 			return err
 		}
 		r.recorder.Eventf(p, corev1.EventTypeNormal, v1alpha1.EventReasonRendered, "deleted the %s: %s", k.kind(), msg)
+	case wanted && !exists:
+		// What the render subcommand and the review page show (native.go).
+		enc, err := createdObject(p, k, r.client.Scheme())
+		if err != nil {
+			return err
+		}
+		if err := r.client.Create(ctx, enc); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil // the cache was behind: the object's add event brings the policy back
+			}
+			return err
+		}
+		r.recorder.Eventf(p, corev1.EventTypeNormal, v1alpha1.EventReasonRendered, "created the %s: %s", k.kind(), msg)
 	case wanted:
 		want, err := k.desired(p)
 		if err != nil {
 			return err
 		}
-		if !exists {
-			if err := controllerutil.SetControllerReference(p, want, r.client.Scheme()); err != nil {
-				return err
-			}
-			enc, err := k.encode(want)
-			if err != nil {
-				return err
-			}
-			if err := r.client.Create(ctx, enc); err != nil {
-				if apierrors.IsAlreadyExists(err) {
-					return nil // the cache was behind: the object's add event brings the policy back
-				}
-				return err
-			}
-			r.recorder.Eventf(p, corev1.EventTypeNormal, v1alpha1.EventReasonRendered, "created the %s: %s", k.kind(), msg)
-		} else if k.sync(have, want) { // drift, a changed policy or a mode change
+		if k.sync(have, want) { // drift, a changed policy or a mode change
 			enc, err := k.encode(have)
 			if err != nil {
 				return err

@@ -256,6 +256,18 @@ func TestBrowser(t *testing.T) {
 	if !strings.Contains(commands, "kubectl label wnpp -n shop deployment-web-ingress networkenforcer.kubewarden.io/promote=protect") {
 		t.Errorf("commands: %q", commands)
 	}
+	// The native object of protect mode, rendered by the real extension with
+	// its cache; none in monitor mode for backend kubernetes.
+	native, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("native")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"protect mode: NetworkPolicy", "kind: NetworkPolicy", "kind: WorkloadNetworkPolicy",
+		"monitor mode: no NetworkPolicy", "network-enforcer render --mode protect"} {
+		if !strings.Contains(native, want) {
+			t.Errorf("the native objects do not say %q: %q", want, native)
+		}
+	}
 	screenshot(t, ctx, "review-proposal.png")
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/policies/shop/statefulset-db-ingress")); err != nil {

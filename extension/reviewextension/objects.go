@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 )
 
 // objectData is what the proposal and policy views share.
@@ -33,6 +34,39 @@ type command struct {
 
 type proposalData struct {
 	objectData
+	// Native is the native object of each mode that the proposal may be
+	// promoted in.
+	Native []nativeView
+}
+
+// nativeView is the native object that the render controller would create
+// for a proposal promoted in Mode, as the render subcommand prints it: YAML,
+// or why there is none (Message), or why it could not be rendered (Err).
+type nativeView struct {
+	Mode    v1alpha1.PolicyMode
+	Kind    string
+	YAML    string
+	Message string
+	Err     string
+	// Command prints the same from the command line.
+	Command string
+}
+
+// newNativeView renders proposal o promoted in mode, by the render
+// controller's code (through the enforcer extension, which has the cluster's
+// addresses in its cache).
+func newNativeView(r enforcerextension.Renderer, o *v1alpha1.WorkloadNetworkPolicyProposal, mode v1alpha1.PolicyMode) nativeView {
+	v := nativeView{Mode: mode, Command: renderCommand(o.Namespace, o.Name, mode)}
+	n, err := r.RenderProposal(o, mode)
+	if err == nil {
+		var b []byte
+		b, err = n.YAML()
+		v.Kind, v.YAML, v.Message = n.Kind, string(b), n.Message
+	}
+	if err != nil {
+		v.Err = err.Error()
+	}
+	return v
 }
 
 type policyData struct {
@@ -69,12 +103,13 @@ func (p *pages) proposal(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no proposal %s (promoted, or not learned yet?)", key), http.StatusNotFound)
 		return
 	}
-	d := proposalData{newObjectData("proposal", o.Namespace, o.Name, o.Spec, o.Status.Conditions, o.Status.ObservedTraffic)}
+	d := proposalData{objectData: newObjectData("proposal", o.Namespace, o.Name, o.Spec, o.Status.Conditions, o.Status.ObservedTraffic)}
 	for _, mode := range []v1alpha1.PolicyMode{v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect} {
 		d.Commands = append(d.Commands, command{
 			What: "Promote to a policy in " + string(mode) + " mode",
 			Line: promoteCommand(o.Namespace, o.Name, mode),
 		})
+		d.Native = append(d.Native, newNativeView(p.cache, o, mode))
 	}
 	p.render(w, http.StatusOK, "proposal.html", d)
 }
@@ -111,6 +146,12 @@ func (p *pages) policy(w http.ResponseWriter, r *http.Request) {
 // promoteCommand sets the promote label on a proposal.
 func promoteCommand(namespace, name string, mode v1alpha1.PolicyMode) string {
 	return fmt.Sprintf("kubectl label wnpp -n %s %s %s=%s", namespace, name, v1alpha1.PromoteLabel, mode)
+}
+
+// renderCommand prints the native object of a proposal promoted in mode, for
+// a review in Git before the promotion.
+func renderCommand(namespace, name string, mode v1alpha1.PolicyMode) string {
+	return fmt.Sprintf("kubectl get wnpp -n %s %s -o yaml | network-enforcer render --mode %s", namespace, name, mode)
 }
 
 // modeCommand switches a policy's mode.

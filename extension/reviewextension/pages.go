@@ -26,6 +26,7 @@ var webFiles embed.FS
 // shared cache, on every replica.
 type reader interface {
 	enforcerextension.Lister
+	enforcerextension.Renderer
 	Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool)
 	Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool)
 }

@@ -1,8 +1,10 @@
 package reviewextension
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"reflect"
@@ -14,10 +16,13 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension"
+	"sigs.k8s.io/yaml"
 
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
 	"github.com/kubewarden/network-enforcer/extension/reviewextension/internal/metadata"
+	"github.com/kubewarden/network-enforcer/internal/rendercmd"
 )
 
 // startOnFake serves the page on loopback, without a token, from a fake
@@ -70,6 +75,9 @@ func TestPagesOnLoopback(t *testing.T) {
 			`<table id="would-block">`, "External 203.0.113.7/32",
 			"kubectl label wnpp -n shop deployment-web-ingress networkenforcer.kubewarden.io/promote=protect",
 			"kubectl label wnpp -n shop deployment-web-ingress networkenforcer.kubewarden.io/promote=monitor",
+			`<h3>protect mode: NetworkPolicy</h3>`, `<pre class="native" id="native-protect">apiVersion: networking.k8s.io/v1`,
+			`<p class="note" id="native-monitor-none">monitor mode: no NetworkPolicy; flows are judged against spec.kubernetes</p>`,
+			"kubectl get wnpp -n shop deployment-web-ingress -o yaml | network-enforcer render --mode protect",
 		},
 		"/policies/shop/statefulset-db-ingress": {
 			`kubectl patch wnp -n shop statefulset-db-ingress --type merge -p &#39;{&#34;spec&#34;:{&#34;mode&#34;:&#34;protect&#34;}}&#39;`,
@@ -117,5 +125,35 @@ func TestPagesOnLoopback(t *testing.T) {
 	// Filtered on the server: only pay's policy and its peers.
 	if len(g.Edges) != 2 || g.Counts[StateProtected] != 2 || len(g.Nodes) != 3 {
 		t.Fatalf("pay's graph: %+v", g)
+	}
+}
+
+// TestNativeObjectIsTheRenderCommands: a proposal's page shows, for protect
+// mode, what `network-enforcer render` prints for the proposal, byte for byte.
+func TestNativeObjectIsTheRenderCommands(t *testing.T) {
+	base := startOnFake(t)
+	_, page := get(t, base+"/proposals/shop/deployment-web-ingress")
+	m := regexp.MustCompile(`(?s)<pre class="native" id="native-protect">(.*?)</pre>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the page shows no native object for protect mode")
+	}
+	var proposal *v1alpha1.WorkloadNetworkPolicyProposal
+	f := newFixtures(time.Now())
+	for i := range f.proposals {
+		if f.proposals[i].Name == "deployment-web-ingress" {
+			proposal = &f.proposals[i]
+		}
+	}
+	proposal.APIVersion, proposal.Kind = v1alpha1.GroupVersion.String(), "WorkloadNetworkPolicyProposal"
+	in, err := yaml.Marshal(proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := rendercmd.Run(context.Background(), []string{"--mode", "protect"}, bytes.NewReader(in), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got := html.UnescapeString(m[1]); got != out.String() {
+		t.Errorf("the page shows\n%s\nnetwork-enforcer render prints\n%s", got, out.String())
 	}
 }

@@ -146,11 +146,14 @@ func learnServer(t *testing.T, w workloads, report reporter) {
 // waits for the policy that it becomes.
 func promoteServer(t *testing.T, mode string) {
 	t.Helper()
-	kubectl(t, "-n", "shop", "label", "workloadnetworkpolicyproposal", serverPolicy, "networkenforcer.kubewarden.io/promote="+mode)
+	printed := promoteRendered(t, "shop", serverPolicy, mode)
 	waitFor(t, "the server's policy in "+mode+" mode", time.Minute, func() bool {
 		out, err := kubectlErr("", "-n", "shop", "get", "workloadnetworkpolicy", serverPolicy, "-o", "jsonpath={.spec.mode}")
 		return err == nil && strings.EqualFold(strings.TrimSpace(out), mode)
 	})
+	if printed != "" { // monitor mode: an AuthorizationPolicy for istio, nothing for the others
+		checkRendered(t, printed)
+	}
 }
 
 // violationReported waits for client-b's violation of the server's policy

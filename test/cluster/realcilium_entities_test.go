@@ -225,8 +225,11 @@ func entitiesJourney(t *testing.T, backend string, port int) {
 	// Promote every proposal of the namespace to protect.
 	names := strings.Fields(kubectl(t, "-n", ns, "get", "workloadnetworkpolicyproposals", "-o", "jsonpath={.items[*].metadata.name}"))
 	kind := map[string]string{"cilium": "ciliumnetworkpolicy", "kubernetes": "networkpolicy"}[backend]
+	// Each printed by the built binary's render subcommand first, which
+	// reads the API server's and the nodes' addresses from the cluster.
+	printed := map[string]string{}
 	for _, name := range names {
-		kubectl(t, "-n", ns, "label", "workloadnetworkpolicyproposal", name, "networkenforcer.kubewarden.io/promote=protect")
+		printed[name] = promoteRendered(t, ns, name, "protect")
 	}
 	largest := 0
 	for _, name := range names {
@@ -235,6 +238,7 @@ func entitiesJourney(t *testing.T, backend string, port int) {
 			largest = max(largest, len(out))
 			return err == nil
 		})
+		checkRendered(t, printed[name])
 	}
 	t.Logf("%s: promoted %v; the largest %s is %d bytes of JSON", backend, names, kind, largest)
 

@@ -6,12 +6,15 @@ package layout
 
 import (
 	"bufio"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -234,9 +237,14 @@ func walk(t *testing.T, root string) (packages, modules []string) {
 // importPattern matches an import path of the distribution's manifest.
 var importPattern = regexp.MustCompile(`(?m)^\s*(?:-\s*)?import:\s*(\S+)`)
 
+// mainFile is the file that the build puts beside ocb's main: the
+// distribution's subcommands.
+const mainFile = "internal/rendercmd/_render_main.go"
+
 // shippedPackages returns the folders of the main module's packages that the
 // distribution compiles: the components that builder-config.yaml imports from
-// this module and everything of this module that they import.
+// this module, the packages that the build's file beside ocb's main
+// (mainFile) imports, and everything of this module that they import.
 func shippedPackages(t *testing.T, root string) map[string]bool {
 	t.Helper()
 	manifest, err := os.ReadFile(filepath.Join(root, "builder-config.yaml"))
@@ -251,6 +259,15 @@ func shippedPackages(t *testing.T, root string) map[string]bool {
 	}
 	if len(components) == 0 {
 		t.Fatalf("builder-config.yaml imports no component of %s", modulePath)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, mainFile), nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range f.Imports {
+		if path, err := strconv.Unquote(spec.Path.Value); err == nil && strings.HasPrefix(path, modulePath+"/") {
+			components = append(components, path)
+		}
 	}
 	cmd := testproc.Command("go", append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, components...)...)
 	cmd.Dir = root

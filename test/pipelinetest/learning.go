@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
@@ -68,6 +69,9 @@ type Options struct {
 	// OutsidePeers is the learning processor's outside_peers; its default
 	// (drop) when empty.
 	OutsidePeers learningprocessor.OutsidePeers
+	// CiliumBackend is the learning processor's cilium_backend; its default
+	// (kubernetes) when empty.
+	CiliumBackend v1alpha1.Backend
 	// ObservedInterval is the writer's and the violation processor's
 	// observed_interval; their default when zero.
 	ObservedInterval time.Duration
@@ -144,6 +148,9 @@ func StartPipeline(tb testing.TB, opts Options) *Learning {
 	pcfg := pf.CreateDefaultConfig().(*learningprocessor.Config)
 	if opts.OutsidePeers != "" {
 		pcfg.OutsidePeers = opts.OutsidePeers
+	}
+	if opts.CiliumBackend != "" {
+		pcfg.CiliumBackend = opts.CiliumBackend
 	}
 	proc, err := pf.CreateLogs(ctx, processor.Settings{ID: component.NewID(pf.Type()), TelemetrySettings: l.Settings, BuildInfo: build},
 		pcfg, next)

@@ -94,6 +94,8 @@ var (
 	_ workload.Labeler                      = (*Enforcer)(nil)
 	_ enforcerextension.PolicyReader        = (*Enforcer)(nil)
 	_ enforcerextension.Placement           = (*Enforcer)(nil)
+	_ enforcerextension.Lister              = (*Enforcer)(nil)
+	_ enforcerextension.Renderer            = (*Enforcer)(nil)
 	_ enforcerextension.Selectors           = (*Enforcer)(nil)
 	_ enforcerextension.Leadership          = (*Enforcer)(nil)
 	_ enforcerextension.ProposalWriting     = (*Enforcer)(nil)

@@ -1,0 +1,234 @@
+// Package rendercmd is the distribution's render subcommand:
+//
+//	network-enforcer render [--mode monitor|protect] [-f FILE|-] [--kubeconfig FILE] [--context NAME]
+//
+// It reads WorkloadNetworkPolicyProposals and WorkloadNetworkPolicies, as
+// `kubectl get -o yaml` (or -o json) prints them, one object, a List or
+// several YAML documents, and prints the native object that the render
+// controller creates for each, by the controller's own code
+// (enforcerextension.RenderPolicy): for a proposal, the object of the policy
+// that its promotion in --mode would create.
+//
+// ocb generates the distribution's main, which runs the collector only: the
+// build puts _render_main.go beside it, whose init calls Main before the
+// collector starts.
+package rendercmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+)
+
+// Name is the subcommand's name, the binary's first argument.
+const Name = "render"
+
+// Main runs the subcommand and exits when the program was started as
+// `network-enforcer render ...`; otherwise it returns, and the collector
+// starts as it would without it.
+func Main() {
+	if len(os.Args) < 2 || os.Args[1] != Name {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := Run(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "%s %s: %v\n", os.Args[0], Name, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+const usage = `Usage: network-enforcer render [--mode monitor|protect] [-f FILE|-] [--kubeconfig FILE] [--context NAME]
+
+Prints, as YAML, the native object (NetworkPolicy, AuthorizationPolicy or
+CiliumNetworkPolicy) that the render controller creates for each
+WorkloadNetworkPolicyProposal or WorkloadNetworkPolicy read from FILE, or from
+standard input when FILE is - or not given, as kubectl get -o yaml (or -o json)
+prints them. A proposal is rendered as the policy that its promotion in --mode
+would create; a policy in its spec.mode, or in --mode when given.
+
+Backends kubernetes and istio render spec.outside's entities (the API server,
+the nodes) as their addresses in the cluster: those are read from the cluster
+of the kubeconfig, found as kubectl finds it (--kubeconfig, $KUBECONFIG,
+~/.kube/config, in a pod its ServiceAccount). Other objects need no cluster.
+
+Flags:
+`
+
+// Run runs the subcommand with args (those after its name), reading objects
+// from stdin unless args name a file, printing the native objects on stdout
+// and, for each object whose mode asks for none, why on stderr. -h returns
+// flag.ErrHelp once the usage is printed.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(Name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	mode := fs.String("mode", "", "the mode to render in: monitor or protect; required for a proposal, a policy's spec.mode otherwise")
+	file := fs.String("f", "-", "the file to read, - for standard input")
+	kubeconfig := fs.String("kubeconfig", "", "the kubeconfig of the cluster to read entities' addresses from")
+	kubeContext := fs.String("context", "", "the kubeconfig context to use")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: give the file with -f", fs.Args())
+	}
+	m, err := parseMode(*mode)
+	if err != nil {
+		return err
+	}
+	in := stdin
+	if *file != "-" {
+		f, err := os.Open(*file)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	objs, err := Parse(in)
+	if err != nil {
+		return err
+	}
+	return Render(ctx, objs, m, &cluster{kubeconfig: *kubeconfig, context: *kubeContext}, stdout, stderr)
+}
+
+// parseMode returns the mode that --mode names; "" when not given.
+func parseMode(s string) (v1alpha1.PolicyMode, error) {
+	switch m := v1alpha1.PolicyMode(s); m {
+	case "", v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect:
+		return m, nil
+	}
+	return "", fmt.Errorf("invalid mode %q: must be one of %s, %s", s, v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect)
+}
+
+// Render prints the native object of each of objs in mode ("" for a policy's
+// own), YAML documents separated by ---, reading entities' addresses from r
+// when an object needs them. An object that gets none is said on stderr. It
+// renders every object before it prints any: an error prints nothing.
+func Render(ctx context.Context, objs []Object, mode v1alpha1.PolicyMode, r client.Reader, stdout, stderr io.Writer) error {
+	var docs [][]byte
+	var notes []string
+	for _, o := range objs {
+		n, err := render(ctx, o, mode, r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o, err)
+		}
+		if n.Object == nil {
+			notes = append(notes, fmt.Sprintf("%s: no %s: %s", o, n.Kind, n.Message))
+			continue
+		}
+		b, err := n.YAML()
+		if err != nil {
+			return fmt.Errorf("%s: %w", o, err)
+		}
+		docs = append(docs, b)
+	}
+	for _, note := range notes {
+		fmt.Fprintln(stderr, note)
+	}
+	for i, b := range docs {
+		if i > 0 {
+			if _, err := io.WriteString(stdout, "---\n"); err != nil {
+				return err
+			}
+		}
+		if _, err := stdout.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func render(ctx context.Context, o Object, mode v1alpha1.PolicyMode, r client.Reader) (enforcerextension.Native, error) {
+	if o.Proposal != nil {
+		if mode == "" {
+			return enforcerextension.Native{}, fmt.Errorf("a proposal is rendered as the policy that its promotion creates: give its mode with --mode %s or --mode %s",
+				v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect)
+		}
+		return enforcerextension.RenderProposal(ctx, r, o.Proposal, mode)
+	}
+	p := o.Policy
+	if mode != "" {
+		p = p.DeepCopy()
+		p.Spec.Mode = mode
+	}
+	return enforcerextension.RenderPolicy(ctx, r, p)
+}
+
+// cluster is the cluster of the kubeconfig, as kubectl finds it, which it
+// reads only when asked: most objects need none.
+type cluster struct {
+	kubeconfig, context string
+	once                sync.Once
+	client              client.Client
+	err                 error
+}
+
+func (c *cluster) connect() (client.Client, error) {
+	c.once.Do(func() {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = c.kubeconfig
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+			&clientcmd.ConfigOverrides{CurrentContext: c.context}).ClientConfig()
+		if clientcmd.IsEmptyConfig(err) {
+			c.err = errors.New("no cluster to read them from: give its kubeconfig with --kubeconfig FILE (or set KUBECONFIG)")
+			return
+		}
+		if err != nil {
+			c.err = fmt.Errorf("the kubeconfig: %w", err)
+			return
+		}
+		cfg.UserAgent = "network-enforcer-render"
+		c.client, c.err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	})
+	return c.client, c.err
+}
+
+func (c *cluster) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	cl, err := c.connect()
+	if err != nil {
+		return err
+	}
+	return cl.Get(ctx, key, obj, opts...)
+}
+
+func (c *cluster) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	cl, err := c.connect()
+	if err != nil {
+		return err
+	}
+	return cl.List(ctx, list, opts...)
+}
+
+// String names an object as kubectl does: kind namespace/name.
+func (o Object) String() string {
+	switch {
+	case o.Proposal != nil:
+		return "WorkloadNetworkPolicyProposal " + strings.TrimPrefix(o.Proposal.Namespace+"/"+o.Proposal.Name, "/")
+	case o.Policy != nil:
+		return "WorkloadNetworkPolicy " + strings.TrimPrefix(o.Policy.Namespace+"/"+o.Policy.Name, "/")
+	}
+	return "no object"
+}
