@@ -83,6 +83,14 @@ func newFixtures(now time.Time) fixtures {
 			edge(workloadPeer("shop", "StatefulSet", "db"), 5432, 40, allowed, now),
 		), 193806, 0)),
 	}
+	// web's ingress is not ready (not covered: a node lost events); its
+	// egress is.
+	f.proposals[0].Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, LastTransitionTime: ts,
+		Reason: v1alpha1.ReasonNotCovered, Message: "Coverage is False (LostEvents: the data plane lost 17 events on node worker-2)"}}
+	f.proposals[0].Status.CoverageGaps = []v1alpha1.CoverageGap{{Cause: v1alpha1.CoverageLostEvents, Reports: 1, Events: 17,
+		First: ts, Last: ts, Nodes: []string{"worker-2"}}}
+	f.proposals[1].Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, LastTransitionTime: ts,
+		Reason: v1alpha1.ReasonReadyToPromote, Message: "stable, covered"}}
 	db := v1alpha1.WorkloadNetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "statefulset-db-ingress"},
 		Spec: v1alpha1.WorkloadNetworkPolicySpec{Mode: v1alpha1.PolicyModeMonitor,

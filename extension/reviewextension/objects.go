@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
@@ -37,6 +38,10 @@ type proposalData struct {
 	// Native is the native object of each mode that the proposal may be
 	// promoted in.
 	Native []nativeView
+	// Ready is the proposal's Ready condition, nil until the writer set it;
+	// Gaps are what learning may have missed (the Coverage condition's).
+	Ready *metav1.Condition
+	Gaps  []v1alpha1.CoverageGap
 }
 
 // nativeView is the native object that the render controller would create
@@ -103,7 +108,8 @@ func (p *pages) proposal(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no proposal %s (promoted, or not learned yet?)", key), http.StatusNotFound)
 		return
 	}
-	d := proposalData{objectData: newObjectData("proposal", o.Namespace, o.Name, o.Spec, o.Status.Conditions, o.Status.ObservedTraffic)}
+	d := proposalData{objectData: newObjectData("proposal", o.Namespace, o.Name, o.Spec, o.Status.Conditions, o.Status.ObservedTraffic),
+		Ready: readyOf(o.Status.Conditions), Gaps: o.Status.CoverageGaps}
 	for _, mode := range []v1alpha1.PolicyMode{v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect} {
 		d.Commands = append(d.Commands, command{
 			What: "Promote to a policy in " + string(mode) + " mode",
@@ -175,4 +181,10 @@ func endpointText(e v1alpha1.ViolationEndpoint) string {
 		return "outside the workloads"
 	}
 	return s
+}
+
+// readyOf is the Ready condition among conds, nil when the writer has not
+// set it yet.
+func readyOf(conds []metav1.Condition) *metav1.Condition {
+	return apimeta.FindStatusCondition(conds, v1alpha1.ConditionReady)
 }

@@ -85,6 +85,7 @@ var funcs = template.FuncMap{
 		}
 		return `<abbr class="estimate" title="an estimate: the tracking limit was reached, or edges are not listed; see the EvidenceComplete condition">about</abbr> `
 	},
+	"ready":         readyOf,
 	"standardError": func() string { return strconv.FormatFloat(100*observed.StandardError, 'g', 3, 64) },
 }
 

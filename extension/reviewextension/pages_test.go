@@ -62,8 +62,11 @@ func TestPagesOnLoopback(t *testing.T) {
 	base := startOnFake(t)
 	for path, wants := range map[string][]string{
 		"/": {"Cluster", `href="/proposals/shop/deployment-web-ingress"`, `href="/policies/pay/deployment-api-ingress"`, `data-url="/graph.json"`,
-			`<td><abbr class="estimate" title="an estimate: the tracking limit was reached, or edges are not listed; see the EvidenceComplete condition">about</abbr> 193806</td>`},
+			`<td><abbr class="estimate" title="an estimate: the tracking limit was reached, or edges are not listed; see the EvidenceComplete condition">about</abbr> 193806</td>`,
+			`<td class="not-ready" title="Coverage is False (LostEvents: the data plane lost 17 events on node worker-2)">NotCovered</td>`,
+			`<td class="ready" title="stable, covered">ready</td>`},
 		"/proposals/shop/deployment-web-egress": {
+			`<p class="ready" id="ready">Ready to promote: stable, covered</p>`,
 			`<dd><abbr class="estimate" title="an estimate: the tracking limit was reached, or edges are not listed; see the EvidenceComplete condition">about</abbr> 193806 (193804 not listed)</dd>`,
 			`<dd id="estimated">the counts are estimates, within about 3.25 %: see the EvidenceComplete condition</dd>`,
 		},
@@ -73,6 +76,8 @@ func TestPagesOnLoopback(t *testing.T) {
 		"/graph.mmd?namespace=pay": {`subgraph ns0["pay"]`},
 		"/proposals/shop/deployment-web-ingress": {
 			`<table id="would-block">`, "External 203.0.113.7/32",
+			`<p class="not-ready" id="not-ready">Not ready (NotCovered): Coverage is False (LostEvents: the data plane lost 17 events on node worker-2)</p>`,
+			`<table id="coverage-gaps">`, `<tr><td>LostEvents</td><td>1</td><td>17</td><td>worker-2</td>`,
 			"kubectl label wnpp -n shop deployment-web-ingress networkenforcer.kubewarden.io/promote=protect",
 			"kubectl label wnpp -n shop deployment-web-ingress networkenforcer.kubewarden.io/promote=monitor",
 			`<h3>protect mode: NetworkPolicy</h3>`, `<pre class="native" id="native-protect">apiVersion: networking.k8s.io/v1`,
