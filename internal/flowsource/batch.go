@@ -255,12 +255,6 @@ func (b *batcher) deliver() {
 	defer close(written)
 	for d := range b.queue {
 		w := writtenBatch{n: len(d.records), marks: d.marks, done: d.done}
-		if w.n == 0 && cap(d.records) > 0 {
-			select { // a batch of marks alone: its slice serves again
-			case b.free <- d.records[:0]:
-			default:
-			}
-		}
 		if w.n > 0 || len(d.gaps) > 0 {
 			w.logs = plog.NewLogs()
 			sl := w.logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
@@ -277,6 +271,10 @@ func (b *batcher) deliver() {
 			for _, m := range d.marks {
 				WriteProgress(lrs.AppendEmpty(), m)
 			}
+		}
+		// The batch's slice serves again, once (it is free of its records
+		// now, or held none: a batch of marks or gaps alone).
+		if cap(d.records) > 0 {
 			clear(d.records)
 			select {
 			case b.free <- d.records[:0]:

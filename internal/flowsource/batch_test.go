@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +30,8 @@ import (
 type streamOf struct {
 	first, n int
 	err      error
+	// gap, when set, is a gap that the stream reports after its records.
+	gap *flow.Gap
 }
 
 // batchSetup starts a receiver whose successive streams are streams, with
@@ -64,6 +67,9 @@ func batchSetupTo(t *testing.T, set receiver.Settings, h *flowsourcetest.Harness
 				r.Emit(&flow.Record{Provider: flow.ProviderCilium, Outcome: flow.OutcomeAllowed, Transport: flow.TransportTCP,
 					Source: flow.Endpoint{Namespace: "shop", Pod: strconv.Itoa(s.first + i)}})
 			}
+			if s.gap != nil {
+				r.EmitGap(s.gap)
+			}
 			emitted <- struct{}{}
 			if s.err != nil {
 				return true, s.err
@@ -90,6 +96,9 @@ func batches(t *testing.T, h *flowsourcetest.Harness) []int {
 	for _, ld := range h.Sink.AllLogs() {
 		sizes = append(sizes, ld.LogRecordCount())
 		flow.EachLogRecord(ld, func(lr plog.LogRecord) {
+			if lr.EventName() != flow.EventName {
+				return
+			}
 			var rec flow.Record
 			rec.ReadFrom(lr)
 			if rec.Source.Pod != strconv.Itoa(next) {
@@ -126,6 +135,44 @@ func TestBatchGoesOutFull(t *testing.T) {
 	}
 	if got := flowsourcetest.Read(h.Tel).Accepted; got != 10 {
 		t.Fatalf("accepted %d, want 10", got)
+	}
+}
+
+// TestGapsGoWithTheirBatch: a gap goes out in the open batch, after the
+// records before it; a gap alone is a batch of its own; neither counts as an
+// accepted record, and the batches' memory is not shared (the race detector
+// watches the reuse).
+func TestGapsGoWithTheirBatch(t *testing.T) {
+	gap := func(node string) *flow.Gap {
+		return &flow.Gap{Provider: flow.ProviderCilium, Cause: flow.GapNodeUnreadable, Node: node}
+	}
+	r, h, emitted := batchSetup(t, flowsource.BatchConfig{MaxSize: 100, Timeout: neverLingers},
+		streamOf{n: 3, gap: gap("a"), err: errors.New("broke")}, streamOf{first: 3, gap: gap("b"), err: errors.New("broke")},
+		streamOf{first: 3, n: 2})
+	for range 3 {
+		<-emitted
+	}
+	r.StopStreaming()
+	var got []string
+	for _, ld := range h.Sink.AllLogs() {
+		var batch []string
+		flow.EachLogRecord(ld, func(lr plog.LogRecord) {
+			var g flow.Gap
+			if g.ReadFrom(lr) {
+				batch = append(batch, "gap "+g.Node)
+				return
+			}
+			var rec flow.Record
+			rec.ReadFrom(lr)
+			batch = append(batch, rec.Source.Pod)
+		})
+		got = append(got, strings.Join(batch, " "))
+	}
+	if want := []string{"0 1 2 gap a", "gap b", "3 4"}; !slices.Equal(got, want) {
+		t.Fatalf("batches %q, want %q", got, want)
+	}
+	if n := flowsourcetest.Read(h.Tel).Accepted; n != 5 {
+		t.Fatalf("accepted %d, want the 5 flow records", n)
 	}
 }
 
