@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,13 +81,19 @@ service:
 `, health, relay.Addr, goldmane.Addr, ca.CertFile, client.CertFile, client.KeyFile, sink.Addr)
 	p := startBinary(t, writeConfig(t, "config.yaml", config))
 
-	// The fixtures hold 14 Hubble records and 16 Goldmane records.
+	// The fixtures hold 14 Hubble records and 16 Goldmane records, and the
+	// relay's notice of 17 events lost on worker-2, which is a gap record.
 	want := map[flow.Provider]int{flow.ProviderCilium: 14, flow.ProviderCalico: 16}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		got := map[flow.Provider]int{}
-		var denied []string
+		var denied, gaps []string
 		for _, lr := range sink.Records() {
+			var g flow.Gap
+			if g.ReadFrom(lr) {
+				gaps = append(gaps, fmt.Sprintf("%s %s %s %d", g.Provider, g.Cause, g.Node, g.Lost))
+				continue
+			}
 			var r flow.Record
 			r.ReadFrom(lr)
 			got[r.Provider]++
@@ -99,6 +106,9 @@ service:
 		if got[flow.ProviderCilium] == want[flow.ProviderCilium] && got[flow.ProviderCalico] == want[flow.ProviderCalico] {
 			if len(denied) != 4 {
 				t.Fatalf("denied records %v, want 2 per provider", denied)
+			}
+			if want := []string{"cilium lost_events worker-2 17"}; !slices.Equal(gaps, want) {
+				t.Fatalf("gap records %q, want %q", gaps, want)
 			}
 			return
 		}
