@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/kubewarden/network-enforcer/internal/logsfuzz"
 )
 
 // TestGapRoundTrip: a gap record reads back as it was written; one without a
@@ -35,23 +37,12 @@ func FuzzReadGap(f *testing.F) {
 	ld := plog.NewLogs()
 	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
 	(&Gap{Time: time.Unix(1700000000, 0), Provider: ProviderCilium, Cause: GapLostEvents, Node: "worker-2", Lost: 17}).AppendTo(sl)
-	m := &plog.ProtoMarshaler{}
-	seed, err := m.MarshalLogs(ld)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(seed)
-	sl.LogRecords().At(0).Attributes().PutInt(AttrGapLost, -5)
-	bad, _ := m.MarshalLogs(ld)
-	f.Add(bad)
-	f.Add([]byte{})
-	u := &plog.ProtoUnmarshaler{}
+	bad := plog.NewLogs()
+	ld.CopyTo(bad)
+	bad.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Attributes().PutInt(AttrGapLost, -5)
+	logsfuzz.Seed(f, ld, bad)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ld, err := u.UnmarshalLogs(b)
-		if err != nil {
-			return
-		}
-		EachLogRecord(ld, func(lr plog.LogRecord) {
+		logsfuzz.Each(b, func(_ plog.ResourceLogs, lr plog.LogRecord) {
 			var g Gap
 			if g.ReadFrom(lr) && (g.Cause == "" || g.Lost < 0) {
 				t.Fatalf("a gap read as %+v", g)

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/logsfuzz"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -42,31 +43,16 @@ func FuzzReadGap(f *testing.F) {
 	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
 	(&Gap{Workload: workload.Ref{Namespace: "shop", Kind: v1alpha1.WorkloadKindDeployment, Name: "web"}, Backend: v1alpha1.BackendCilium,
 		Cause: v1alpha1.CoverageLostEvents, Node: "worker-2", Events: 17, Time: time.Unix(1700000000, 0)}).AppendTo(sl)
-	m := &plog.ProtoMarshaler{}
-	seed, err := m.MarshalLogs(ld)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(seed)
-	sl.LogRecords().At(0).Attributes().PutStr(AttrGapEvents, "many") // the wrong type
-	bad, _ := m.MarshalLogs(ld)
-	f.Add(bad)
-	f.Add([]byte{})
-	u := &plog.ProtoUnmarshaler{}
+	bad := plog.NewLogs()
+	ld.CopyTo(bad)
+	bad.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Attributes().PutStr(AttrGapEvents, "many") // the wrong type
+	logsfuzz.Seed(f, ld, bad)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ld, err := u.UnmarshalLogs(b)
-		if err != nil {
-			return
-		}
-		for _, rl := range ld.ResourceLogs().All() {
-			for _, sl := range rl.ScopeLogs().All() {
-				for _, lr := range sl.LogRecords().All() {
-					var g Gap
-					if g.ReadFrom(lr) && (g.Cause == "" || g.Workload.Name == "" || g.Events < 0) {
-						t.Fatalf("a gap read as %+v", g)
-					}
-				}
+		logsfuzz.Each(b, func(_ plog.ResourceLogs, lr plog.LogRecord) {
+			var g Gap
+			if g.ReadFrom(lr) && (g.Cause == "" || g.Workload.Name == "" || g.Events < 0) {
+				t.Fatalf("a gap read as %+v", g)
 			}
-		}
+		})
 	})
 }
