@@ -31,17 +31,17 @@ func newTelemetry(set exporter.Settings, unwritten func() int, store *observed.S
 		return nil, err
 	}
 	base := attribute.String("exporter", set.ID.String())
-	if err := tb.RegisterNetworkEnforcerWriterUnwrittenProposalsCallback(func(_ context.Context, o metric.Int64Observer) error {
+	if err := tb.Observe(tb.NetworkEnforcerWriterUnwrittenProposals, func(_ context.Context, o metric.Int64Observer) error {
 		o.Observe(int64(unwritten()), metric.WithAttributes(base))
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	if err := store.RegisterMetrics(observed.Instruments{
-		Tracked:       tb.RegisterNetworkEnforcerObservedEdgesTrackedCallback,
-		NotTracked:    tb.RegisterNetworkEnforcerObservedEdgesNotTrackedCallback,
-		Untracked:     tb.RegisterNetworkEnforcerObservedEdgesUntrackedCallback,
-		BadEstimators: tb.RegisterNetworkEnforcerObservedEstimatorsUnreadableCallback,
+		Tracked:       tb.Observer(tb.NetworkEnforcerObservedEdgesTracked),
+		NotTracked:    tb.Observer(tb.NetworkEnforcerObservedEdgesNotTracked),
+		Untracked:     tb.Observer(tb.NetworkEnforcerObservedEdgesUntracked),
+		BadEstimators: tb.Observer(tb.NetworkEnforcerObservedEstimatorsUnreadable),
 	}, base); err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func newTelemetry(set exporter.Settings, held func() int) (*telemetry, error) {
 		return nil, err
 	}
 	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String("exporter", set.ID.String())))
-	if err := tb.RegisterNetworkEnforcerLeaderExporterEdgesHeldCallback(func(_ context.Context, o metric.Int64Observer) error {
+	if err := tb.Observe(tb.NetworkEnforcerLeaderExporterEdgesHeld, func(_ context.Context, o metric.Int64Observer) error {
 		o.Observe(int64(held()), attrs)
 		return nil
 	}); err != nil {

@@ -6,11 +6,27 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kubewarden/network-enforcer/internal/instruments"
 )
 
+// Metrics are the metrics of a store's figures, which each writer of observed
+// edges lists among its own (its internal/metadata), and whose instruments it
+// gives RegisterMetrics.
+var Metrics = []instruments.Metric{
+	{Name: "network_enforcer_observed_edges_not_tracked", Kind: instruments.ObservableGauge, Unit: "{edge}",
+		Description: "Distinct observed edges that the last statuses counted by estimate only: past the tracking limit, or not listed by an earlier writer."},
+	{Name: "network_enforcer_observed_edges_tracked", Kind: instruments.ObservableGauge, Unit: "{edge}",
+		Description: "Observed edges held in memory."},
+	{Name: "network_enforcer_observed_edges_untracked", Kind: instruments.ObservableCounter, Unit: "{flow}",
+		Description: "Flow sides of observed edges not tracked: new edges of an object that tracks max_tracked_edges already."},
+	{Name: "network_enforcer_observed_estimators_unreadable", Kind: instruments.ObservableCounter, Unit: "{status}",
+		Description: "Statuses whose estimators did not decode: their counts started again from what they list."},
+}
+
 // Instruments register the callbacks that report a store's figures: each is
-// the Register…Callback of a writer's telemetry builder, for the metric of
-// that figure (network_enforcer_observed_edges_tracked,
+// the Observer of a writer's telemetry builder, for the metric of that figure
+// (Metrics: network_enforcer_observed_edges_tracked,
 // network_enforcer_observed_edges_not_tracked,
 // network_enforcer_observed_edges_untracked and
 // network_enforcer_observed_estimators_unreadable), which the writer's

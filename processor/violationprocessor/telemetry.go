@@ -42,10 +42,10 @@ func newTelemetry(set processor.Settings) (*telemetry, error) {
 		writes: tb.NetworkEnforcerViolationStatusWrites, acks: tb.NetworkEnforcerViolationAcknowledgements,
 		base: attribute.String("processor", set.ID.String()),
 		observedEdges: observed.Instruments{
-			Tracked:       tb.RegisterNetworkEnforcerObservedEdgesTrackedCallback,
-			NotTracked:    tb.RegisterNetworkEnforcerObservedEdgesNotTrackedCallback,
-			Untracked:     tb.RegisterNetworkEnforcerObservedEdgesUntrackedCallback,
-			BadEstimators: tb.RegisterNetworkEnforcerObservedEstimatorsUnreadableCallback,
+			Tracked:       tb.Observer(tb.NetworkEnforcerObservedEdgesTracked),
+			NotTracked:    tb.Observer(tb.NetworkEnforcerObservedEdgesNotTracked),
+			Untracked:     tb.Observer(tb.NetworkEnforcerObservedEdgesUntracked),
+			BadEstimators: tb.Observer(tb.NetworkEnforcerObservedEstimatorsUnreadable),
 		},
 	}, nil
 }

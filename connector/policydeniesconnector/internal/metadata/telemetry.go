@@ -1,10 +1,10 @@
 package metadata
 
 import (
-	"errors"
-
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kubewarden/network-enforcer/internal/instruments"
 )
 
 // Meter returns the meter of the component's scope.
@@ -12,23 +12,22 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 	return settings.MeterProvider.Meter(ScopeName)
 }
 
-// TelemetryBuilder holds the component's instruments, created as
-// metadata.yaml lists them.
+// Metrics are the component's metrics, as metadata.yaml lists them.
+var Metrics = []instruments.Metric{
+	{Name: "network_enforcer_policy_denies_dropped", Kind: instruments.Counter, Unit: "{violation}",
+		Description: "Violation observations not counted because they would start a series beyond max_series."},
+}
+
+// TelemetryBuilder holds the component's instruments, one field for each of
+// Metrics; Shutdown removes the callbacks registered with Observe.
 type TelemetryBuilder struct {
-	meter                              metric.Meter
-	NetworkEnforcerPolicyDeniesDropped metric.Int64Counter
+	instruments.Set
+	NetworkEnforcerPolicyDeniesDropped metric.Int64Counter `metric:"network_enforcer_policy_denies_dropped"`
 }
 
 // NewTelemetryBuilder creates the component's instruments on the meter of
 // its scope.
 func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilder, error) {
-	builder := TelemetryBuilder{meter: Meter(settings)}
-	var err, errs error
-	builder.NetworkEnforcerPolicyDeniesDropped, err = builder.meter.Int64Counter(
-		"network_enforcer_policy_denies_dropped",
-		metric.WithDescription("Violation observations not counted because they would start a series beyond max_series."),
-		metric.WithUnit("{violation}"),
-	)
-	errs = errors.Join(errs, err)
-	return &builder, errs
+	var b TelemetryBuilder
+	return &b, instruments.Build(Meter(settings), Metrics, &b)
 }

@@ -1,10 +1,10 @@
 package metadata
 
 import (
-	"errors"
-
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kubewarden/network-enforcer/internal/instruments"
 )
 
 // Meter returns the meter of the component's scope.
@@ -12,44 +12,31 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 	return settings.MeterProvider.Meter(ScopeName)
 }
 
-// TelemetryBuilder holds the component's instruments, created as
-// metadata.yaml lists them.
+// Metrics are the component's metrics, as metadata.yaml lists them.
+var Metrics = []instruments.Metric{
+	{Name: "network_enforcer_controller_reconciles", Kind: instruments.Counter, Unit: "{reconcile}",
+		Description: "Reconciles of the enforcer's controllers (promotion, render, policy-status, proposal-writer), by result (ok, error)."},
+	{Name: "network_enforcer_leader_changes_observed", Kind: instruments.Counter, Unit: "{change}",
+		Description: "Changes of the lease holder that this replica observed, its own included."},
+	{Name: "network_enforcer_leader_terms", Kind: instruments.Counter, Unit: "{term}",
+		Description: "Terms of leadership that this replica began."},
+	{Name: "network_enforcer_members", Kind: instruments.Gauge, Unit: "{member}",
+		Description: "Live members that share the flow sources' keys, as this replica sees them, itself included."},
+}
+
+// TelemetryBuilder holds the component's instruments, one field for each of
+// Metrics; Shutdown removes the callbacks registered with Observe.
 type TelemetryBuilder struct {
-	meter                                metric.Meter
-	NetworkEnforcerControllerReconciles  metric.Int64Counter
-	NetworkEnforcerLeaderChangesObserved metric.Int64Counter
-	NetworkEnforcerLeaderTerms           metric.Int64Counter
-	NetworkEnforcerMembers               metric.Int64Gauge
+	instruments.Set
+	NetworkEnforcerControllerReconciles  metric.Int64Counter `metric:"network_enforcer_controller_reconciles"`
+	NetworkEnforcerLeaderChangesObserved metric.Int64Counter `metric:"network_enforcer_leader_changes_observed"`
+	NetworkEnforcerLeaderTerms           metric.Int64Counter `metric:"network_enforcer_leader_terms"`
+	NetworkEnforcerMembers               metric.Int64Gauge   `metric:"network_enforcer_members"`
 }
 
 // NewTelemetryBuilder creates the component's instruments on the meter of
 // its scope.
 func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilder, error) {
-	builder := TelemetryBuilder{meter: Meter(settings)}
-	var err, errs error
-	builder.NetworkEnforcerControllerReconciles, err = builder.meter.Int64Counter(
-		"network_enforcer_controller_reconciles",
-		metric.WithDescription("Reconciles of the enforcer's controllers (promotion, render, policy-status, proposal-writer), by result (ok, error)."),
-		metric.WithUnit("{reconcile}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.NetworkEnforcerLeaderChangesObserved, err = builder.meter.Int64Counter(
-		"network_enforcer_leader_changes_observed",
-		metric.WithDescription("Changes of the lease holder that this replica observed, its own included."),
-		metric.WithUnit("{change}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.NetworkEnforcerLeaderTerms, err = builder.meter.Int64Counter(
-		"network_enforcer_leader_terms",
-		metric.WithDescription("Terms of leadership that this replica began."),
-		metric.WithUnit("{term}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.NetworkEnforcerMembers, err = builder.meter.Int64Gauge(
-		"network_enforcer_members",
-		metric.WithDescription("Live members that share the flow sources' keys, as this replica sees them, itself included."),
-		metric.WithUnit("{member}"),
-	)
-	errs = errors.Join(errs, err)
-	return &builder, errs
+	var b TelemetryBuilder
+	return &b, instruments.Build(Meter(settings), Metrics, &b)
 }

@@ -1,10 +1,10 @@
 package metadata
 
 import (
-	"errors"
-
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kubewarden/network-enforcer/internal/instruments"
 )
 
 // Meter returns the meter of the component's scope.
@@ -12,30 +12,25 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 	return settings.MeterProvider.Meter(ScopeName)
 }
 
-// TelemetryBuilder holds the component's instruments, created as
-// metadata.yaml lists them.
+// Metrics are the component's metrics, as metadata.yaml lists them.
+var Metrics = []instruments.Metric{
+	{Name: "network_enforcer_receiver_flows_accepted", Kind: instruments.Counter, Unit: "{flow}",
+		Description: "Flows turned into flow records."},
+	{Name: "network_enforcer_receiver_flows_dropped", Kind: instruments.Counter, Unit: "{flow}",
+		Description: "Input messages not turned into flow records, by reason."},
+}
+
+// TelemetryBuilder holds the component's instruments, one field for each of
+// Metrics; Shutdown removes the callbacks registered with Observe.
 type TelemetryBuilder struct {
-	meter                                metric.Meter
-	NetworkEnforcerReceiverFlowsAccepted metric.Int64Counter
-	NetworkEnforcerReceiverFlowsDropped  metric.Int64Counter
+	instruments.Set
+	NetworkEnforcerReceiverFlowsAccepted metric.Int64Counter `metric:"network_enforcer_receiver_flows_accepted"`
+	NetworkEnforcerReceiverFlowsDropped  metric.Int64Counter `metric:"network_enforcer_receiver_flows_dropped"`
 }
 
 // NewTelemetryBuilder creates the component's instruments on the meter of
 // its scope.
 func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilder, error) {
-	builder := TelemetryBuilder{meter: Meter(settings)}
-	var err, errs error
-	builder.NetworkEnforcerReceiverFlowsAccepted, err = builder.meter.Int64Counter(
-		"network_enforcer_receiver_flows_accepted",
-		metric.WithDescription("Flows turned into flow records."),
-		metric.WithUnit("{flow}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.NetworkEnforcerReceiverFlowsDropped, err = builder.meter.Int64Counter(
-		"network_enforcer_receiver_flows_dropped",
-		metric.WithDescription("Input messages not turned into flow records, by reason."),
-		metric.WithUnit("{flow}"),
-	)
-	errs = errors.Join(errs, err)
-	return &builder, errs
+	var b TelemetryBuilder
+	return &b, instruments.Build(Meter(settings), Metrics, &b)
 }

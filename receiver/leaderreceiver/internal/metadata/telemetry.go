@@ -1,10 +1,10 @@
 package metadata
 
 import (
-	"errors"
-
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kubewarden/network-enforcer/internal/instruments"
 )
 
 // Meter returns the meter of the component's scope.
@@ -12,37 +12,28 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 	return settings.MeterProvider.Meter(ScopeName)
 }
 
-// TelemetryBuilder holds the component's instruments, created as
-// metadata.yaml lists them.
+// Metrics are the component's metrics, as metadata.yaml lists them.
+var Metrics = []instruments.Metric{
+	{Name: "network_enforcer_leader_receiver_records_accepted", Kind: instruments.Counter, Unit: "{record}",
+		Description: "Log records that the leader took from the readers and handed to the pipeline."},
+	{Name: "network_enforcer_leader_receiver_records_dropped", Kind: instruments.Counter, Unit: "{record}",
+		Description: "Log records dropped by reason (duplicate: a violation candidate accepted within duplicate_window; malformed_progress: a source's progress record without a key or a time)."},
+	{Name: "network_enforcer_leader_receiver_records_refused", Kind: instruments.Counter, Unit: "{record}",
+		Description: "Log records refused because this replica is not the leader: the sender retries."},
+}
+
+// TelemetryBuilder holds the component's instruments, one field for each of
+// Metrics; Shutdown removes the callbacks registered with Observe.
 type TelemetryBuilder struct {
-	meter                                        metric.Meter
-	NetworkEnforcerLeaderReceiverRecordsAccepted metric.Int64Counter
-	NetworkEnforcerLeaderReceiverRecordsDropped  metric.Int64Counter
-	NetworkEnforcerLeaderReceiverRecordsRefused  metric.Int64Counter
+	instruments.Set
+	NetworkEnforcerLeaderReceiverRecordsAccepted metric.Int64Counter `metric:"network_enforcer_leader_receiver_records_accepted"`
+	NetworkEnforcerLeaderReceiverRecordsDropped  metric.Int64Counter `metric:"network_enforcer_leader_receiver_records_dropped"`
+	NetworkEnforcerLeaderReceiverRecordsRefused  metric.Int64Counter `metric:"network_enforcer_leader_receiver_records_refused"`
 }
 
 // NewTelemetryBuilder creates the component's instruments on the meter of
 // its scope.
 func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilder, error) {
-	builder := TelemetryBuilder{meter: Meter(settings)}
-	var err, errs error
-	builder.NetworkEnforcerLeaderReceiverRecordsAccepted, err = builder.meter.Int64Counter(
-		"network_enforcer_leader_receiver_records_accepted",
-		metric.WithDescription("Log records that the leader took from the readers and handed to the pipeline."),
-		metric.WithUnit("{record}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.NetworkEnforcerLeaderReceiverRecordsDropped, err = builder.meter.Int64Counter(
-		"network_enforcer_leader_receiver_records_dropped",
-		metric.WithDescription("Log records dropped by reason (duplicate: a violation candidate accepted within duplicate_window; malformed_progress: a source's progress record without a key or a time)."),
-		metric.WithUnit("{record}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.NetworkEnforcerLeaderReceiverRecordsRefused, err = builder.meter.Int64Counter(
-		"network_enforcer_leader_receiver_records_refused",
-		metric.WithDescription("Log records refused because this replica is not the leader: the sender retries."),
-		metric.WithUnit("{record}"),
-	)
-	errs = errors.Join(errs, err)
-	return &builder, errs
+	var b TelemetryBuilder
+	return &b, instruments.Build(Meter(settings), Metrics, &b)
 }

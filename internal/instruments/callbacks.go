@@ -1,7 +1,4 @@
-// Package callbacks keeps the callbacks of a component's observable
-// instruments: each component's telemetry builder (internal/metadata) registers
-// them through it, and removes them all at its Shutdown.
-package callbacks
+package instruments
 
 import (
 	"context"
