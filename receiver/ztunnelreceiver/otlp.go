@@ -32,9 +32,13 @@ func newOTLPInputs(ctx context.Context, set receiver.Settings, cfg *Config, r *z
 	set.ID = component.NewIDWithName(f.Type(), strings.ReplaceAll(set.ID.String(), "/", "_"))
 	var inputs []component.Component
 	add := func(in input, oc *otlpreceiver.Config) error {
-		c, err := f.CreateLogs(ctx, set, oc, consumerFunc(func(ctx context.Context, ld plog.Logs) error {
+		next, err := consumer.NewLogs(func(ctx context.Context, ld plog.Logs) error {
 			return r.consumeOTLP(ctx, in, ld)
-		}))
+		})
+		if err != nil {
+			return err
+		}
+		c, err := f.CreateLogs(ctx, set, oc, next)
 		if err == nil {
 			inputs = append(inputs, c)
 		}
@@ -58,13 +62,6 @@ func newOTLPInputs(ctx context.Context, set receiver.Settings, cfg *Config, r *z
 	}
 	return inputs, nil
 }
-
-// consumerFunc makes a function a consumer.Logs that does not change its input.
-type consumerFunc func(context.Context, plog.Logs) error
-
-func (f consumerFunc) ConsumeLogs(ctx context.Context, ld plog.Logs) error { return f(ctx, ld) }
-
-func (consumerFunc) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
 
 // consumeOTLP takes a batch as fluent-bit's opentelemetry output sends it: per
 // record, the body is the whole ztunnel line (maybe with a CRI prefix), or the
