@@ -21,7 +21,6 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
-	"github.com/kubewarden/network-enforcer/internal/reconnect"
 	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
@@ -50,7 +49,7 @@ func batchSetupTo(t *testing.T, set receiver.Settings, h *flowsourcetest.Harness
 	client := configgrpc.NewDefaultClientConfig()
 	client.Endpoint = "127.0.0.1:1" // never dialled: gRPC connects lazily
 	client.TLS.Insecure = true
-	backoff := reconnect.Config{InitialInterval: 10 * time.Millisecond, MaxInterval: 10 * time.Millisecond}
+	backoff := fastReconnect()
 	emitted := make(chan struct{}, len(streams))
 	var r *flowsource.GRPCReceiver
 	opened := 0
@@ -264,4 +263,11 @@ func TestBatchConfigCheck(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", tc.cfg, got, tc.want)
 		}
 	}
+}
+
+// fastReconnect re-opens a stream after 10ms, every time.
+func fastReconnect() flowsource.ReconnectConfig {
+	r := flowsource.NewDefaultReconnectConfig()
+	r.InitialInterval, r.MaxInterval = 10*time.Millisecond, 10*time.Millisecond
+	return r
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
-	"github.com/kubewarden/network-enforcer/internal/reconnect"
 )
 
 // marked is one EmitMarked call; rec false emits no record.
@@ -39,7 +38,7 @@ func markSetup(t *testing.T, next func(*flowsourcetest.Harness) consumer.Logs, c
 	var r *flowsource.GRPCReceiver
 	opened := false
 	r, err := flowsource.NewGRPCReceiver(set, flowsourcetest.NewTelemetry(t, set.TelemetrySettings, set.ID), &client,
-		reconnect.Config{InitialInterval: 10 * time.Millisecond, MaxInterval: 10 * time.Millisecond}, cfg, next(h),
+		fastReconnect(), cfg, next(h),
 		func(*grpc.ClientConn) {}, func(ctx context.Context) (bool, error) {
 			if !opened {
 				opened = true

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
-	"github.com/kubewarden/network-enforcer/internal/reconnect"
 )
 
 // Leadership is what gates a receiver's stream: run is called, in its own
@@ -52,7 +51,7 @@ type GRPCReceiver struct {
 // standard receiver telemetry (otelcol_receiver_accepted_log_records and the
 // refused and failed counts), on the gRPC transport, in the format named by
 // the receiver's type.
-func NewGRPCReceiver(set receiver.Settings, tel *Telemetry, client *configgrpc.ClientConfig, backoff reconnect.Config,
+func NewGRPCReceiver(set receiver.Settings, tel *Telemetry, client *configgrpc.ClientConfig, backoff ReconnectConfig,
 	batch BatchConfig, next consumer.Logs, dialed func(*grpc.ClientConn), open OpenFunc,
 ) (*GRPCReceiver, error) {
 	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{

@@ -14,8 +14,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/kubewarden/network-enforcer/internal/reconnect"
 )
 
 // OpenFunc opens one stream and reads it until it ends. It returns whether it
@@ -26,7 +24,7 @@ type OpenFunc func(ctx context.Context) (received bool, err error)
 // Streamer keeps one stream open while started.
 type Streamer struct {
 	logger *zap.Logger
-	cfg    reconnect.Config
+	cfg    ReconnectConfig
 	open   OpenFunc
 
 	mu     sync.Mutex
@@ -35,7 +33,7 @@ type Streamer struct {
 }
 
 // NewStreamer returns a stopped Streamer.
-func NewStreamer(logger *zap.Logger, cfg reconnect.Config, open OpenFunc) *Streamer {
+func NewStreamer(logger *zap.Logger, cfg ReconnectConfig, open OpenFunc) *Streamer {
 	return &Streamer{logger: logger, cfg: cfg, open: open}
 }
 
@@ -69,8 +67,8 @@ func (s *Streamer) run(ctx context.Context, done chan<- struct{}) {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = s.cfg.InitialInterval
 	b.MaxInterval = s.cfg.MaxInterval
-	b.RandomizationFactor = 0.5
-	b.Multiplier = 2
+	b.RandomizationFactor = s.cfg.RandomizationFactor
+	b.Multiplier = s.cfg.Multiplier
 	b.Reset()
 	for {
 		received, err := s.open(ctx)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
-	"github.com/kubewarden/network-enforcer/internal/reconnect"
 )
 
 // Config is the configuration of the goldmane receiver.
@@ -26,7 +25,7 @@ type Config struct {
 	StartTimeGte int64 `mapstructure:"start_time_gte"`
 
 	// Reconnect is the backoff between attempts to re-open a broken stream.
-	Reconnect reconnect.Config `mapstructure:"reconnect"`
+	Reconnect flowsource.ReconnectConfig `mapstructure:"reconnect"`
 
 	// Batch groups the records handed to the pipeline: up to max_size records,
 	// none waiting longer than timeout.
@@ -44,7 +43,7 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		ClientConfig: flowsource.NewClientConfig("goldmane.calico-system.svc:7443"),
 		StartTimeGte: -300,
-		Reconnect:    reconnect.NewDefaultConfig(),
+		Reconnect:    flowsource.NewDefaultReconnectConfig(),
 		Batch:        flowsource.NewDefaultBatchConfig(),
 	}
 }

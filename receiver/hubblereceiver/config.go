@@ -11,7 +11,6 @@ import (
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
-	"github.com/kubewarden/network-enforcer/internal/reconnect"
 )
 
 // Modes of the receiver: where it reads the flows.
@@ -55,7 +54,7 @@ type Config struct {
 	FieldMask bool `mapstructure:"field_mask"`
 
 	// Reconnect is the backoff between attempts to re-open a broken stream.
-	Reconnect reconnect.Config `mapstructure:"reconnect"`
+	Reconnect flowsource.ReconnectConfig `mapstructure:"reconnect"`
 
 	// Batch groups the records handed to the pipeline: up to max_size records,
 	// none waiting longer than timeout.
@@ -87,7 +86,7 @@ func createDefaultConfig() component.Config {
 		ClientConfig: flowsource.NewClientConfig(defaultRelayEndpoint),
 		Backfill:     BackfillConfig{Enabled: true, Since: 5 * time.Minute},
 		FieldMask:    true,
-		Reconnect:    reconnect.NewDefaultConfig(),
+		Reconnect:    flowsource.NewDefaultReconnectConfig(),
 		Batch:        flowsource.NewDefaultBatchConfig(),
 	}
 }
