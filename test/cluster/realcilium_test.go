@@ -78,7 +78,7 @@ func waitProposalReady(t *testing.T, name string, blocks bool) {
 		out, _ := kubectlErr("", "-n", "store", "get", "wnpp", name, "-o", "jsonpath={.status.conditions}")
 		t.Fatalf("proposal %s: Ready reason %q (waited with %s: %v)\nconditions: %s", name, reason, want, err, out)
 	}
-	t.Logf("proposal %s: Ready (%s) %s after it was Stable", name, reason, time.Since(start).Round(100*time.Millisecond))
+	t.Logf("proposal %s: Ready's reason %s %s after it was Stable", name, reason, time.Since(start).Round(100*time.Millisecond))
 }
 
 // TestRealCilium proves the product on the real Cilium agent as the node's CNI:
