@@ -206,14 +206,28 @@ func (r *hubbleReceiver) request() *observer.GetFlowsRequest {
 func (r *hubbleReceiver) stream(ctx context.Context) (bool, error) {
 	stream, err := r.client.GetFlows(ctx, r.request(), wirecodec.CallOption())
 	if err != nil {
-		r.unreadable(ctx, "")
+		r.relayUnreadable(ctx)
 		return false, err
 	}
 	resp := &response{dec: r.decoder}
 	recv := func() (*response, error) { return resp, stream.RecvMsg(resp) }
 	received, err := flowsource.Drain(ctx, r.GRPCReceiver, recv, r.handleResponse)
-	r.unreadable(ctx, "")
+	r.relayUnreadable(ctx)
 	return received, err
+}
+
+// relayUnreadable reports a gap of every node when the relay's stream broke
+// or did not open once flows were read (by this replica, or by the leader it
+// took over from). Before that nothing is being learned yet, so nothing is
+// missed: the first stream's backfill starts learning, as a collector's start
+// does.
+func (r *hubbleReceiver) relayUnreadable(ctx context.Context) {
+	r.mu.Lock()
+	reading := !r.resumeFrom.IsZero() || !r.countFrom.IsZero()
+	r.mu.Unlock()
+	if reading {
+		r.unreadable(ctx, "")
+	}
 }
 
 // unreadable reports a gap: node's flows (every node's, for "") could not be
