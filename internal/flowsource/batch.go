@@ -79,9 +79,9 @@ type batcher struct {
 	started time.Time
 	timer   *time.Timer
 
-	// handedOn, when set, learns the marks of each batch that the pipeline
+	// accepted, when set, learns the marks of each batch that the pipeline
 	// took.
-	handedOn func([]Mark)
+	accepted func([]Mark)
 
 	// sending orders the hand-offs to the delivery goroutine: a batch is
 	// queued after the one before it.
@@ -311,8 +311,8 @@ func (b *batcher) consume(written <-chan writtenBatch) {
 				b.tel.Accepted(ctx, w.n)
 			}
 		}
-		if len(w.marks) > 0 && b.handedOn != nil {
-			b.handedOn(w.marks)
+		if len(w.marks) > 0 && b.accepted != nil {
+			b.accepted(w.marks)
 		}
 		if w.done != nil {
 			close(w.done)

@@ -58,7 +58,7 @@ func markSetup(t *testing.T, next func(*flowsourcetest.Harness) consumer.Logs, c
 	}
 	var mu sync.Mutex
 	var got []flowsource.Mark
-	r.OnHandedOn(func(marks []flowsource.Mark) {
+	r.OnAccepted(func(marks []flowsource.Mark) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, marks...)

@@ -126,7 +126,7 @@ func (r *GRPCReceiver) Emit(rec *flow.Record) { r.batch.add(rec) }
 
 // EmitMarked is Emit for a record of key's input (one stream among several)
 // at t; with rec nil, it notes an input of key at t that gave no record. Once
-// the batch that holds it is in the pipeline, the function that OnHandedOn set
+// the batch that holds it is in the pipeline, the function that OnAccepted set
 // learns that key's input is handed on up to t.
 func (r *GRPCReceiver) EmitMarked(rec *flow.Record, key string, t time.Time) {
 	r.batch.addMarked(rec, key, t)
@@ -137,10 +137,10 @@ func (r *GRPCReceiver) EmitMarked(rec *flow.Record, key string, t time.Time) {
 // it.
 func (r *GRPCReceiver) EmitGap(g *flow.Gap) { r.batch.addGap(g) }
 
-// OnHandedOn sets fn, called with the marks of each batch that the pipeline
+// OnAccepted sets fn, called with the marks of each batch that the pipeline
 // accepted (or that held marks alone), in the batches' order, from the
 // goroutine that hands them on. Call it before Start.
-func (r *GRPCReceiver) OnHandedOn(fn func([]Mark)) { r.batch.handedOn = fn }
+func (r *GRPCReceiver) OnAccepted(fn func([]Mark)) { r.batch.accepted = fn }
 
 // Flush hands the open batch on and returns once every batch emitted before
 // it is in the pipeline.

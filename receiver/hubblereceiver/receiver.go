@@ -109,7 +109,7 @@ func (r *hubbleReceiver) startNodes(ctx context.Context, host component.Host) er
 	}
 	r.nodes.host, r.nodes.member, r.nodes.running = host, m, true
 	if m != nil {
-		r.OnHandedOn(r.nodes.checkpoint)
+		r.OnAccepted(r.nodes.checkpoint)
 		m.OnMembersChanged(r.nodes.rebalance)
 	}
 	return r.GRPCReceiver.Start(ctx, host, nil)
