@@ -21,9 +21,9 @@ type proposalKey struct {
 type peerRef struct {
 	workload  workload.Ref
 	principal string
-	cidr      string // an address block outside the cluster's workloads (render_ipblock.go)
+	cidr      string // an address block outside the cluster's workloads (spec_ipblock.go)
 	// entity and dnsName are a peer beyond the workloads, by what it is
-	// (render_outside.go).
+	// (spec_outside.go).
 	entity  v1alpha1.Entity
 	dnsName string
 }

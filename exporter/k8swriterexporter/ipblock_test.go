@@ -136,7 +136,7 @@ func TestIPBlockRenderIsCanonical(t *testing.T) {
 	rs := rules{}
 	rs.add(ipBlockRule("198.51.100.0/24", ports(portRef{"tcp", 443})))
 	rs.add(ipBlockRule("2001:db8::/48", ports(portRef{"udp", 53}, portRef{"tcp", 53})))
-	spec := render(v1alpha1.BackendKubernetes, v1alpha1.TargetRef{Kind: "Deployment", Name: "cart"}, v1alpha1.DirectionIngress,
+	spec := specOf(v1alpha1.BackendKubernetes, v1alpha1.TargetRef{Kind: "Deployment", Name: "cart"}, v1alpha1.DirectionIngress,
 		&metav1.LabelSelector{MatchLabels: map[string]string{"app": "cart"}}, rs)
 	back := rulesOf(&spec)
 	if len(back) != 2 || back[ipBlockKey("2001:db8::/48")] == nil || len(back[ipBlockKey("2001:db8::/48")].ports) != 2 {
@@ -156,15 +156,15 @@ func TestIPBlockIstio(t *testing.T) {
 	rs.add(ipBlockRule("198.51.100.4/32", ports(portRef{"tcp", 8080}, portRef{"tcp", 9090})))
 	target := v1alpha1.TargetRef{Kind: "Deployment", Name: "cart"}
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cart"}}
-	spec := render(v1alpha1.BackendIstio, target, v1alpha1.DirectionIngress, sel, rs)
+	spec := specOf(v1alpha1.BackendIstio, target, v1alpha1.DirectionIngress, sel, rs)
 	r := spec.Istio.Rules
 	if len(r) != 2 || fmt.Sprint(r[0].From[0].Source.Principals) != "[cluster.local/ns/shop/sa/web]" ||
 		fmt.Sprint(r[1].From[0].Source.IPBlocks) != "[198.51.100.4/32]" || len(r[1].From[0].Source.Principals) != 0 ||
 		fmt.Sprint(r[1].To[0].Operation.Ports) != "[8080 9090]" {
 		t.Fatalf("istio rules %+v", r)
 	}
-	if again := render(v1alpha1.BackendIstio, target, v1alpha1.DirectionIngress, sel, rulesOf(&spec)); !apiequality.Semantic.DeepEqual(spec, again) {
-		t.Fatalf("read back and rendered again:\n%+v\n%+v", spec, again)
+	if again := specOf(v1alpha1.BackendIstio, target, v1alpha1.DirectionIngress, sel, rulesOf(&spec)); !apiequality.Semantic.DeepEqual(spec, again) {
+		t.Fatalf("read back and written again:\n%+v\n%+v", spec, again)
 	}
 }
 

@@ -94,7 +94,7 @@ func TestOutsideAnyPortIsKept(t *testing.T) {
 	learned := rules{}
 	learned.add(outsideRule(v1alpha1.EntityNodes, "", map[portRef]struct{}{{protocol: "tcp", port: 10250}: {}}))
 	rs, _ := bounded(v1alpha1.BackendCilium, held, learned, 10, 10)
-	spec := render(v1alpha1.BackendCilium, v1alpha1.TargetRef{}, v1alpha1.DirectionEgress, &metav1.LabelSelector{}, rs)
+	spec := specOf(v1alpha1.BackendCilium, v1alpha1.TargetRef{}, v1alpha1.DirectionEgress, &metav1.LabelSelector{}, rs)
 	if o := fmt.Sprint(outsideOf(&spec)); o != "[Nodes []]" {
 		t.Fatalf("outside %s, want the nodes on every port", o)
 	}

@@ -96,7 +96,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 					Labels:          map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedBy},
 					OwnerReferences: []metav1.OwnerReference{ownerRef(key.workload.Kind, key.workload.Name, uid)},
 				},
-				Spec: render(l.backend, target, key.direction, podSelector, rs),
+				Spec: specOf(l.backend, target, key.direction, podSelector, rs),
 			}
 			if w.agg.wasRefused(key, &p.Spec, "") {
 				return nil // refused as it is: nothing new to try
@@ -120,7 +120,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 			return nil
 		}
 		rs, b := bounded(existing.Spec.Backend, rulesOf(&existing.Spec), learnedRules, maxPeers, maxPorts)
-		spec := render(existing.Spec.Backend, target, key.direction, podSelector, rs)
+		spec := specOf(existing.Spec.Backend, target, key.direction, podSelector, rs)
 		bc := boundedCondition(b, existing.Spec.Backend, maxPeers, maxPorts)
 		if apiequality.Semantic.DeepEqual(spec, existing.Spec) {
 			// What was learned is written; the status may not say so yet (a

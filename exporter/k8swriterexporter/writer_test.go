@@ -226,10 +226,10 @@ func TestIstioPortsOverTheLimitAllowAnyPort(t *testing.T) {
 		t.Errorf("message %q", msg)
 	}
 	// Read back, the rule stays any port.
-	again := render(v1alpha1.BackendIstio, p.Spec.TargetRef, p.Spec.Direction,
+	again := specOf(v1alpha1.BackendIstio, p.Spec.TargetRef, p.Spec.Direction,
 		&metav1.LabelSelector{MatchLabels: p.Spec.Istio.Selector.MatchLabels}, rulesOf(&p.Spec))
 	if !apiequality.Semantic.DeepEqual(again, p.Spec) {
-		t.Fatalf("read back and rendered, the spec changed:\n%+v\n%+v", p.Spec, again)
+		t.Fatalf("read back and written again, the spec changed:\n%+v\n%+v", p.Spec, again)
 	}
 }
 

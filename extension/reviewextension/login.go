@@ -12,7 +12,7 @@ func (s *server) loginForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	s.pages.render(w, http.StatusOK, "login.html", loginData{Next: safeNext(r.URL.Query().Get("next"))})
+	s.pages.respond(w, http.StatusOK, "login.html", loginData{Next: safeNext(r.URL.Query().Get("next"))})
 }
 
 type loginData struct {
@@ -35,7 +35,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		if isTransient(err) {
 			status = http.StatusServiceUnavailable
 		}
-		s.pages.render(w, status, "login.html", loginData{Next: next, Error: err.Error()})
+		s.pages.respond(w, status, "login.html", loginData{Next: next, Error: err.Error()})
 		return
 	}
 	//nolint:gosec // G124: Secure whenever the page is served over TLS; over plain HTTP (loopback) a Secure cookie would never come back.

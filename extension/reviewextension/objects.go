@@ -117,7 +117,7 @@ func (p *pages) proposal(w http.ResponseWriter, r *http.Request) {
 		})
 		d.Native = append(d.Native, newNativeView(p.cache, o, mode))
 	}
-	p.render(w, http.StatusOK, "proposal.html", d)
+	p.respond(w, http.StatusOK, "proposal.html", d)
 }
 
 func (p *pages) policy(w http.ResponseWriter, r *http.Request) {
@@ -146,7 +146,7 @@ func (p *pages) policy(w http.ResponseWriter, r *http.Request) {
 		d.Commands = append(d.Commands, command{What: "Acknowledge violation " + o.Status.Violations[0].ID,
 			Line: acknowledgeCommand(o.Namespace, o.Name, o.Status.Violations[0].ID)})
 	}
-	p.render(w, http.StatusOK, "policy.html", d)
+	p.respond(w, http.StatusOK, "policy.html", d)
 }
 
 // promoteCommand sets the promote label on a proposal.

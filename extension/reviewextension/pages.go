@@ -89,9 +89,9 @@ var funcs = template.FuncMap{
 	"standardError": func() string { return strconv.FormatFloat(100*observed.StandardError, 'g', 3, 64) },
 }
 
-// render writes template name with data, whole or not at all: a template
+// respond writes template name with data, whole or not at all: a template
 // error is a 500, not half a page.
-func (p *pages) render(w http.ResponseWriter, status int, name string, data any) {
+func (p *pages) respond(w http.ResponseWriter, status int, name string, data any) {
 	var buf bytes.Buffer
 	if err := p.tmpl[name].ExecuteTemplate(&buf, "layout", data); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -181,5 +181,5 @@ func (p *pages) index(w http.ResponseWriter, r *http.Request) {
 		d.Namespaces = append(d.Namespaces, n)
 	}
 	slices.Sort(d.Namespaces)
-	p.render(w, http.StatusOK, "index.html", d)
+	p.respond(w, http.StatusOK, "index.html", d)
 }

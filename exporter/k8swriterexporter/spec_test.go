@@ -35,9 +35,9 @@ func TestRenderIsCanonicalAndMergesByUnion(t *testing.T) {
 			rs.add(&rule{namespace: "web", selector: web, ports: ports(portRef{"tcp", 8080})})
 			rs.add(&rule{namespace: "shop", selector: cart, ports: ports(portRef{"udp", 53}, portRef{"tcp", 9090}, portRef{"tcp", 8080})})
 		}
-		spec := render(backend, target, v1alpha1.DirectionIngress, sel, rs)
+		spec := specOf(backend, target, v1alpha1.DirectionIngress, sel, rs)
 
-		again := render(backend, target, v1alpha1.DirectionIngress, sel, rulesOf(&spec))
+		again := specOf(backend, target, v1alpha1.DirectionIngress, sel, rulesOf(&spec))
 		if !apiequality.Semantic.DeepEqual(spec, again) {
 			t.Fatalf("%s: written and read back, the spec changed:\n%+v\n%+v", backend, spec, again)
 		}
@@ -45,7 +45,7 @@ func TestRenderIsCanonicalAndMergesByUnion(t *testing.T) {
 		for _, r := range rs {
 			merged.add(r)
 		}
-		if !apiequality.Semantic.DeepEqual(spec, render(backend, target, v1alpha1.DirectionIngress, sel, merged)) {
+		if !apiequality.Semantic.DeepEqual(spec, specOf(backend, target, v1alpha1.DirectionIngress, sel, merged)) {
 			t.Fatalf("%s: a union with the same rules changed the spec", backend)
 		}
 		if backend == v1alpha1.BackendIstio {

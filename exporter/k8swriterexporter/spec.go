@@ -25,8 +25,8 @@ type rule struct {
 	namespace string
 	selector  *metav1.LabelSelector
 	principal string
-	cidr      string // an ipBlock peer (render_ipblock.go)
-	// entity and dnsName are a peer of spec.outside (render_outside.go).
+	cidr      string // an ipBlock peer (spec_ipblock.go)
+	// entity and dnsName are a peer of spec.outside (spec_outside.go).
 	entity  v1alpha1.Entity
 	dnsName string
 	ports   map[portRef]struct{}
@@ -224,9 +224,9 @@ func clonePorts(p map[portRef]struct{}) map[portRef]struct{} {
 	return c
 }
 
-// render writes a proposal spec in its one canonical form: rules sorted by peer,
+// specOf writes a proposal spec in its one canonical form: rules sorted by peer,
 // ports sorted and without duplicates, so that equal content is equal YAML.
-func render(backend v1alpha1.Backend, target v1alpha1.TargetRef, d v1alpha1.Direction,
+func specOf(backend v1alpha1.Backend, target v1alpha1.TargetRef, d v1alpha1.Direction,
 	podSelector *metav1.LabelSelector, rs rules,
 ) v1alpha1.PolicySpec {
 	spec := v1alpha1.PolicySpec{Backend: backend, TargetRef: target, Direction: d}
