@@ -7,7 +7,9 @@ import (
 	"context"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter/internal/metadata"
 )
@@ -17,6 +19,20 @@ func NewFactory() exporter.Factory {
 	return exporter.NewFactory(metadata.Type, createDefaultConfig, exporter.WithLogs(createLogs, metadata.LogsStability))
 }
 
-func createLogs(_ context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
-	return newWriter(set, cfg.(*Config))
+// createLogs builds the writer inside the collector's exporter helper, which
+// gives it the standard exporter telemetry (otelcol_exporter_sent_log_records
+// and the failed count) and its lifecycle. No queue, retry or timeout: taking
+// a batch only adds it to the writer's memory, never waits on the API server,
+// and never fails; the writes to the API server are the writer's controller's.
+func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
+	w, err := newWriter(set, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	return exporterhelper.NewLogs(ctx, set, cfg, w.ConsumeLogs,
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{}),
+		exporterhelper.WithStart(w.Start),
+		exporterhelper.WithShutdown(w.Shutdown),
+	)
 }

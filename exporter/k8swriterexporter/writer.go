@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
@@ -95,11 +94,6 @@ func (w *writer) Start(_ context.Context, host component.Host) error {
 func (w *writer) Shutdown(context.Context) error {
 	w.telemetry.shutdown()
 	return nil
-}
-
-// Capabilities reports that the writer does not change the records it reads.
-func (w *writer) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: false}
 }
 
 // ConsumeLogs takes learned edges, observations and coverage gaps; other records are not the
