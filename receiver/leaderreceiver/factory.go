@@ -20,6 +20,6 @@ func NewFactory() receiver.Factory {
 	return receiver.NewFactory(metadata.Type, createDefaultConfig, receiver.WithLogs(createLogs, metadata.LogsStability))
 }
 
-func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	return newLeaderReceiver(set, cfg.(*Config), next)
+func createLogs(ctx context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
+	return newLeaderReceiver(ctx, set, cfg.(*Config), next)
 }

@@ -3,21 +3,18 @@ package leaderreceiver
 import (
 	"context"
 	"errors"
-	"net"
-	"sync"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/receiver"
-	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -39,18 +36,14 @@ const (
 	reasonMalformedProgress = "malformed_progress"
 )
 
-// obsFormat is what the receiver takes in, in the collector's receiver
-// telemetry.
-const obsFormat = "protobuf"
-
-// leaderReceiver is the OTLP/gRPC logs service of the leader.
+// leaderReceiver takes the readers' batches on the leader: the collector's
+// OTLP receiver serves the listener (gRPC only), and hands each batch to
+// consume.
 type leaderReceiver struct {
-	plogotlp.UnimplementedGRPCServer
-
 	set  receiver.Settings
 	cfg  *Config
 	next consumer.Logs
-	obs  *receiverhelper.ObsReport
+	otlp receiver.Logs
 	dups *duplicates
 	now  func() time.Time
 
@@ -59,24 +52,16 @@ type leaderReceiver struct {
 
 	leader   enforcerextension.Leadership
 	counting enforcerextension.Counting
-	server   *grpc.Server
-	served   sync.WaitGroup
 }
 
-func newLeaderReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*leaderReceiver, error) {
+func newLeaderReceiver(ctx context.Context, set receiver.Settings, cfg *Config, next consumer.Logs) (*leaderReceiver, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
-		ReceiverID: set.ID, Transport: "grpc", ReceiverCreateSettings: set,
-	})
-	if err != nil {
-		return nil, err
-	}
 	id := attribute.String("receiver", set.ID.String())
-	return &leaderReceiver{
-		set: set, cfg: cfg, next: next, obs: obs,
+	r := &leaderReceiver{
+		set: set, cfg: cfg, next: next,
 		dups: newDuplicates(cfg.DuplicateWindow), now: time.Now,
 		accepted: tb.NetworkEnforcerLeaderReceiverRecordsAccepted,
 		refused:  tb.NetworkEnforcerLeaderReceiverRecordsRefused,
@@ -86,7 +71,24 @@ func newLeaderReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (
 			attribute.String("reason", reasonDuplicate))),
 		malformedAttrs: metric.WithAttributeSet(attribute.NewSet(id,
 			attribute.String("reason", reasonMalformedProgress))),
-	}, nil
+	}
+	f := otlpreceiver.NewFactory()
+	oc := f.CreateDefaultConfig().(*otlpreceiver.Config)
+	oc.Protocols.GRPC = configoptional.Some(cfg.ServerConfig)
+	oc.Protocols.HTTP = configoptional.None[otlpreceiver.HTTPConfig]()
+	// The OTLP receiver checks that it runs under its own type; its
+	// telemetry (the collector's standard receiver counts) then names it
+	// otlp/<this receiver's ID>.
+	oset := set
+	oset.ID = component.NewIDWithName(f.Type(), strings.ReplaceAll(set.ID.String(), "/", "_"))
+	take, err := consumer.NewLogs(r.consume)
+	if err != nil {
+		return nil, err
+	}
+	if r.otlp, err = f.CreateLogs(ctx, oset, oc, take); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Start finds the enforcer extension and opens the listener.
@@ -100,56 +102,28 @@ func (r *leaderReceiver) Start(ctx context.Context, host component.Host) error {
 		return err
 	}
 	r.leader, r.counting = leader, counting
-	srv, err := r.cfg.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings)
-	if err != nil {
-		return err
-	}
-	ln, err := r.cfg.NetAddr.Listen(ctx)
-	if err != nil {
-		return err
-	}
-	r.server = srv
-	plogotlp.RegisterGRPCServer(srv, r)
-	r.served.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) && !errors.Is(err, net.ErrClosed) {
-			r.set.Logger.Error("The leader receiver's listener failed", zap.Error(err))
-		}
-	})
-	return nil
+	return r.otlp.Start(ctx, host)
 }
 
 // Shutdown stops the listener: the requests under way finish first, unless
 // ctx ends before.
 func (r *leaderReceiver) Shutdown(ctx context.Context) error {
-	if r.server == nil {
-		return nil
-	}
-	stopped := make(chan struct{})
-	go func() {
-		r.server.GracefulStop()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-ctx.Done():
-		r.server.Stop()
-	}
-	r.served.Wait()
-	return nil
+	return r.otlp.Shutdown(ctx)
 }
 
-// Export takes a reader's batch: only while this replica leads, and without
-// the violation candidates accepted within the duplicate window.
-func (r *leaderReceiver) Export(ctx context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
-	ld := req.Logs()
+// consume takes a reader's batch: only while this replica leads, and without
+// the violation candidates accepted within the duplicate window. An error is
+// answered as the OTLP receiver answers one: a gRPC status as it is (a
+// standby's Unavailable, which the sender retries), else Unavailable for a
+// transient error and a refusal for a permanent one.
+func (r *leaderReceiver) consume(ctx context.Context, ld plog.Logs) error {
 	n := ld.LogRecordCount()
 	if n == 0 {
-		return plogotlp.NewExportResponse(), nil
+		return nil
 	}
 	if !r.leader.IsLeader() {
 		r.refused.Add(ctx, int64(n), r.attrs)
-		r.obs.EndLogsOp(r.obs.StartLogsOp(ctx), obsFormat, n, errStandby)
-		return plogotlp.NewExportResponse(), status.Error(codes.Unavailable, errStandby.Error())
+		return status.Error(codes.Unavailable, errStandby.Error())
 	}
 	t := r.take(ld)
 	if t.duplicates > 0 {
@@ -162,18 +136,16 @@ func (r *leaderReceiver) Export(ctx context.Context, req plogotlp.ExportRequest)
 	n = ld.LogRecordCount()
 	if n == 0 {
 		r.count(t.progress)
-		return plogotlp.NewExportResponse(), nil
+		return nil
 	}
-	opCtx := r.obs.StartLogsOp(ctx)
-	err := r.next.ConsumeLogs(opCtx, ld)
-	r.obs.EndLogsOp(opCtx, obsFormat, n, err)
+	err := r.next.ConsumeLogs(ctx, ld)
 	r.dups.settle(t.ids, err == nil, r.now())
 	if err != nil {
-		return plogotlp.NewExportResponse(), statusOf(err)
+		return err
 	}
 	r.count(t.progress)
 	r.accepted.Add(ctx, int64(n), r.attrs)
-	return plogotlp.NewExportResponse(), nil
+	return nil
 }
 
 // count tells the membership how far a batch that the pipeline took reaches
@@ -230,18 +202,4 @@ func (r *leaderReceiver) take(ld plog.Logs) taken {
 		}
 	}
 	return t
-}
-
-// statusOf answers a pipeline's error as the collector's OTLP receiver does: a
-// status the error carries as it is, else Unavailable (retried) for a
-// transient error and Internal (not retried) for a permanent one.
-func statusOf(err error) error {
-	if s, ok := status.FromError(err); ok {
-		return s.Err()
-	}
-	code := codes.Unavailable
-	if consumererror.IsPermanent(err) {
-		code = codes.Internal
-	}
-	return status.New(code, err.Error()).Err()
 }
