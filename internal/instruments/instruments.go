@@ -53,13 +53,8 @@ type Builder interface{ set() *Set }
 // the same.
 func Build(meter metric.Meter, table []Metric, b Builder) error {
 	b.set().meter = meter
-	v := reflect.ValueOf(b).Elem()
 	fields := map[string]reflect.Value{}
-	for i := range v.NumField() {
-		if name, ok := v.Type().Field(i).Tag.Lookup("metric"); ok {
-			fields[name] = v.Field(i)
-		}
-	}
+	collectFields(reflect.ValueOf(b).Elem(), fields)
 	var errs []error
 	for _, m := range table {
 		f, ok := fields[m.Name]
@@ -85,6 +80,22 @@ func Build(meter metric.Meter, table []Metric, b Builder) error {
 		errs = append(errs, fmt.Errorf("field tagged %s: no such metric in the table", name))
 	}
 	return errors.Join(errs...)
+}
+
+// collectFields finds the tagged fields of struct v, and of the structs it
+// embeds (a part's fields that several builders share, as the observed
+// store's).
+func collectFields(v reflect.Value, into map[string]reflect.Value) {
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if name, ok := f.Tag.Lookup("metric"); ok {
+			into[name] = v.Field(i)
+			continue
+		}
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[Set]() {
+			collectFields(v.Field(i), into)
+		}
+	}
 }
 
 // fieldTypes are the field types of the kinds.

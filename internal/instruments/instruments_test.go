@@ -10,8 +10,14 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
+// shared are fields that several builders embed.
+type shared struct {
+	Edges metric.Int64ObservableCounter `metric:"test_edges"`
+}
+
 type builder struct {
 	Set
+	shared
 	Flows metric.Int64Counter         `metric:"test_flows"`
 	Nodes metric.Int64Gauge           `metric:"test_nodes"`
 	Held  metric.Int64ObservableGauge `metric:"test_held"`
@@ -21,6 +27,7 @@ var table = []Metric{
 	{Name: "test_flows", Kind: Counter, Unit: "{flow}", Description: "Flows."},
 	{Name: "test_nodes", Kind: Gauge, Unit: "{node}", Description: "Nodes."},
 	{Name: "test_held", Kind: ObservableGauge, Unit: "{edge}", Description: "Held."},
+	{Name: "test_edges", Kind: ObservableCounter, Unit: "{edge}", Description: "Edges, in an embedded struct."},
 }
 
 // TestBuildFillsEachFieldOfTheTable: each row becomes its field's
@@ -38,8 +45,11 @@ func TestBuildFillsEachFieldOfTheTable(t *testing.T) {
 	if err := b.Observe(b.Held, func(_ context.Context, o metric.Int64Observer) error { o.Observe(7); return nil }); err != nil {
 		t.Fatal(err)
 	}
+	if err := b.Observer(b.Edges)(func(_ context.Context, o metric.Int64Observer) error { o.Observe(5); return nil }); err != nil {
+		t.Fatal(err)
+	}
 	got := collect(t, reader)
-	if got["test_flows"] != 3 || got["test_nodes"] != 2 || got["test_held"] != 7 {
+	if got["test_flows"] != 3 || got["test_nodes"] != 2 || got["test_held"] != 7 || got["test_edges"] != 5 {
 		t.Fatalf("values %v", got)
 	}
 	b.Shutdown()
@@ -55,6 +65,7 @@ func TestBuildRefusesATableAndAStructThatDisagree(t *testing.T) {
 	wrong := []Metric{
 		{Name: "test_flows", Kind: Gauge, Unit: "{flow}"},
 		{Name: "test_nodes", Kind: Gauge, Unit: "{node}"},
+		{Name: "test_edges", Kind: ObservableCounter},
 		{Name: "test_extra", Kind: Counter},
 	}
 	err := Build(meter, wrong, &builder{})

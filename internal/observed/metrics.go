@@ -24,6 +24,15 @@ var Metrics = []instruments.Metric{
 		Description: "Statuses whose estimators did not decode: their counts started again from what they list."},
 }
 
+// Fields are the instruments of Metrics, which a writer's telemetry builder
+// embeds (instruments.Build fills them).
+type Fields struct {
+	NetworkEnforcerObservedEdgesNotTracked      metric.Int64ObservableGauge   `metric:"network_enforcer_observed_edges_not_tracked"`
+	NetworkEnforcerObservedEdgesTracked         metric.Int64ObservableGauge   `metric:"network_enforcer_observed_edges_tracked"`
+	NetworkEnforcerObservedEdgesUntracked       metric.Int64ObservableCounter `metric:"network_enforcer_observed_edges_untracked"`
+	NetworkEnforcerObservedEstimatorsUnreadable metric.Int64ObservableCounter `metric:"network_enforcer_observed_estimators_unreadable"`
+}
+
 // Instruments register the callbacks that report a store's figures: each is
 // the Observer of a writer's telemetry builder, for the metric of that figure
 // (Metrics: network_enforcer_observed_edges_tracked,

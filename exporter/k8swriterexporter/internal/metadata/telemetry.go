@@ -28,13 +28,10 @@ var Metrics = append([]instruments.Metric{
 // Metrics; Shutdown removes the callbacks registered with Observe.
 type TelemetryBuilder struct {
 	instruments.Set
-	NetworkEnforcerObservedEdgesNotTracked      metric.Int64ObservableGauge   `metric:"network_enforcer_observed_edges_not_tracked"`
-	NetworkEnforcerObservedEdgesTracked         metric.Int64ObservableGauge   `metric:"network_enforcer_observed_edges_tracked"`
-	NetworkEnforcerObservedEdgesUntracked       metric.Int64ObservableCounter `metric:"network_enforcer_observed_edges_untracked"`
-	NetworkEnforcerObservedEstimatorsUnreadable metric.Int64ObservableCounter `metric:"network_enforcer_observed_estimators_unreadable"`
-	NetworkEnforcerWriterAPIWrites              metric.Int64Counter           `metric:"network_enforcer_writer_api_writes"`
-	NetworkEnforcerWriterRecordsCountedAlready  metric.Int64Counter           `metric:"network_enforcer_writer_records_counted_already"`
-	NetworkEnforcerWriterUnwrittenProposals     metric.Int64ObservableGauge   `metric:"network_enforcer_writer_unwritten_proposals"`
+	observed.Fields
+	NetworkEnforcerWriterAPIWrites             metric.Int64Counter         `metric:"network_enforcer_writer_api_writes"`
+	NetworkEnforcerWriterRecordsCountedAlready metric.Int64Counter         `metric:"network_enforcer_writer_records_counted_already"`
+	NetworkEnforcerWriterUnwrittenProposals    metric.Int64ObservableGauge `metric:"network_enforcer_writer_unwritten_proposals"`
 }
 
 // NewTelemetryBuilder creates the component's instruments on the meter of

@@ -34,16 +34,13 @@ var Metrics = append([]instruments.Metric{
 // Metrics; Shutdown removes the callbacks registered with Observe.
 type TelemetryBuilder struct {
 	instruments.Set
-	NetworkEnforcerObservedEdgesNotTracked      metric.Int64ObservableGauge   `metric:"network_enforcer_observed_edges_not_tracked"`
-	NetworkEnforcerObservedEdgesTracked         metric.Int64ObservableGauge   `metric:"network_enforcer_observed_edges_tracked"`
-	NetworkEnforcerObservedEdgesUntracked       metric.Int64ObservableCounter `metric:"network_enforcer_observed_edges_untracked"`
-	NetworkEnforcerObservedEstimatorsUnreadable metric.Int64ObservableCounter `metric:"network_enforcer_observed_estimators_unreadable"`
-	NetworkEnforcerViolationAcknowledgements    metric.Int64Counter           `metric:"network_enforcer_violation_acknowledgements"`
-	NetworkEnforcerViolationBufferDropped       metric.Int64Counter           `metric:"network_enforcer_violation_buffer_dropped"`
-	NetworkEnforcerViolationCandidatesDismissed metric.Int64Counter           `metric:"network_enforcer_violation_candidates_dismissed"`
-	NetworkEnforcerViolationStatusWrites        metric.Int64Counter           `metric:"network_enforcer_violation_status_writes"`
-	NetworkEnforcerViolationsObserved           metric.Int64Counter           `metric:"network_enforcer_violations_observed"`
-	NetworkEnforcerViolationsUnattributed       metric.Int64Counter           `metric:"network_enforcer_violations_unattributed"`
+	observed.Fields
+	NetworkEnforcerViolationAcknowledgements    metric.Int64Counter `metric:"network_enforcer_violation_acknowledgements"`
+	NetworkEnforcerViolationBufferDropped       metric.Int64Counter `metric:"network_enforcer_violation_buffer_dropped"`
+	NetworkEnforcerViolationCandidatesDismissed metric.Int64Counter `metric:"network_enforcer_violation_candidates_dismissed"`
+	NetworkEnforcerViolationStatusWrites        metric.Int64Counter `metric:"network_enforcer_violation_status_writes"`
+	NetworkEnforcerViolationsObserved           metric.Int64Counter `metric:"network_enforcer_violations_observed"`
+	NetworkEnforcerViolationsUnattributed       metric.Int64Counter `metric:"network_enforcer_violations_unattributed"`
 }
 
 // NewTelemetryBuilder creates the component's instruments on the meter of
