@@ -8,9 +8,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
@@ -28,11 +26,7 @@ func TestEntitiesOnCalicoAndIstio(t *testing.T) {
 	controlplanetest.Require(t)
 	fresh(t)
 	ctx := context.Background()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "entities-node"}}
-	must(t, env.Client.Create(ctx, node))
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "172.18.0.2"}}
-	must(t, env.Client.Status().Update(ctx, node))
+	createNode(t, "entities-node", "172.18.0.2")
 
 	p := &pipeline{Learning: pipelinetest.StartPipeline(t, pipelinetest.Options{OutsidePeers: learningprocessor.OutsidePeersEntities})}
 	waitUntil(t, "leadership", 30*time.Second, p.Enforcer.IsLeader)

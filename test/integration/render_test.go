@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,11 +36,7 @@ func TestRenderSubcommandPrintsTheRenderedObject(t *testing.T) {
 	controlplanetest.Require(t)
 	fresh(t)
 	ctx := context.Background()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "render-node"}}
-	must(t, env.Client.Create(ctx, node))
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "172.18.0.3"}}
-	must(t, env.Client.Status().Update(ctx, node))
+	createNode(t, "render-node", "172.18.0.3")
 
 	p := startEntitiesPipeline(t)
 	prometheus := flow.Endpoint{Address: "10.0.3.40", Namespace: "monitoring", Pod: "prometheus-6b7c8d9e0-lmnop"}
