@@ -113,7 +113,7 @@ func installCertManager(t *testing.T) {
 			names = append(names, "crd/"+name)
 		}
 	}
-	kubectl(t, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, names...)...)
+	waitEstablished(t, names...)
 	apply(t, fmt.Sprintf(certManagerManifests, certManagerImage))
 	waitReady(t, "cert-manager", "app=cert-manager", 1, 2*time.Minute)
 	running.certManager = true

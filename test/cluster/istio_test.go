@@ -116,7 +116,7 @@ func installAuthorizationPolicyCRD(t *testing.T) {
 	}
 	apply(t, string(manifest))
 	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "crd", crd.Name, "--wait=true", "--timeout=60s") })
-	kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+crd.Name)
+	waitEstablished(t, "crd/"+crd.Name)
 }
 
 // The Istio hop's key pairs, and the name that the node agents verify.

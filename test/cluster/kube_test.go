@@ -42,6 +42,18 @@ func kubectl(t *testing.T, args ...string) string {
 	return out
 }
 
+// waitEstablished waits until the CRDs names (crd/<name>) are Established.
+// kubectl wait fails at once, rather than waiting, on a CRD whose status the
+// API server has not written yet (".status.conditions accessor error"), which
+// happens right after the CRD is created: it is asked again until it waits.
+func waitEstablished(t *testing.T, names ...string) {
+	t.Helper()
+	waitFor(t, "CRDs Established", time.Minute, func() bool {
+		_, err := kubectlErr("", append([]string{"wait", "--for=condition=Established", "--timeout=10s"}, names...)...)
+		return err == nil
+	})
+}
+
 // apply applies manifests.
 func apply(t *testing.T, manifests string) {
 	t.Helper()
