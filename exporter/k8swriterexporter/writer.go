@@ -106,6 +106,7 @@ func (w *writer) Shutdown(context.Context) error {
 func (w *writer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	var o learning.Observation
 	var g learning.Gap
+	gaps := false
 	now := time.Now()
 	var seen []observed.Seen
 	for _, rl := range ld.ResourceLogs().All() {
@@ -113,7 +114,8 @@ func (w *writer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
 				if g.ReadFrom(lr) {
-					w.addGap(&g, now)
+					w.addGap(&g)
+					gaps = true
 					continue
 				}
 				if r, ok := w.read(&o, lr); ok {
@@ -134,14 +136,18 @@ func (w *writer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 			w.telemetry.skippedAgain(ctx, skipped)
 		}
 	}
+	if gaps {
+		// Once a batch, not once a gap: a node's gap is one record per
+		// workload on it.
+		w.gaps.expire(now.Add(-w.cfg.StableAfter))
+	}
 	return nil
 }
 
 // addGap notes a coverage gap of a workload on its proposal of the gap's
 // direction, or on each of its proposals for a gap of both (the ingress one
 // alone for istio, which learns no egress), and asks for their status writes.
-func (w *writer) addGap(g *learning.Gap, now time.Time) {
-	w.gaps.expire(now.Add(-w.cfg.StableAfter))
+func (w *writer) addGap(g *learning.Gap) {
 	for _, d := range []v1alpha1.Direction{v1alpha1.DirectionIngress, v1alpha1.DirectionEgress} {
 		if g.Direction != "" && d != g.Direction || d == v1alpha1.DirectionEgress && g.Backend == v1alpha1.BackendIstio {
 			continue
