@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -178,12 +179,15 @@ func render(ctx context.Context, o Object, mode v1alpha1.PolicyMode, r client.Re
 }
 
 // cluster is the cluster of the kubeconfig, as kubectl finds it, which it
-// reads only when asked: most objects need none.
+// reads only when asked: most objects need none. Each list is read once a
+// run, so that a List of many objects costs one read of the nodes and of the
+// API server's addresses, and all of them render against the same view.
 type cluster struct {
 	kubeconfig, context string
 	once                sync.Once
 	client              client.Client
 	err                 error
+	lists               map[string]client.ObjectList
 }
 
 func (c *cluster) connect() (client.Client, error) {
@@ -215,11 +219,23 @@ func (c *cluster) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 }
 
 func (c *cluster) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	key := fmt.Sprintf("%T %v", list, opts)
+	if read, ok := c.lists[key]; ok {
+		reflect.ValueOf(list).Elem().Set(reflect.ValueOf(read.DeepCopyObject()).Elem())
+		return nil
+	}
 	cl, err := c.connect()
 	if err != nil {
 		return err
 	}
-	return cl.List(ctx, list, opts...)
+	if err := cl.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if c.lists == nil {
+		c.lists = map[string]client.ObjectList{}
+	}
+	c.lists[key] = list.DeepCopyObject().(client.ObjectList)
+	return nil
 }
 
 // String names an object as kubectl does: kind namespace/name.
