@@ -48,6 +48,7 @@ export NETWORK_ENFORCER_REQUIRE_ALL=1
 #
 # A third run, beside them, is the packages with goroutines of their own under
 # the race detector: the membership and the extension that hosts it, the
+# leader elector, the writers' controllers and their drain, the
 # Hubble receiver's nodes mode, the leader receiver and exporter, the
 # observed-edge store, the flow sources' batching and the violation buffer.
 # It needs cgo (the detector's runtime is C): its compiles are its own, apart
@@ -60,7 +61,7 @@ export NETWORK_ENFORCER_REQUIRE_ALL=1
 # compiled: 11 s of CPU, 6.7 s without it).
 # A panic's stack trace needs no DWARF; a debugger does, and runs go test
 # itself.
-race_packages="./extension/enforcerextension/ ./receiver/hubblereceiver/ ./receiver/leaderreceiver/ ./exporter/leaderexporter/ ./internal/observed/ ./internal/flowsource/... ./processor/violationprocessor/"
+race_packages="./extension/enforcerextension/ ./extension/leaderelectorextension/ ./internal/termwriter/ ./receiver/hubblereceiver/ ./receiver/leaderreceiver/ ./exporter/leaderexporter/ ./internal/observed/ ./internal/flowsource/... ./processor/violationprocessor/"
 runs=("-ldflags=-w -shuffle=on -timeout 20m ./..." "-ldflags=-w -tags cluster -timeout 30m -v ./test/cluster/" "-ldflags=-w -race -timeout 20m $race_packages")
 names=("unit, control-plane, browser and binary tests" "real-node suite" "race detector")
 prefixes=("" "real-node | " "race | ")

@@ -1,8 +1,9 @@
 package v1alpha1
 
 // Condition types on a WorkloadNetworkPolicy. Each type has one writer, named
-// beside it; a writer changes only its own types, with an optimistic lock, so
-// that conditions written by two writers in quick succession all survive.
+// beside it; a writer applies only its own types, under its own field manager
+// (server-side apply), so that conditions written by two writers in quick
+// succession all survive.
 const (
 	// ConditionRendered reports whether the native object (NetworkPolicy or
 	// AuthorizationPolicy) is as the policy and its mode say. Written by the

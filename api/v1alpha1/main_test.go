@@ -3,7 +3,6 @@ package v1alpha1_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -22,28 +21,11 @@ var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
 	start := time.Now()
-	var err error
-	env, err = controlplanetest.New(controlplanetest.Options{ControllerManager: true})
-	if err != nil {
-		if env != nil {
-			_ = env.Stop()
-		}
-		if controlplanetest.SkipPackage(err) {
-			// The tests that need it skip, saying what to run; the others run.
-			env = nil
-			os.Exit(m.Run())
-		}
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Printf("test control plane (etcd, kube-apiserver, CRDs, admission policies, kube-controller-manager) started in %s\n",
-		time.Since(start).Round(10*time.Millisecond))
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
+	controlplanetest.Main(m, controlplanetest.Options{ControllerManager: true}, &env, func(*controlplanetest.Env) error {
+		fmt.Printf("test control plane (etcd, kube-apiserver, CRDs, admission policies, kube-controller-manager) started in %s\n",
+			time.Since(start).Round(10*time.Millisecond))
+		return nil
+	})
 }
 
 // newNamespace creates a namespace for one test and deletes it afterwards.

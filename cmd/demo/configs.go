@@ -79,6 +79,7 @@ func (d *demo) startCollectors(ctx context.Context) error {
 	set(collectorCfg, serverPair.KeyFile, "receivers", "otlp", "protocols", "grpc", "tls", "key_file")
 	set(collectorCfg, d.metrics, "exporters", "prometheus", "endpoint")
 
+	set(enforcerCfg, "kubeConfig", "extensions", "leader_elector", "auth_type")
 	set(enforcerCfg, "kubeConfig", "extensions", "enforcer", "auth_type")
 	set(enforcerCfg, health2, "extensions", "health_check", "endpoint")
 	d.serveReview(enforcerCfg)

@@ -8,14 +8,18 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
 // Config is the configuration of the Kubernetes writer exporter.
 type Config struct {
-	// Enforcer names the enforcer extension that elects the leader and holds the
-	// Kubernetes client and cache.
+	// Enforcer names the enforcer extension that holds the Kubernetes client
+	// and cache.
 	Enforcer component.ID `mapstructure:"enforcer"`
+	// LeaderElector names the leader elector whose terms run the writer's
+	// controller.
+	LeaderElector component.ID `mapstructure:"leader_elector"`
 
 	// WriteQPS and WriteBurst rate-limit the writes to the Kubernetes API, so a
 	// burst of new edges cannot flood the API server.
@@ -41,9 +45,10 @@ type Config struct {
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		Enforcer:   enforcerextension.DefaultReference(),
-		WriteQPS:   5,
-		WriteBurst: 10,
+		Enforcer:      enforcerextension.DefaultReference(),
+		LeaderElector: leaderelectorextension.DefaultReference(),
+		WriteQPS:      5,
+		WriteBurst:    10,
 
 		MaxPortsPerPeer: 32,
 		MaxPeers:        64,
@@ -68,6 +73,9 @@ const DefaultStableAfter = 24 * time.Hour
 func (c *Config) Validate() error {
 	var errs []error
 	if err := enforcerextension.ValidateReference(c.Enforcer); err != nil {
+		errs = append(errs, err)
+	}
+	if err := leaderelectorextension.ValidateReference(c.LeaderElector); err != nil {
 		errs = append(errs, err)
 	}
 	if c.WriteQPS <= 0 {

@@ -16,9 +16,10 @@ func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
 		{ID: component.NewID(metadata.Type), Want: createDefaultConfig()},
 		{ID: component.NewIDWithName(metadata.Type, "custom"), Want: &Config{
-			Enforcer:   component.MustNewIDWithName("enforcer", "primary"),
-			WriteQPS:   20,
-			WriteBurst: 40,
+			Enforcer:      component.MustNewIDWithName("enforcer", "primary"),
+			LeaderElector: component.MustNewIDWithName("leader_elector", "primary"),
+			WriteQPS:      20,
+			WriteBurst:    40,
 
 			MaxPortsPerPeer: 8,
 			MaxPeers:        16,
@@ -28,6 +29,7 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{ID: component.NewIDWithName(metadata.Type, "bad"), WantErr: []string{
 			`invalid enforcer "debug": must name an extension of type "enforcer"`,
+			`invalid leader_elector "debug": must name an extension of type "leader_elector"`,
 			"invalid write_qps 0: must be positive",
 			"invalid write_burst 0: must be at least 1",
 			"invalid max_ports_per_peer 0: must be at least 1",

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 )
 
@@ -204,7 +205,7 @@ func TestIPBlockOverThePortLimitKeepsItsRange(t *testing.T) {
 	f := NewFactory()
 	cfg := f.CreateDefaultConfig().(*Config)
 	cfg.MaxPortsPerPeer = 2
-	w2, err := newWriter(exportertest.NewNopSettings(f.Type()), cfg)
+	w2, err := newWriter(exportertest.NewNopSettings(f.Type()), cfg, enforcerextensiontest.FindWriting)
 	must(t, err)
 	must(t, w2.Start(context.Background(), fake.Host(enforcerextension.DefaultReference())))
 	learnEdges(t, w2, cidrEdge(v1alpha1.DirectionIngress, "203.0.113.7/32", "tcp", 9001))

@@ -21,15 +21,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/apiwrite"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
+	"github.com/kubewarden/network-enforcer/internal/termwriter"
 )
 
 // proposalWatches are what asks the proposal writer's controller for a
 // reconcile besides its own queue: a person's edit of a proposal's spec, which
 // changes the verdicts on its observed edges, judged again at once. Its own
 // status writes do not change the generation, and ask for nothing.
-var proposalWatches = []enforcerextension.Watch{{
+var proposalWatches = []termwriter.Watch{{
 	Object:     &v1alpha1.WorkloadNetworkPolicyProposal{},
 	Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}},
 }}
@@ -42,7 +43,7 @@ var errWorkloadGone = errors.New("workload gone")
 // proposal holds and what was learned, so nothing learned before (by an earlier
 // run or another leader) is lost; when the union is what the proposal holds,
 // nothing is written.
-func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw enforcerextension.ProposalWriter) error {
+func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw termwriter.ProposalWriter) error {
 	if w.enforcer.HasPolicy(key.workload, key.direction) {
 		return nil // a policy governs it: learning for it is over
 	}
@@ -145,7 +146,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 // reconcileObserved writes the observed edges of a proposal that has nothing
 // new learned: flows of edges it has, edges its peers' rules leave out, or
 // verdicts that a spec edit changed.
-func (w *writer) reconcileObserved(ctx context.Context, nn types.NamespacedName, pw enforcerextension.ProposalWriter) error {
+func (w *writer) reconcileObserved(ctx context.Context, nn types.NamespacedName, pw termwriter.ProposalWriter) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var existing v1alpha1.WorkloadNetworkPolicyProposal
 		if err := pw.Get(ctx, nn, &existing); err != nil {
@@ -172,7 +173,7 @@ func managed(p *v1alpha1.WorkloadNetworkPolicyProposal) bool {
 // what was learned changes. Any other error is returned, to be retried.
 func (w *writer) refused(key proposalKey, spec v1alpha1.PolicySpec, held *v1alpha1.WorkloadNetworkPolicyProposal,
 	report func() error, err error) error {
-	if !enforcerextension.IsRefused(err) {
+	if !apiwrite.IsRefused(err) {
 		return err
 	}
 	w.set.Logger.Warn("The API server refused a proposal; it is tried again when something new is learned for it",
@@ -191,14 +192,14 @@ func (w *writer) refused(key proposalKey, spec v1alpha1.PolicySpec, held *v1alph
 
 // write waits for the rate limiter, then writes and counts. A write that the
 // API server refuses for what it holds is recorded as an Event on the proposal.
-func (w *writer) write(ctx context.Context, pw enforcerextension.ProposalWriter, p *v1alpha1.WorkloadNetworkPolicyProposal,
+func (w *writer) write(ctx context.Context, pw termwriter.ProposalWriter, p *v1alpha1.WorkloadNetworkPolicyProposal,
 	do func() error, op string) error {
 	if err := w.limiter.Wait(ctx); err != nil {
 		return err
 	}
 	err := do()
 	w.telemetry.wrote(ctx, op, err)
-	if enforcerextension.IsRefused(err) {
+	if apiwrite.IsRefused(err) {
 		pw.Event(p, corev1.EventTypeWarning, v1alpha1.EventReasonWriteRefused, fmt.Sprintf("the proposal could not be written (%s): %v", op, err))
 	}
 	return err
@@ -212,7 +213,7 @@ func (w *writer) write(ctx context.Context, pw enforcerextension.ProposalWriter,
 // describe yet (a person's edit changes the verdicts), is written at once. A
 // status write that the API server refuses is logged and not retried: the
 // next write of the proposal tries again.
-func (w *writer) writeStatus(ctx context.Context, pw enforcerextension.ProposalWriter, p *v1alpha1.WorkloadNetworkPolicyProposal,
+func (w *writer) writeStatus(ctx context.Context, pw termwriter.ProposalWriter, p *v1alpha1.WorkloadNetworkPolicyProposal,
 	learned *v1alpha1.NewEdge, conditions ...metav1.Condition) error {
 	st := p.Status.DeepCopy()
 	urgent := p.Generation != st.ObservedGeneration
@@ -267,7 +268,7 @@ func (w *writer) writeStatus(ctx context.Context, pw enforcerextension.ProposalW
 			w.queue.Enqueue(name, w.cfg.ObservedInterval)
 		}
 		return nil
-	case enforcerextension.IsRefused(err):
+	case apiwrite.IsRefused(err):
 		p.Status = held
 		w.set.Logger.Warn("The API server refused a proposal's status",
 			zap.String("proposal", name.String()), zap.Error(err))

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter/internal/metadata"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/apiwrite"
 	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
@@ -56,7 +56,7 @@ func (t *telemetry) shutdown() { t.tb.Shutdown() }
 func (t *telemetry) wrote(ctx context.Context, op string, err error) {
 	result := "ok"
 	switch {
-	case enforcerextension.IsRefused(err):
+	case apiwrite.IsRefused(err):
 		result = "refused"
 	case err != nil:
 		result = "error"

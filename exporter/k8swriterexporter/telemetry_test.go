@@ -39,7 +39,7 @@ func TestStandardExporterCounts(t *testing.T) {
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	set := exportertest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
-	f := NewFactory()
+	f := newFactory(enforcerextensiontest.FindWriting)
 	exp, err := f.CreateLogs(context.Background(), set, f.CreateDefaultConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/observed"
+	"github.com/kubewarden/network-enforcer/internal/termwriter"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -27,10 +28,9 @@ import (
 // proposal.
 const writeInterval = time.Second
 
-// enforcer is what the proposal writer asks of the enforcer extension: to run
-// its controller, and to read workloads, policies and proposals from the cache.
+// enforcer is what the proposal writer asks of the enforcer extension: to read
+// workloads, policies and proposals from the cache.
 type enforcer interface {
-	enforcerextension.ProposalWriting
 	enforcerextension.Selectors
 	workload.Labeler
 	HasPolicy(w workload.Ref, direction v1alpha1.Direction) bool
@@ -41,10 +41,12 @@ type enforcer interface {
 // writer is the exporter: it aggregates learned edges in memory and, while this
 // replica leads, writes the proposals whose content changed.
 type writer struct {
-	cfg       *Config
-	set       exporter.Settings
-	enforcer  enforcer
-	queue     enforcerextension.Queue
+	cfg      *Config
+	set      exporter.Settings
+	enforcer enforcer
+	queue    termwriter.Queue
+	// find finds what runs the writer's controller (termwriter.Find).
+	find      termwriter.Finder
 	agg       *aggregate
 	observed  *observed.Store
 	gaps      *gapStore
@@ -52,9 +54,9 @@ type writer struct {
 	telemetry *telemetry
 }
 
-func newWriter(set exporter.Settings, cfg *Config) (*writer, error) {
+func newWriter(set exporter.Settings, cfg *Config, find termwriter.Finder) (*writer, error) {
 	w := &writer{
-		cfg: cfg, set: set, agg: newAggregate(), gaps: newGapStore(),
+		cfg: cfg, set: set, agg: newAggregate(), gaps: newGapStore(), find: find,
 		limiter: rate.NewLimiter(rate.Limit(cfg.WriteQPS), cfg.WriteBurst),
 	}
 	w.observed = observed.NewStore(cfg.MaxTrackedEdges, w.judgeCached, w.countedCached)
@@ -66,32 +68,37 @@ func newWriter(set exporter.Settings, cfg *Config) (*writer, error) {
 	return w, nil
 }
 
-// Start finds the enforcer and has it run the writer's controller on each term
-// of leadership.
+// Start finds the enforcer and runs the writer's controller on each term of
+// leadership.
 func (w *writer) Start(_ context.Context, host component.Host) error {
 	e, err := enforcerextension.Find[enforcer](host, w.cfg.Enforcer)
 	if err != nil {
 		return err
 	}
+	writing, err := w.find(host, w.cfg.Enforcer, w.cfg.LeaderElector, w.set.Logger)
+	if err != nil {
+		return err
+	}
 	w.enforcer = e
-	w.queue = e.WriteProposals(proposalWatches, w.reconcileKey, func(enqueue func(types.NamespacedName)) {
+	w.queue = writing.WriteProposals(proposalWatches, w.reconcileKey, func(enqueue func(types.NamespacedName)) {
 		// A new leader checks every proposal it knows of, since the previous
 		// one may have stopped mid-way.
 		for _, name := range w.agg.markAllDirty() {
 			enqueue(name)
 		}
 	})
-	// On a leader's way out: what is learned and observed is written at once,
-	// so that the next leader resumes after it.
-	w.queue.OnHandOff(func() []types.NamespacedName {
-		return w.observed.HandOff(w.agg.dirtyNames()...)
-	})
 	return nil
 }
 
-// Shutdown unregisters the writer's metric callbacks; the leadership context
-// ends the writes.
-func (w *writer) Shutdown(context.Context) error {
+// Shutdown ends the writer's controller. On a leader's way out, what is
+// learned and observed is written first, at once, so that the next leader
+// resumes after it; the receivers have stopped, and the lease is still held.
+func (w *writer) Shutdown(ctx context.Context) error {
+	if w.queue != nil {
+		if err := w.queue.Stop(ctx, w.observed.HandOff(w.agg.dirtyNames()...)); err != nil {
+			w.set.Logger.Warn("Could not write every proposal before the lease is given up: the next leader reads the flow source's backfill", zap.Error(err))
+		}
+	}
 	w.telemetry.shutdown()
 	return nil
 }
@@ -184,7 +191,7 @@ func (w *writer) read(o *learning.Observation, lr plog.LogRecord) (observed.Seen
 
 // reconcileKey writes one proposal, as its controller asks. A failure marks it
 // dirty again and returns the error, which retries it with backoff.
-func (w *writer) reconcileKey(ctx context.Context, name types.NamespacedName, pw enforcerextension.ProposalWriter) error {
+func (w *writer) reconcileKey(ctx context.Context, name types.NamespacedName, pw termwriter.ProposalWriter) error {
 	key, l, ok := w.agg.take(name)
 	if !ok {
 		// Nothing learned here: its observed edges, or a spec edit's verdicts.

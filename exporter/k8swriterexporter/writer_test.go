@@ -41,7 +41,7 @@ func startWriter(t *testing.T, configure ...func(*Config)) (*writer, *enforcerex
 	for _, c := range configure {
 		c(cfg)
 	}
-	w, err := newWriter(exportertest.NewNopSettings(f.Type()), cfg)
+	w, err := newWriter(exportertest.NewNopSettings(f.Type()), cfg, enforcerextensiontest.FindWriting)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +114,35 @@ func TestNewLeaderChecksEveryProposal(t *testing.T) {
 	}
 }
 
+// TestShutdownWritesWhatIsHeld: the writer's own Shutdown, on a leader's way
+// out, writes at once the proposal whose write was still spaced; on a standby
+// it writes nothing, and the queue takes no more work either way.
+func TestShutdownWritesWhatIsHeld(t *testing.T) {
+	w, fake := startWriter(t)
+	fake.Lead()
+	learn(t, w, 8080)
+	if q := fake.Queued(); len(q) != 1 {
+		t.Fatalf("queued %v, want the cart ingress proposal, spaced", q)
+	}
+	if err := w.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := onlyProposal(t, fake); len(got.Spec.Kubernetes.Ingress) != 1 || fake.Writes["create"] != 1 {
+		t.Fatalf("after Shutdown: writes %v, proposal %+v; want the proposal created", fake.Writes, got.Spec)
+	}
+
+	standby, fake := startWriter(t)
+	learn(t, standby, 8080)
+	if err := standby.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fake.Lead()
+	fake.Drain()
+	if n := len(fake.Proposals()); n != 0 || fake.Writes["create"] != 0 {
+		t.Fatalf("a standby's Shutdown, then a term: %d proposals, writes %v; want none", n, fake.Writes)
+	}
+}
+
 // TestRefusedWriteIsAnEventAndRetried: a write that the API server refuses
 // is recorded as a Warning Event, and the proposal stays to be written.
 // assertCondition checks that p has condition typ with that status and reason,
@@ -180,7 +209,7 @@ func TestPortsOverTheLimitCollapseIntoARange(t *testing.T) {
 
 	// A new writer (a restart) learning a few ports again keeps the range.
 	f := NewFactory()
-	w2, err := newWriter(exportertest.NewNopSettings(f.Type()), f.CreateDefaultConfig().(*Config))
+	w2, err := newWriter(exportertest.NewNopSettings(f.Type()), f.CreateDefaultConfig().(*Config), enforcerextensiontest.FindWriting)
 	must(t, err)
 	must(t, w2.Start(context.Background(), fake.Host(enforcerextension.DefaultReference())))
 	learn(t, w2, 8080)

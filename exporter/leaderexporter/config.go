@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configgrpc"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
-	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
 
 // DefaultPort is the leader receiver's default port.
@@ -25,11 +26,15 @@ type Config struct {
 	// Port is the leader receiver's port on the leader's pod address.
 	Port int `mapstructure:"port"`
 
-	// TLS is the client side of the mutual TLS to the leader receiver. The
-	// address is a pod IP, so the leader's certificate is checked against
-	// tls::server_name_override (the Service's DNS name, say). Plaintext
-	// needs an explicit tls::insecure: true.
-	TLS configtls.ClientConfig `mapstructure:"tls"`
+	// ClientConfig is the gRPC client to the leader receiver, handed to the
+	// collector's OTLP exporter with the endpoint set to the leader's
+	// address: tls, headers, compression, keepalive, auth and the other
+	// configgrpc client settings, but not endpoint, which the enforcer
+	// extension finds. tls is the client side of the mutual TLS to the
+	// leader receiver; the address is a pod IP, so the leader's certificate
+	// is checked against tls::server_name_override (the Service's DNS name,
+	// say). Plaintext needs an explicit tls::insecure: true.
+	configgrpc.ClientConfig `mapstructure:",squash"`
 
 	// Aggregation merges learned edges and observations before they are sent.
 	Aggregation AggregationConfig `mapstructure:"aggregation"`
@@ -76,7 +81,7 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		Enforcer:      enforcerextension.DefaultReference(),
 		Port:          DefaultPort,
-		TLS:           configtls.NewDefaultClientConfig(),
+		ClientConfig:  flowsource.NewClientConfig(""),
 		Aggregation:   AggregationConfig{Interval: time.Second, MaxEdges: DefaultMaxEdges},
 		ResendWindow:  DefaultResendWindow,
 		TimeoutConfig: exporterhelper.NewDefaultTimeoutConfig(),
@@ -97,6 +102,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Port < 1 || c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("invalid port %d: must be between 1 and 65535", c.Port))
+	}
+	if c.Endpoint != "" {
+		errs = append(errs, fmt.Errorf("endpoint %q must not be set: the leader's address comes from the enforcer extension; set port", c.Endpoint))
 	}
 	tls := c.TLS
 	hasCert := tls.CertFile != "" || tls.CertPem != ""

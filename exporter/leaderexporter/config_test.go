@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configcompression"
 
 	"github.com/kubewarden/network-enforcer/exporter/leaderexporter/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/configtest"
@@ -20,6 +21,7 @@ func TestLoadConfig(t *testing.T) {
 	custom.Port = 14320
 	custom.TLS.CAFile, custom.TLS.CertFile, custom.TLS.KeyFile = "ca.crt", "tls.crt", "tls.key"
 	custom.TLS.ServerName = "network-enforcer-leader.network-enforcer.svc"
+	custom.Compression = configcompression.TypeGzip
 	custom.Aggregation = AggregationConfig{Interval: 5 * time.Second, MaxEdges: 500}
 	custom.ResendWindow = 10 * time.Minute
 	custom.TimeoutConfig.Timeout = 10 * time.Second
@@ -39,6 +41,7 @@ func TestLoadConfig(t *testing.T) {
 		{ID: component.NewIDWithName(metadata.Type, "bad"), WantErr: []string{
 			`invalid enforcer "debug": must name an extension of type "enforcer"`,
 			"invalid port 0: must be between 1 and 65535",
+			`endpoint "10.0.0.7:4320" must not be set: the leader's address comes from the enforcer extension; set port`,
 			"tls::insecure is true but a CA, certificate or key is set: remove them for plaintext, or set tls::insecure: false",
 			"invalid aggregation::interval 0s: must be positive",
 			"invalid aggregation::max_edges 0: must be at least 1",

@@ -6,54 +6,55 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/exporter/otlpexporter"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.uber.org/zap"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
-	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
 
 // errNoLeader is what a send answers while no leader is known. It is not
 // permanent: the exporter helper tries again.
 var errNoLeader = errors.New("no leader is known yet")
 
-// sender sends batches to the leader's receiver: a gRPC client to
-// <LeaderAddress()>:<port>, made again when the leader's address changes.
+// sender sends batches to the leader's receiver through the collector's OTLP
+// exporter, one made for <LeaderAddress()>:<port> and made again when the
+// leader's address changes, as contrib's load-balancing exporter makes one
+// per backend. The OTLP exporter owns the gRPC client and the mapping of the
+// leader's answers (Unavailable, a standby's answer, and the other transient
+// codes are retried; the rest are permanent); the leader exporter's own
+// exporter helper queues and retries.
 type sender struct {
 	set       exporter.Settings
 	cfg       *Config
 	telemetry *telemetry
+	otlp      exporter.Factory
 
 	locator enforcerextension.LeaderLocator
 	host    component.Host
 
-	mu     sync.Mutex
-	addr   string
-	conn   *grpc.ClientConn
-	client plogotlp.GRPCClient
-
-	// sendMu keeps the batches in order: the one being sent, and those sent
-	// again before it.
+	// sendMu keeps the batches in order (the one being sent, and those sent
+	// again before it) and guards the OTLP exporter of the leader's address.
 	sendMu sync.Mutex
+	addr   string
+	leader exporter.Logs
 	// batches numbers the batches of learned records, and keeps them for
 	// the next leader.
 	batches *resendable
 }
 
 func newSender(set exporter.Settings, cfg *Config, tel *telemetry) *sender {
-	return &sender{set: set, cfg: cfg, telemetry: tel, batches: newResendable(cfg.ResendWindow)}
+	return &sender{set: set, cfg: cfg, telemetry: tel, otlp: otlpexporter.NewFactory(), batches: newResendable(cfg.ResendWindow)}
 }
 
 func (s *sender) start(_ context.Context, host component.Host) error {
@@ -65,38 +66,71 @@ func (s *sender) start(_ context.Context, host component.Host) error {
 	return nil
 }
 
-func (s *sender) shutdown(context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn == nil {
+// shutdown shuts the OTLP exporter of the leader down, which closes its
+// connection.
+func (s *sender) shutdown(ctx context.Context) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	return s.closeLeader(ctx)
+}
+
+func (s *sender) closeLeader(ctx context.Context) error {
+	if s.leader == nil {
 		return nil
 	}
-	err := s.conn.Close()
-	s.conn, s.client, s.addr = nil, nil, ""
+	err := s.leader.Shutdown(ctx)
+	s.leader, s.addr = nil, ""
 	return err
 }
 
-// clientFor returns the client of the leader at addr, dialled anew when the
-// leader moved.
-func (s *sender) clientFor(ctx context.Context, addr string) (plogotlp.GRPCClient, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn != nil && s.addr == addr {
-		return s.client, nil
+// exporterFor returns the OTLP exporter of the leader at addr, made and
+// started anew when the leader moved, the old one shut down. Called under
+// sendMu.
+func (s *sender) exporterFor(ctx context.Context, addr string) (exporter.Logs, error) {
+	if s.leader != nil && s.addr == addr {
+		return s.leader, nil
 	}
-	if s.conn != nil {
+	if s.leader != nil {
 		s.set.Logger.Info("The leader moved: connecting to the new one", zap.String("from", s.addr), zap.String("to", addr))
-		_ = s.conn.Close() // a send still on it fails with a retryable error
-		s.conn, s.client, s.addr = nil, nil, ""
+		if err := s.closeLeader(ctx); err != nil {
+			s.set.Logger.Debug("Could not close the connection to the previous leader", zap.Error(err))
+		}
 	}
-	cc := flowsource.NewClientConfig(net.JoinHostPort(addr, strconv.Itoa(s.cfg.Port)))
-	cc.TLS = s.cfg.TLS
-	conn, err := cc.ToClientConn(ctx, s.host.GetExtensions(), s.set.TelemetrySettings)
+	endpoint := net.JoinHostPort(addr, strconv.Itoa(s.cfg.Port))
+	oc := s.otlpConfig(endpoint)
+	set := s.set
+	// The OTLP exporter checks that it runs under its own type; its
+	// telemetry (the collector's standard exporter counts) then names it
+	// otlp_grpc/<this exporter's ID>, the same whichever replica leads.
+	set.ID = component.NewIDWithName(s.otlp.Type(), strings.ReplaceAll(s.set.ID.String(), "/", "_"))
+	// Each failed try is logged by this exporter's own helper, which says
+	// whether it tries again; the OTLP exporter's log of the same failure
+	// would say that the data is rejected, which it is not.
+	set.Logger = s.set.Logger.With(zap.String("leader", endpoint)).WithOptions(zap.IncreaseLevel(zapcore.DPanicLevel))
+	exp, err := s.otlp.CreateLogs(ctx, set, oc)
 	if err != nil {
-		return nil, consumererror.NewPermanent(fmt.Errorf("connect to the leader at %s: %w", cc.Endpoint, err))
+		return nil, consumererror.NewPermanent(fmt.Errorf("create the exporter to the leader at %s: %w", endpoint, err))
 	}
-	s.conn, s.client, s.addr = conn, plogotlp.NewGRPCClient(conn), addr
-	return s.client, nil
+	if err := exp.Start(ctx, s.host); err != nil {
+		_ = exp.Shutdown(ctx)
+		return nil, consumererror.NewPermanent(fmt.Errorf("connect to the leader at %s: %w", endpoint, err))
+	}
+	s.leader, s.addr = exp, addr
+	return exp, nil
+}
+
+// otlpConfig is the OTLP exporter's configuration for the leader at
+// endpoint: the gRPC client settings with that endpoint, and neither a queue,
+// retries nor a timeout, which are this exporter's own: the kept batches go
+// before the next one, in order, within the same send.
+func (s *sender) otlpConfig(endpoint string) *otlpexporter.Config {
+	oc := s.otlp.CreateDefaultConfig().(*otlpexporter.Config)
+	oc.ClientConfig = s.cfg.ClientConfig
+	oc.ClientConfig.Endpoint = endpoint
+	oc.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
+	oc.RetryConfig.Enabled = false
+	oc.TimeoutConfig.Timeout = 0
+	return oc
 }
 
 // push sends ld to the leader; the exporter helper retries what is not a
@@ -107,7 +141,7 @@ func (s *sender) clientFor(ctx context.Context, addr string) (plogotlp.GRPCClien
 func (s *sender) push(ctx context.Context, ld plog.Logs) error {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
-	client, leader, err := s.leaderClient(ctx)
+	exp, leader, err := s.leaderExporter(ctx)
 	if err != nil {
 		return err
 	}
@@ -116,10 +150,10 @@ func (s *sender) push(ctx context.Context, ld plog.Logs) error {
 		seq = s.batches.number(ld)
 	}
 	now := time.Now()
-	if err := s.sendAgain(ctx, client, leader, seq, now); err != nil {
+	if err := s.sendAgain(ctx, exp, leader, seq, now); err != nil {
 		return err
 	}
-	if err := s.export(ctx, client, ld); err != nil {
+	if err := s.export(ctx, exp, ld); err != nil {
 		return err
 	}
 	s.batches.took(leader, seq, ld, now)
@@ -135,20 +169,21 @@ func (s *sender) sendKept(ctx context.Context) error {
 	if s.batches.len() == 0 || s.locator == nil {
 		return nil
 	}
-	client, leader, err := s.leaderClient(ctx)
+	exp, leader, err := s.leaderExporter(ctx)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	if err := s.sendAgain(ctx, client, leader, 0, now); err != nil {
+	if err := s.sendAgain(ctx, exp, leader, 0, now); err != nil {
 		return err
 	}
 	s.batches.took(leader, 0, plog.Logs{}, now)
 	return nil
 }
 
-// leaderClient is the client of the leader and its identity.
-func (s *sender) leaderClient(ctx context.Context) (plogotlp.GRPCClient, string, error) {
+// leaderExporter is the OTLP exporter of the leader and the leader's
+// identity, a name new with each start of its process.
+func (s *sender) leaderExporter(ctx context.Context) (exporter.Logs, string, error) {
 	if s.locator == nil {
 		return nil, "", errors.New("leader exporter not started")
 	}
@@ -156,15 +191,15 @@ func (s *sender) leaderClient(ctx context.Context) (plogotlp.GRPCClient, string,
 	if !ok {
 		return nil, "", errNoLeader
 	}
-	client, err := s.clientFor(ctx, addr)
-	return client, leader, err
+	exp, err := s.exporterFor(ctx, addr)
+	return exp, leader, err
 }
 
 // sendAgain sends leader what is kept before batch seq, when leader did not
 // take the last batch.
-func (s *sender) sendAgain(ctx context.Context, client plogotlp.GRPCClient, leader string, seq int64, now time.Time) error {
+func (s *sender) sendAgain(ctx context.Context, exp exporter.Logs, leader string, seq int64, now time.Time) error {
 	for _, again := range s.batches.toSendAgain(leader, seq, now) {
-		if err := s.export(ctx, client, again); err != nil {
+		if err := s.export(ctx, exp, again); err != nil {
 			return err
 		}
 		s.telemetry.resent.Add(ctx, int64(again.LogRecordCount()), s.telemetry.attrs)
@@ -173,49 +208,10 @@ func (s *sender) sendAgain(ctx context.Context, client plogotlp.GRPCClient, lead
 }
 
 // export sends one batch and counts what the leader took.
-func (s *sender) export(ctx context.Context, client plogotlp.GRPCClient, ld plog.Logs) error {
-	resp, err := client.Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
-	if err := processError(err); err != nil {
+func (s *sender) export(ctx context.Context, exp exporter.Logs, ld plog.Logs) error {
+	if err := exp.ConsumeLogs(ctx, ld); err != nil {
 		return err
 	}
-	sent := int64(ld.LogRecordCount())
-	if ps := resp.PartialSuccess(); ps.RejectedLogRecords() != 0 || ps.ErrorMessage() != "" {
-		s.set.Logger.Warn("The leader took part of a batch", zap.String("message", ps.ErrorMessage()),
-			zap.Int64("rejected_log_records", ps.RejectedLogRecords()))
-		sent -= ps.RejectedLogRecords()
-	}
-	s.telemetry.sent.Add(ctx, sent, s.telemetry.attrs)
+	s.telemetry.sent.Add(ctx, int64(ld.LogRecordCount()), s.telemetry.attrs)
 	return nil
-}
-
-// processError maps the leader's answer as the collector's OTLP exporter does:
-// Unavailable (a standby's answer, or no connection) and the other transient
-// codes are retried, the rest are permanent.
-func processError(err error) error {
-	if err == nil {
-		return nil
-	}
-	st := status.Convert(err)
-	if st.Code() == codes.OK {
-		return nil
-	}
-	var retryInfo *errdetails.RetryInfo
-	for _, d := range st.Details() {
-		if ri, ok := d.(*errdetails.RetryInfo); ok {
-			retryInfo = ri
-		}
-	}
-	switch st.Code() {
-	case codes.Canceled, codes.DeadlineExceeded, codes.Aborted, codes.OutOfRange, codes.Unavailable, codes.DataLoss:
-	case codes.ResourceExhausted:
-		if retryInfo == nil {
-			return consumererror.NewPermanent(err)
-		}
-	default:
-		return consumererror.NewPermanent(err)
-	}
-	if d := retryInfo.GetRetryDelay().AsDuration(); d > 0 {
-		return exporterhelper.NewThrottleRetry(err, d)
-	}
-	return err
 }

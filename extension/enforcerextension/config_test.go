@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
 
@@ -18,23 +17,16 @@ func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
 		{ID: component.NewID(metadata.Type), Want: createDefaultConfig()},
 		{ID: component.NewIDWithName(metadata.Type, "custom"), Want: &Config{
-			APIConfig: k8sconfig.APIConfig{AuthType: k8sconfig.AuthTypeKubeConfig},
-			LeaderElection: LeaderElectionConfig{
-				LeaseName: "enforcer-a", LeaseNamespace: "network-enforcer",
-				LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second,
-			},
-			DataPlane: netpolmatch.DataPlaneCilium,
+			APIConfig:     k8sconfig.APIConfig{AuthType: k8sconfig.AuthTypeKubeConfig},
+			LeaderElector: component.MustNewIDWithName("leader_elector", "primary"),
+			DataPlane:     netpolmatch.DataPlaneCilium,
 		}},
 		{ID: component.NewIDWithName(metadata.Type, "bad_auth"), WantErr: []string{
 			`invalid auth_type "token": must be one of serviceAccount, kubeConfig`,
 			`invalid data_plane "flannel": must be one of istio, calico, cilium`,
 		}},
-		{ID: component.NewIDWithName(metadata.Type, "bad_lease_name"), WantErr: []string{
-			`invalid leader_election::lease_name "Not_A_Name"`,
-		}},
-		{ID: component.NewIDWithName(metadata.Type, "bad_durations"), WantErr: []string{
-			"invalid leader_election::renew_deadline 10s: must be greater than retry_period (10s)",
-			"invalid leader_election::lease_duration 10s: must be greater than renew_deadline (10s)",
+		{ID: component.NewIDWithName(metadata.Type, "bad_elector"), WantErr: []string{
+			`invalid leader_elector "health_check": must name an extension of type "leader_elector"`,
 		}},
 	})
 }

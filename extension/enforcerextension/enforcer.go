@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensioncapabilities"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,8 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
+	"github.com/kubewarden/network-enforcer/internal/render"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -29,15 +31,18 @@ import (
 // that cannot list the cluster cannot resolve a flow, and should say so.
 const cacheSyncTimeout = 2 * time.Minute
 
-// enforcer is the extension: the shared cache, the API client and leadership.
+// enforcer is the extension: the shared cache and the API client, workload
+// resolution, and the membership.
 type enforcer struct {
 	*resolver
-	*leadership
 
 	cfg       *Config
 	set       extension.Settings
 	telemetry *telemetry
-	// membership shares the flow sources' keys among the replicas.
+	// elector is the leader elector that the config names; found at Start.
+	elector leaderelectorextension.Lease
+	// membership shares the flow sources' keys among the replicas; made at
+	// Start, with the elector's identity.
 	membership *membership
 
 	// restConfig is the test seam: it builds the API server configuration.
@@ -49,16 +54,10 @@ type enforcer struct {
 	// recorder, which the writers' clients share.
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
-	// promotion is the promotion controller, whose rounds tests count.
-	promotion *termController
-	// writerControllers are the controllers of the writers of flows' effects
-	// (proposals, policy status), which a hand-off drains.
-	writersMu         sync.Mutex
-	writerControllers []*termController
 	// served is which optional native kinds (AuthorizationPolicies,
 	// CiliumNetworkPolicies) the cluster served at start, and so whether
 	// they are watched and rendered.
-	served servedKinds
+	served render.ServedKinds
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -66,55 +65,55 @@ type enforcer struct {
 
 // The enforcer offers every interface of the extension.
 var (
-	_ workload.Resolver   = (*enforcer)(nil)
-	_ workload.Labeler    = (*enforcer)(nil)
-	_ Placement           = (*enforcer)(nil)
-	_ PolicyReader        = (*enforcer)(nil)
-	_ Lister              = (*enforcer)(nil)
-	_ Renderer            = (*enforcer)(nil)
-	_ Selectors           = (*enforcer)(nil)
-	_ Leadership          = (*enforcer)(nil)
-	_ ProposalWriting     = (*enforcer)(nil)
-	_ PolicyStatusSyncing = (*enforcer)(nil)
-	_ Membership          = (*enforcer)(nil)
-	_ LeaderLocator       = (*enforcer)(nil)
+	_ workload.Resolver = (*enforcer)(nil)
+	_ workload.Labeler  = (*enforcer)(nil)
+	_ Placement         = (*enforcer)(nil)
+	_ PolicyReader      = (*enforcer)(nil)
+	_ Lister            = (*enforcer)(nil)
+	_ Cluster           = (*enforcer)(nil)
+	_ Selectors         = (*enforcer)(nil)
+	_ Membership        = (*enforcer)(nil)
+	_ LeaderLocator     = (*enforcer)(nil)
+
+	_ extensioncapabilities.Dependent = (*enforcer)(nil)
 )
 
 func newEnforcer(set extension.Settings, cfg *Config, rc func(k8sconfig.APIConfig) (*rest.Config, error)) *enforcer {
-	return newReplica(set, cfg, rc, replicaName())
+	return &enforcer{cfg: cfg, set: set, restConfig: rc}
 }
 
-// newReplica is newEnforcer for the replica whose pod has that name.
-func newReplica(set extension.Settings, cfg *Config, rc func(k8sconfig.APIConfig) (*rest.Config, error), replica string) *enforcer {
-	identity := newIdentity(replica)
-	m := newMembership(set.Logger, cfg.LeaderElection, replica, identity)
-	return &enforcer{
-		cfg: cfg, set: set, restConfig: rc,
-		// The leader reads no key while another member can.
-		leadership: &leadership{logger: set.Logger, cfg: cfg.LeaderElection, identity: identity, onNewLeader: m.setLeader},
-		membership: m,
+// Dependencies makes the collector start the leader elector first and shut
+// it down last: the membership reads its Lease's holder and settings.
+func (e *enforcer) Dependencies() []component.ID {
+	return []component.ID{e.cfg.LeaderElector}
+}
+
+// Start finds the leader elector, connects to the API server, fills the
+// shared cache and then runs its controllers on the elector's terms.
+func (e *enforcer) Start(ctx context.Context, host component.Host) error {
+	k8sconfig.RouteKubernetesLogs(e.set.Logger)
+	elector, err := leaderelectorextension.Find[leaderelectorextension.Lease](host, e.cfg.LeaderElector)
+	if err != nil {
+		return err
 	}
-}
-
-// Start connects to the API server, fills the shared cache and then competes for
-// the lease.
-func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
-	routeKubernetesLogs(e.set.Logger)
+	e.elector = elector
 	tel, err := newTelemetry(e.set.TelemetrySettings)
 	if err != nil {
 		return err
 	}
-	e.telemetry, e.leadership.telemetry = tel, tel
-	e.membership.mu.Lock()
+	e.telemetry = tel
+	identity := elector.Identity()
+	e.membership = newMembership(e.set.Logger, elector.LeaseSettings(), leaderelectorextension.PodOfIdentity(identity), identity)
 	e.membership.telemetry = tel
-	e.membership.mu.Unlock()
+	// The leader reads no key while another member can.
+	elector.OnNewHolder(e.membership.setLeader)
 	rc, err := e.restConfig(e.cfg.APIConfig)
 	if err != nil {
 		return fmt.Errorf("kubernetes client (auth_type %s): %w", e.cfg.AuthType, err)
 	}
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "network-enforcer"
-	scheme, err := newScheme()
+	scheme, err := render.NewScheme()
 	if err != nil {
 		return err
 	}
@@ -125,16 +124,16 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 	if err != nil {
 		return err
 	}
-	if e.served, err = discoverKinds(cs.Discovery()); err != nil {
+	if e.served, err = render.DiscoverKinds(cs.Discovery()); err != nil {
 		return err
 	}
-	if !e.served.ciliumNetworkPolicies {
+	if !e.served.CiliumNetworkPolicies {
 		e.set.Logger.Info("The cluster does not serve CiliumNetworkPolicies (no Cilium): policies of the cilium backend are not rendered",
-			zap.String("resource", ciliumNetworkPolicyResource.String()))
+			zap.String("resource", render.CiliumNetworkPolicyResource.String()))
 	}
-	if !e.served.authorizationPolicies {
+	if !e.served.AuthorizationPolicies {
 		e.set.Logger.Info("The cluster does not serve AuthorizationPolicies (no Istio): policies of the istio backend are not rendered",
-			zap.String("resource", authorizationPolicyResource.String()))
+			zap.String("resource", render.AuthorizationPolicyResource.String()))
 	}
 	if e.cache, err = newCache(rc, scheme); err != nil {
 		return err
@@ -177,31 +176,20 @@ func (e *enforcer) Start(ctx context.Context, _ component.Host) error {
 	e.events = record.NewBroadcaster(record.WithContext(runCtx))
 	e.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	e.recorder = e.events.NewRecorder(scheme, corev1.EventSource{Component: eventComponent})
-	e.promotion = e.runController(e.promotionController())
-	e.runController(e.renderController())
-	return e.leadership.run(runCtx, cs)
+	return nil
 }
 
-// Shutdown gives the lease up, so that a standby takes over at once, and stops
-// the cache. A leader first writes what its writers hold, and hands the flow
-// stream over with the lease.
+// Shutdown gives the membership Lease up, so that the others take this
+// replica's keys at once, and stops the cache. The collector shuts every
+// pipeline component down first (each writer ends its controller, on a
+// leader after writing what it held), and the leader elector after.
 func (e *enforcer) Shutdown(ctx context.Context) error {
 	if e.cancel != nil {
-		// The membership Lease goes first, so that the others take this
-		// replica's keys at once; with a bound, as the leader Lease.
 		mctx, mcancel := context.WithTimeout(ctx, releaseTimeout)
 		e.membership.stop(mctx, true)
 		mcancel()
-		if e.IsLeader() {
-			e.handOver(ctx)
-		}
 		e.cancel()
 		<-e.done
-		// The lease goes with a bound: a shutdown that the API server holds
-		// up leaves it to expire instead.
-		rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
-		e.leadership.released(rctx)
-		cancel()
 		if e.resolver != nil {
 			e.resolver.stores.factory.Shutdown()
 		}
@@ -212,37 +200,12 @@ func (e *enforcer) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// releaseTimeout bounds how long a shutdown waits for the lease's release.
+// releaseTimeout bounds how long a shutdown waits for the membership Lease's
+// release.
 const releaseTimeout = 5 * time.Second
 
 // eventComponent is the source of the Events that the enforcer records.
 const eventComponent = "network-enforcer"
-
-// writers returns the controllers of the writers.
-func (e *enforcer) writers() []*termController {
-	e.writersMu.Lock()
-	defer e.writersMu.Unlock()
-	return append([]*termController(nil), e.writerControllers...)
-}
-
-// runWriter runs c on each term, as a writer that a hand-off drains.
-func (e *enforcer) runWriter(c *termController) *termController {
-	e.writersMu.Lock()
-	e.writerControllers = append(e.writerControllers, c)
-	e.writersMu.Unlock()
-	return e.runController(c)
-}
-
-// runController runs c on each term of leadership.
-func (e *enforcer) runController(c *termController) *termController {
-	e.OnLeading(func(ctx context.Context) { c.run(ctx, e) })
-	return c
-}
-
-// termWriter returns the base of the writers' clients for the term ctx.
-func (e *enforcer) termWriter(ctx context.Context) termWriter {
-	return termWriter{term: ctx, client: e.client, reader: e.cache, recorder: e.recorder}
-}
 
 // Proposal reads a proposal from the shared cache.
 func (e *enforcer) Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool) {
@@ -266,3 +229,21 @@ func (e *enforcer) Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPo
 // data_plane configures it: the judges of previews and monitor verdicts judge
 // as it does.
 func (e *enforcer) DataPlane() netpolmatch.DataPlane { return e.cfg.DataPlane }
+
+// Cache is the shared controller-runtime cache (Cluster).
+func (e *enforcer) Cache() cache.Cache { return e.cache }
+
+// Client is the API client (Cluster).
+func (e *enforcer) Client() client.Client { return e.client }
+
+// Recorder records Kubernetes Events (Cluster).
+func (e *enforcer) Recorder() record.EventRecorder { return e.recorder }
+
+// Served says which optional native kinds the cluster served at start
+// (Cluster).
+func (e *enforcer) Served() render.ServedKinds { return e.served }
+
+// Reconciled counts a controller's reconcile (Cluster).
+func (e *enforcer) Reconciled(ctx context.Context, controller string, err error) {
+	e.telemetry.reconciled(ctx, controller, err)
+}

@@ -1,9 +1,10 @@
-// Package enforcerextension is the enforcer extension: leader election, the shared
-// Kubernetes cache and workload resolution, read by every replica; and the
-// writers, each a controller that runs on each term of leadership with a narrow
-// client: its own promotion and render controllers, and those that the proposal
-// writer and the violation status owner register. The other Network Enforcer
-// components reach it through host.GetExtensions().
+// Package enforcerextension is the enforcer extension: the shared Kubernetes
+// cache and API client, workload resolution and the replicas' membership, read
+// by every replica; and the writers' controllers (the proposal writer's and the
+// violation status owner's), each run on each term of leadership with a narrow
+// client. The other Network Enforcer components reach it through
+// host.GetExtensions(); the promotion and render controllers are the policy
+// controller extension's, on this extension's cache and client (Cluster).
 package enforcerextension
 
 import (

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
+
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,7 +35,7 @@ import (
 // Lease on the way out so that the others take its share at once.
 type membership struct {
 	logger *zap.Logger
-	cfg    LeaderElectionConfig
+	cfg    leaderelectorextension.Settings
 	// namespace holds the Leases; leaseName is this replica's, identity its
 	// holder, replica its pod's name; group is the member-of label's value.
 	namespace, leaseName, identity, replica, group string
@@ -109,9 +111,9 @@ type parsedCheckpoints struct {
 	counted         map[string]time.Time
 }
 
-func newMembership(logger *zap.Logger, cfg LeaderElectionConfig, replica, identity string) *membership {
+func newMembership(logger *zap.Logger, cfg leaderelectorextension.Settings, replica, identity string) *membership {
 	return &membership{
-		logger: logger, cfg: cfg, namespace: leaseNamespace(cfg.LeaseNamespace),
+		logger: logger, cfg: cfg, namespace: leaderelectorextension.LeaseNamespace(cfg.LeaseNamespace),
 		leaseName: memberLeaseName(cfg.LeaseName, replica), identity: identity, replica: replica,
 		group:       shortName(cfg.LeaseName),
 		checkpoints: map[string]time.Time{}, released: map[string]time.Time{}, renewNow: make(chan struct{}, 1),
@@ -669,7 +671,7 @@ func (m *membership) CountFrom(key string) (time.Time, bool) {
 
 // Release marks key released at its checkpoint and renews at once. A key
 // this replica never checkpointed (its source could not be read) has nothing
-// to hand over: the next owner finds no checkpoint of this replica's and
+// to hand off: the next owner finds no checkpoint of this replica's and
 // starts as for a key nobody read.
 func (m *membership) Release(key string) {
 	m.mu.Lock()

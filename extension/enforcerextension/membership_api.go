@@ -3,6 +3,8 @@ package enforcerextension
 import (
 	"context"
 	"time"
+
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 )
 
 // Owns reports whether this replica reads key now.
@@ -44,12 +46,12 @@ func (e *enforcer) LeaderAddress() (addr, identity string, ok bool) {
 	if e.resolver == nil {
 		return "", "", false
 	}
-	identity = e.leadership.leader()
-	name := podOfIdentity(identity)
+	identity = e.elector.Holder()
+	name := leaderelectorextension.PodOfIdentity(identity)
 	if name == "" {
 		return "", "", false
 	}
-	p := e.resolver.stores.pod(leaseNamespace(e.cfg.LeaderElection.LeaseNamespace), name)
+	p := e.resolver.stores.pod(e.elector.LeaseSettings().LeaseNamespace, name)
 	if p == nil || p.finished || len(p.ips) == 0 {
 		return "", "", false
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
+
 	"go.uber.org/zap/zaptest/observer"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -98,7 +100,7 @@ func waitLeaderKnown(t *testing.T, ms ...member) string {
 	waitFor(t, "every member to know the leader", memberWait, func() bool {
 		leader = ""
 		for _, m := range ms {
-			if m.IsLeader() {
+			if m.isLeader() {
 				leader = m.membership.identity
 			}
 		}
@@ -194,7 +196,7 @@ func TestMembersShareKeys(t *testing.T) {
 	bOwned := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !b.Owns(k) })
 	changesA, changesC := a.changes.Load(), c.changes.Load()
 	start := time.Now()
-	if err := b.Shutdown(context.Background()); err != nil {
+	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := getLease(t, memberLeaseName(lease, "collector-b-"+suffix)); ok {
@@ -273,7 +275,7 @@ func TestCheckpointsAcrossMembers(t *testing.T) {
 		got, ok := reader.CheckpointOf("node-3")
 		return ok && got.Equal(t2)
 	})
-	if err := leaver.Shutdown(context.Background()); err != nil {
+	if err := leaver.stop(); err != nil {
 		t.Fatal(err)
 	}
 	waitMembers(t, "the leaver to leave", reader)
@@ -331,7 +333,7 @@ func TestHandOverSettles(t *testing.T) {
 	}
 	t4 := t3.Add(time.Second)
 	previous.Checkpoint("node-1", t4)
-	if err := previous.Shutdown(context.Background()); err != nil {
+	if err := previous.stop(); err != nil {
 		t.Fatal(err)
 	}
 	waitMembers(t, "the old member to leave", next)
@@ -355,7 +357,7 @@ func TestLeaveAfterAWriteItDidNotSee(t *testing.T) {
 	writeItDidNotSee(t, memberLeaseName(lease, "leaving-"+suffix))
 	last := time.Date(2026, 12, 3, 11, 0, 0, 0, time.UTC)
 	leaving.Checkpoint("node-9", last)
-	if err := leaving.Shutdown(context.Background()); err != nil {
+	if err := leaving.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := getLease(t, memberLeaseName(lease, "leaving-"+suffix)); ok {
@@ -405,7 +407,7 @@ func TestLeaveRightAfterAConflictedRenewal(t *testing.T) {
 	waitFor(t, "a renewal to conflict", memberWait, func() bool {
 		return leaving.logs.FilterMessage("Cannot renew the membership Lease").Len() > 0
 	})
-	if err := leaving.Shutdown(context.Background()); err != nil {
+	if err := leaving.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := getLease(t, memberLeaseName(lease, "leaving-"+suffix)); ok {
@@ -424,12 +426,12 @@ func TestLeaderAddress(t *testing.T) {
 	leaderPod := "leader-" + suffix
 	createPod(t, leaderPod, "10.244.7.9")
 	leader := startReplicaOn(t, env, lease, leaderPod)
-	waitFor(t, "leadership", memberWait, leader.IsLeader)
+	waitFor(t, "leadership", memberWait, leader.isLeader)
 	standby := startReplicaOn(t, env, lease, "standby-"+suffix)
 	for name, e := range map[string]*enforcer{"leader": leader, "standby": standby} {
 		waitFor(t, fmt.Sprintf("the %s to locate the leader", name), memberWait, func() bool {
 			addr, identity, ok := e.LeaderAddress()
-			return ok && addr == "10.244.7.9" && podOfIdentity(identity) == leaderPod
+			return ok && addr == "10.244.7.9" && leaderelectorextension.PodOfIdentity(identity) == leaderPod
 		})
 	}
 
@@ -437,21 +439,21 @@ func TestLeaderAddress(t *testing.T) {
 	other := "other-" + suffix
 	createPod(t, other, "")
 	third := startReplicaOn(t, env, "locate-other-"+suffix, other)
-	waitFor(t, "the third replica to lead its own lease", memberWait, third.IsLeader)
+	waitFor(t, "the third replica to lead its own lease", memberWait, third.isLeader)
 	if addr, _, ok := third.LeaderAddress(); ok {
 		t.Fatalf("a leader without a pod IP located at %s", addr)
 	}
 	lone := startReplicaOn(t, env, "locate-lone-"+suffix, "lone-"+suffix)
-	waitFor(t, "the lone replica to lead", memberWait, lone.IsLeader)
+	waitFor(t, "the lone replica to lead", memberWait, lone.isLeader)
 	if addr, _, ok := lone.LeaderAddress(); ok {
 		t.Fatalf("a leader without a pod located at %s", addr)
 	}
 
 	// The leader shuts down: the standby leads, and its own pod is unknown.
-	if err := leader.Shutdown(context.Background()); err != nil {
+	if err := leader.stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the standby to lead", memberWait, standby.IsLeader)
+	waitFor(t, "the standby to lead", memberWait, standby.isLeader)
 	if addr, _, ok := standby.LeaderAddress(); ok {
 		t.Fatalf("a new leader without a pod located at %s", addr)
 	}

@@ -3,14 +3,13 @@ package enforcerextension
 import (
 	"context"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/internal/metadata"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 	"github.com/kubewarden/network-enforcer/internal/metadatatest"
@@ -23,19 +22,17 @@ func TestMetadata(t *testing.T) {
 	controlplanetest.Require(t)
 	metadatatest.Check(t, metadatatest.Component{
 		Factory: NewFactory(), Type: metadata.Type, ScopeName: metadata.ScopeName,
-		Published: []string{MetricReconciles, MetricTerms, MetricLeaderObserved, MetricMembers},
+		Published: []string{MetricReconciles, MetricMembers},
 		Create: func(t *testing.T, tel component.TelemetrySettings) {
-			cfg := createDefaultConfig().(*Config)
-			cfg.LeaderElection = LeaderElectionConfig{
-				LeaseName: "metadata", LeaseNamespace: "default",
-				LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
-			}
+			rc := func(k8sconfig.APIConfig) (*rest.Config, error) { return env.Config, nil }
+			elector := startElector(t, "metadata", leaderelectorextension.ReplicaName(), rc, tel.Logger)
 			set := extension.Settings{ID: component.NewID(metadata.Type), TelemetrySettings: tel, BuildInfo: component.NewDefaultBuildInfo()}
-			e := newEnforcer(set, cfg, func(k8sconfig.APIConfig) (*rest.Config, error) { return env.Config, nil })
-			if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+			e := newEnforcer(set, createDefaultConfig().(*Config), rc)
+			if err := e.Start(context.Background(), electorHost{leaderelectorextension.DefaultReference(): elector}); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+			ready(t, elector)
 		},
 	})
 }

@@ -28,9 +28,3 @@ func (e *enforcer) ListPolicies(namespace string) ([]v1alpha1.WorkloadNetworkPol
 	}
 	return list.Items, nil
 }
-
-// RenderProposal renders proposal promoted in mode (RenderProposal), with the
-// addresses of spec.outside's entities from the shared cache.
-func (e *enforcer) RenderProposal(proposal *v1alpha1.WorkloadNetworkPolicyProposal, mode v1alpha1.PolicyMode) (Native, error) {
-	return RenderProposal(context.Background(), e.cache, proposal, mode)
-}

@@ -15,15 +15,6 @@ import (
 // and shows here as well as on the object.
 const MetricReconciles = "network_enforcer_controller_reconciles"
 
-// MetricTerms counts the terms of leadership this replica began; a standby's
-// stays 0.
-const MetricTerms = "network_enforcer_leader_terms"
-
-// MetricLeaderObserved counts the times this replica saw the lease change
-// hands (itself or another replica taking it): a standby that has counted one
-// has competed for the lease and found it held.
-const MetricLeaderObserved = "network_enforcer_leader_changes_observed"
-
 // MetricMembers is the number of live members that share the flow sources'
 // keys, as this replica sees them, itself included; recorded from the start
 // of the membership, which the first flow source that asks for it starts.
@@ -31,8 +22,6 @@ const MetricMembers = "network_enforcer_members"
 
 type telemetry struct {
 	reconciles metric.Int64Counter
-	terms      metric.Int64Counter
-	observed   metric.Int64Counter
 	members    metric.Int64Gauge
 }
 
@@ -41,8 +30,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &telemetry{reconciles: tb.NetworkEnforcerControllerReconciles, terms: tb.NetworkEnforcerLeaderTerms,
-		observed: tb.NetworkEnforcerLeaderChangesObserved, members: tb.NetworkEnforcerMembers}, nil
+	return &telemetry{reconciles: tb.NetworkEnforcerControllerReconciles, members: tb.NetworkEnforcerMembers}, nil
 }
 
 func (t *telemetry) reconciled(ctx context.Context, controller string, err error) {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/policycontrollerextension"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
@@ -129,7 +130,11 @@ func BenchmarkBrowserGraph(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			p, err := newPages(e, time.Second, false, DefaultAudience, static)
+			r, err := policycontrollerextension.Find[policycontrollerextension.Renderer](h, policycontrollerextension.DefaultReference())
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := newPages(e, r, time.Second, false, DefaultAudience, static)
 			if err != nil {
 				b.Fatal(err)
 			}

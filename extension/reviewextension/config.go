@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/policycontrollerextension"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 )
 
@@ -45,6 +46,9 @@ type Config struct {
 	confighttp.ServerConfig `mapstructure:",squash"`
 	// Enforcer names the enforcer extension whose cache the page reads.
 	Enforcer component.ID `mapstructure:"enforcer"`
+	// PolicyController names the policy controller extension whose render
+	// code shows a proposal's native objects.
+	PolicyController component.ID `mapstructure:"policy_controller"`
 	// RefreshInterval is how often an open page asks for the graph again.
 	RefreshInterval time.Duration `mapstructure:"refresh_interval"`
 	// Access configures who may see the page. It is not under auth, which is
@@ -78,9 +82,10 @@ func createDefaultConfig() component.Config {
 	// what it wants.
 	srv.ReadHeaderTimeout = 10 * time.Second
 	return &Config{
-		ServerConfig:    srv,
-		Enforcer:        enforcerextension.DefaultReference(),
-		RefreshInterval: 5 * time.Second,
+		ServerConfig:     srv,
+		Enforcer:         enforcerextension.DefaultReference(),
+		PolicyController: policycontrollerextension.DefaultReference(),
+		RefreshInterval:  5 * time.Second,
 		Access: AccessConfig{
 			Mode:      AuthModeAuto,
 			APIConfig: k8sconfig.Default(),
@@ -115,6 +120,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("invalid transport %q: the page listens on tcp, tcp4 or tcp6", c.NetAddr.Transport))
 	}
 	if err := enforcerextension.ValidateReference(c.Enforcer); err != nil {
+		errs = append(errs, err)
+	}
+	if err := policycontrollerextension.ValidateReference(c.PolicyController); err != nil {
 		errs = append(errs, err)
 	}
 	if c.RefreshInterval < 100*time.Millisecond {

@@ -21,6 +21,7 @@ func TestLoadConfig(t *testing.T) {
 	custom.NetAddr.Endpoint = "0.0.0.0:9000"
 	custom.TLS = configoptional.Some(configtls.ServerConfig{Config: configtls.Config{CertFile: "/etc/review/tls.crt", KeyFile: "/etc/review/tls.key"}})
 	custom.Enforcer = component.MustNewIDWithName("enforcer", "primary")
+	custom.PolicyController = component.MustNewIDWithName("policy_controller", "primary")
 	custom.RefreshInterval = 2 * time.Second
 	custom.Access = AccessConfig{Mode: AuthModeToken, APIConfig: k8sconfig.APIConfig{AuthType: k8sconfig.AuthTypeKubeConfig}, CacheTTL: time.Minute,
 		Audience: "review.example"}
@@ -44,6 +45,7 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{ID: component.NewIDWithName(metadata.Type, "bad_values"), WantErr: []string{
 			`invalid enforcer "health_check": must name an extension of type "enforcer"`,
+			`invalid policy_controller "enforcer": must name an extension of type "policy_controller"`,
 			"invalid refresh_interval 10ms: must be at least 100ms",
 			`invalid access::mode "open": must be one of auto, token, none`,
 			`access: invalid auth_type "token": must be one of serviceAccount, kubeConfig`,

@@ -3,8 +3,6 @@ package reviewextension
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
+	"github.com/kubewarden/network-enforcer/extension/policycontrollerextension"
 	"github.com/kubewarden/network-enforcer/extension/reviewextension/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
@@ -27,30 +28,14 @@ import (
 var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	env, err = controlplanetest.New(controlplanetest.Options{})
-	dir, derr := os.MkdirTemp("", "network-enforcer-review-")
-	if derr != nil {
-		err = derr
-	} else {
-		defer os.RemoveAll(dir)
-	}
-	if err == nil {
-		// The enforcer extension reads $KUBECONFIG with auth_type kubeConfig, as
-		// it does outside a cluster.
-		path := filepath.Join(dir, "kubeconfig")
-		if err = env.WriteKubeconfig(path); err == nil {
-			err = os.Setenv("KUBECONFIG", path)
+	// The enforcer extension reads $KUBECONFIG with auth_type kubeConfig, as
+	// it does outside a cluster.
+	controlplanetest.Main(m, controlplanetest.Options{}, &env, func(e *controlplanetest.Env) error {
+		if err := e.UseKubeconfig(); err != nil {
+			return err
 		}
-	}
-	if err == nil {
-		err = createFixtures(context.Background(), env.Client, newFixtures(time.Now()))
-	}
-	return controlplanetest.RunPackage(m, &env, err)
+		return createFixtures(context.Background(), e.Client, newFixtures(time.Now()))
+	})
 }
 
 // createFixtures writes the fixtures to the API server: each object, then its
@@ -104,19 +89,20 @@ func (h host) GetExtensions() map[component.ID]component.Component { return h }
 func startEnforcer(t testing.TB, lease string) (reader, component.Host) {
 	t.Helper()
 	proposals, policies := fixtureCounts()
-	f := enforcerextension.NewFactory()
-	cfg := f.CreateDefaultConfig().(*enforcerextension.Config)
-	cfg.AuthType = k8sconfig.AuthTypeKubeConfig
-	cfg.LeaderElection.LeaseName, cfg.LeaderElection.LeaseNamespace = lease, "default"
-	ext, err := f.Create(context.Background(), extension.Settings{ID: component.NewID(f.Type()),
-		TelemetrySettings: componenttest.NewNopTelemetrySettings(), BuildInfo: component.NewDefaultBuildInfo()}, cfg)
+	r := enforcerextensiontest.StartReplica(t, env.Config, lease, leaderelectorextension.ReplicaName())
+	// The policy controller renders the page's native objects (and promotes
+	// and renders, as a collector's does).
+	pf := policycontrollerextension.NewFactory()
+	pc, err := pf.Create(context.Background(), enforcerextensiontest.Settings(component.NewID(pf.Type())), pf.CreateDefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	if err := pc.Start(context.Background(), r.Host); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ext.Shutdown(context.Background()) })
+	t.Cleanup(func() { _ = pc.Shutdown(context.Background()) })
+	r.Ready(t)
+	ext := r.Enforcer
 	e := ext.(reader)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -130,7 +116,7 @@ func startEnforcer(t testing.TB, lease string) (reader, component.Host) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return e, host{enforcerextension.DefaultReference(): ext}
+	return e, host{enforcerextension.DefaultReference(): ext, policycontrollerextension.DefaultReference(): pc}
 }
 
 // startReview starts the review page on a free loopback port, with mode, its

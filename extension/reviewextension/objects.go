@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/policycontrollerextension"
 )
 
 // objectData is what the proposal and policy views share.
@@ -60,7 +60,7 @@ type nativeView struct {
 // newNativeView renders proposal o promoted in mode, by the render
 // controller's code (through the enforcer extension, which has the cluster's
 // addresses in its cache).
-func newNativeView(r enforcerextension.Renderer, o *v1alpha1.WorkloadNetworkPolicyProposal, mode v1alpha1.PolicyMode) nativeView {
+func newNativeView(r policycontrollerextension.Renderer, o *v1alpha1.WorkloadNetworkPolicyProposal, mode v1alpha1.PolicyMode) nativeView {
 	v := nativeView{Mode: mode, Command: renderCommand(o.Namespace, o.Name, mode)}
 	n, err := r.RenderProposal(o, mode)
 	if err == nil {
@@ -115,7 +115,7 @@ func (p *pages) proposal(w http.ResponseWriter, r *http.Request) {
 			What: "Promote to a policy in " + string(mode) + " mode",
 			Line: promoteCommand(o.Namespace, o.Name, mode),
 		})
-		d.Native = append(d.Native, newNativeView(p.cache, o, mode))
+		d.Native = append(d.Native, newNativeView(p.renderer, o, mode))
 	}
 	p.respond(w, http.StatusOK, "proposal.html", d)
 }

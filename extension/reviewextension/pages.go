@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/policycontrollerextension"
 	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
@@ -26,24 +27,26 @@ var webFiles embed.FS
 // shared cache, on every replica.
 type reader interface {
 	enforcerextension.Lister
-	enforcerextension.Renderer
 	Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool)
 	Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool)
 }
 
-// pages renders the page's views from the cache. It writes nothing: every
+// pages draws the page's views from the cache. It writes nothing: every
 // change is a kubectl command that the views print.
 type pages struct {
-	cache   reader
-	refresh time.Duration
-	tmpl    map[string]*template.Template
+	cache reader
+	// renderer renders a proposal's native objects (the policy controller
+	// extension).
+	renderer policycontrollerextension.Renderer
+	refresh  time.Duration
+	tmpl     map[string]*template.Template
 }
 
 // newPages parses the views; tokenRequired says whether they offer to log out,
 // audience which tokens the login form asks for, static where the scripts
 // and stylesheets are.
-func newPages(cache reader, refresh time.Duration, tokenRequired bool, audience string, static *staticFiles) (*pages, error) {
-	p := &pages{cache: cache, refresh: refresh, tmpl: map[string]*template.Template{}}
+func newPages(cache reader, renderer policycontrollerextension.Renderer, refresh time.Duration, tokenRequired bool, audience string, static *staticFiles) (*pages, error) {
+	p := &pages{cache: cache, renderer: renderer, refresh: refresh, tmpl: map[string]*template.Template{}}
 	fm := template.FuncMap{
 		"tokenRequired": func() bool { return tokenRequired },
 		"audience":      func() string { return audience },

@@ -21,9 +21,14 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
+	"github.com/kubewarden/network-enforcer/extension/policycontrollerextension"
 	"github.com/kubewarden/network-enforcer/extension/reviewextension/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/rendercmd"
 )
+
+// The fake enforcer renders a proposal's native objects as the policy
+// controller extension does, under its default ID.
+var _ policycontrollerextension.Renderer = (*enforcerextensiontest.Enforcer)(nil)
 
 // startOnFake serves the page on loopback, without a token, from a fake
 // enforcer that holds the fixtures.

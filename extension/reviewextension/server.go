@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/policycontrollerextension"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 )
 
@@ -39,7 +40,7 @@ func newServer(set extension.Settings, cfg *Config, rc func(k8sconfig.APIConfig)
 	return &server{cfg: cfg, set: set, restConfig: rc}
 }
 
-// Start finds the enforcer extension and listens, with TLS when the
+// Start finds the enforcer and policy controller extensions and listens, with TLS when the
 // configuration has a tls section.
 func (s *server) Start(ctx context.Context, host component.Host) error {
 	e, err := enforcerextension.Find[reader](host, s.cfg.Enforcer)
@@ -47,6 +48,10 @@ func (s *server) Start(ctx context.Context, host component.Host) error {
 		return err
 	}
 	s.enforcer = e
+	renderer, err := policycontrollerextension.Find[policycontrollerextension.Renderer](host, s.cfg.PolicyController)
+	if err != nil {
+		return err
+	}
 	if s.cfg.requiresToken() {
 		rc, err := s.restConfig(s.cfg.Access.APIConfig)
 		if err != nil {
@@ -63,7 +68,7 @@ func (s *server) Start(ctx context.Context, host component.Host) error {
 	if s.static, err = newStaticFiles(); err != nil {
 		return err
 	}
-	if s.pages, err = newPages(e, s.cfg.RefreshInterval, s.auth != nil, s.cfg.Access.Audience, s.static); err != nil {
+	if s.pages, err = newPages(e, renderer, s.cfg.RefreshInterval, s.auth != nil, s.cfg.Access.Audience, s.static); err != nil {
 		return err
 	}
 	ln, err := s.cfg.ToListener(ctx)

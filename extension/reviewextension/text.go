@@ -41,7 +41,7 @@ func writeDOT(w io.Writer, g Graph) error {
 	return err
 }
 
-// writeMermaid writes g as a Mermaid flowchart, which GitHub renders in a
+// writeMermaid writes g as a Mermaid flowchart, which GitHub draws in a
 // pull request: a subgraph per namespace, and a linkStyle per edge for its
 // state's colour.
 func writeMermaid(w io.Writer, g Graph) error {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -37,6 +38,10 @@ type Options struct {
 	// cluster without Cilium.
 	WithoutCilium bool
 }
+
+// controlPlaneStartTimeout bounds each try of envtest to start etcd and
+// kube-apiserver, unless $KUBEBUILDER_CONTROLPLANE_START_TIMEOUT says.
+const controlPlaneStartTimeout = 90 * time.Second
 
 // Env is a running control plane.
 type Env struct {
@@ -144,6 +149,12 @@ func New(opts Options) (_ *Env, err error) {
 		CRDs:                  crds,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+	}
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		// envtest's 20 s per try is short on a machine that runs the unit,
+		// race and real-node suites side by side: kube-apiserver then took
+		// longer five times over, and the package failed without a test.
+		e.env.ControlPlaneStartTimeout = controlPlaneStartTimeout
 	}
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("envtest: %w", err)

@@ -2,6 +2,8 @@ package controlplanetest
 
 import (
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -53,4 +55,16 @@ func (e *Env) apiServerURL() (*url.URL, error) {
 		host = "https://" + host
 	}
 	return url.Parse(host)
+}
+
+// UseKubeconfig writes a kubeconfig of the control plane into its own folder,
+// which Stop removes, and points $KUBECONFIG at it: the components that a test
+// configures with auth_type kubeConfig then reach it, as they do outside a
+// cluster. For a package's setup (Main).
+func (e *Env) UseKubeconfig() error {
+	path := filepath.Join(e.dir, "kubeconfig")
+	if err := e.WriteKubeconfig(path); err != nil {
+		return err
+	}
+	return os.Setenv("KUBECONFIG", path)
 }

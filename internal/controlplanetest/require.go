@@ -129,3 +129,32 @@ func RunPackage(m *testing.M, env **Env, setup error) int {
 	}
 	return code
 }
+
+// Main is the TestMain of a package whose tests share one control plane: it
+// starts one with opts into *env, runs setup on it when set (the fixtures a
+// package needs), runs the tests, stops it and exits. When no control plane
+// can start here (SkipPackage), *env stays nil: the tests that need it skip,
+// saying what to run, and the others run.
+func Main(m *testing.M, opts Options, env **Env, setup func(*Env) error) {
+	e, err := New(opts)
+	if err == nil && setup != nil {
+		err = setup(e)
+	}
+	if err != nil {
+		if e != nil {
+			_ = e.Stop()
+		}
+		if SkipPackage(err) {
+			os.Exit(m.Run())
+		}
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}

@@ -13,15 +13,15 @@ import (
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"google.golang.org/grpc"
 
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 )
 
-// Leadership is what gates a receiver's stream: run is called, in its own
-// goroutine, at the start of each term of leadership, and ctx ends with the
-// term. The enforcer extension provides it; the receiver finds the extension.
-type Leadership interface {
-	OnLeading(run func(ctx context.Context))
-}
+// Leadership is what gates a receiver's stream: the start callback is called,
+// in its own goroutine, at the start of each term of leadership, and its
+// context ends with the term. The leader elector provides it; the receiver
+// finds the extension that its `leader_elector` key names.
+type Leadership = leaderelectorextension.LeaderElection
 
 // TransportGRPC is the transport of the gRPC flow receivers, as the collector's
 // receiver telemetry names it.
@@ -86,7 +86,7 @@ func (r *GRPCReceiver) Start(ctx context.Context, host component.Host, leader Le
 	}
 	// Each term of leadership opens the stream, whose first request asks for the
 	// data plane's recent history (the backfill), and its end closes it.
-	leader.OnLeading(func(ctx context.Context) {
+	leader.SetCallBackFuncs(func(ctx context.Context) {
 		r.mu.Lock()
 		if r.closed {
 			r.mu.Unlock()
@@ -96,7 +96,7 @@ func (r *GRPCReceiver) Start(ctx context.Context, host component.Host, leader Le
 		r.mu.Unlock()
 		<-ctx.Done()
 		r.StopStreaming()
-	})
+	}, nil)
 	return nil
 }
 

@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/render"
 )
 
 // Name is the subcommand's name, the binary's first argument.
@@ -132,7 +132,7 @@ func Render(ctx context.Context, objs []Object, mode v1alpha1.PolicyMode, r clie
 	var docs [][]byte
 	var notes []string
 	for _, o := range objs {
-		n, err := render(ctx, o, mode, r)
+		n, err := renderObject(ctx, o, mode, r)
 		if err != nil {
 			return fmt.Errorf("%s: %w", o, err)
 		}
@@ -162,20 +162,20 @@ func Render(ctx context.Context, objs []Object, mode v1alpha1.PolicyMode, r clie
 	return nil
 }
 
-func render(ctx context.Context, o Object, mode v1alpha1.PolicyMode, r client.Reader) (enforcerextension.Native, error) {
+func renderObject(ctx context.Context, o Object, mode v1alpha1.PolicyMode, r client.Reader) (render.Native, error) {
 	if o.Proposal != nil {
 		if mode == "" {
-			return enforcerextension.Native{}, fmt.Errorf("a proposal is rendered as the policy that its promotion creates: give its mode with --mode %s or --mode %s",
+			return render.Native{}, fmt.Errorf("a proposal is rendered as the policy that its promotion creates: give its mode with --mode %s or --mode %s",
 				v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect)
 		}
-		return enforcerextension.RenderProposal(ctx, r, o.Proposal, mode)
+		return render.RenderProposal(ctx, r, o.Proposal, mode)
 	}
 	p := o.Policy
 	if mode != "" {
 		p = p.DeepCopy()
 		p.Spec.Mode = mode
 	}
-	return enforcerextension.RenderPolicy(ctx, r, p)
+	return render.RenderPolicy(ctx, r, p)
 }
 
 // cluster is the cluster of the kubeconfig, as kubectl finds it, which it

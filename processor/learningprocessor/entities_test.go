@@ -70,7 +70,7 @@ func TestEntitiesLearnOutsidePeersAsWhatTheyAre(t *testing.T) {
 		named,
 		external("10.0.0.1", "198.51.100.4", "", flow.ExternalWorld),
 	)
-	edges, _ := handedOn(sink)
+	edges, _ := emitted(sink)
 	want := []string{
 		"shop/Deployment/cart/Ingress entity Nodes cilium",
 		"shop/Deployment/frontend/Egress block 198.51.100.4/32 cilium",
@@ -131,7 +131,7 @@ func TestEntitiesNeverOfAPod(t *testing.T) {
 	named := external("10.0.0.1", "10.0.0.8", "", flow.ExternalWorld)
 	named.Destination.Names = []string{"api.example.com"}
 	consume(t, p, named)
-	edges, _ := handedOn(sink)
+	edges, _ := emitted(sink)
 	for _, e := range edges {
 		if e.PeerName != "" || e.PeerEntity != "" || e.PeerCIDR != "" {
 			t.Errorf("an outside edge for a pod's address: %+v", e)

@@ -53,9 +53,9 @@ func consume(t *testing.T, p processor.Logs, records ...flow.Record) {
 	}
 }
 
-// handedOn returns the learned edges and the violation candidates' targets
+// emitted returns the learned edges and the violation candidates' targets
 // that the processor handed on.
-func handedOn(sink *consumertest.LogsSink) (edges []learning.Edge, candidates []string) {
+func emitted(sink *consumertest.LogsSink) (edges []learning.Edge, candidates []string) {
 	for _, ld := range sink.AllLogs() {
 		flow.EachLogRecord(ld, func(lr plog.LogRecord) {
 			var e learning.Edge
@@ -78,7 +78,7 @@ func TestLearnsBothSidesOnce(t *testing.T) {
 	p, _, sink := startLearning(t)
 	f := ciliumFlow("10.0.0.1", "10.0.0.2", 8080, flow.OutcomeAllowed)
 	consume(t, p, f, f, f)
-	edges, candidates := handedOn(sink)
+	edges, candidates := emitted(sink)
 	if len(candidates) != 0 || len(edges) != 2 {
 		t.Fatalf("edges %+v, candidates %v", edges, candidates)
 	}
@@ -105,7 +105,7 @@ func TestPolicyTurnsASideIntoACandidate(t *testing.T) {
 		}},
 	})
 	consume(t, p, ciliumFlow("10.0.0.1", "10.0.0.2", 8080, flow.OutcomeAllowed))
-	edges, candidates := handedOn(sink)
+	edges, candidates := emitted(sink)
 	if len(edges) != 1 || edges[0].Direction != v1alpha1.DirectionEgress || edges[0].Workload != frontend {
 		t.Fatalf("edges %+v", edges)
 	}
@@ -128,7 +128,7 @@ func TestEndsOutsideTheScopeTeachNothing(t *testing.T) {
 	// The external and host-network ends still let cart's ingress learn
 	// nothing (their peer does not resolve), and frontend's egress of a
 	// denied flow is not learned.
-	if edges, candidates := handedOn(sink); len(edges) != 0 || len(candidates) != 0 {
+	if edges, candidates := emitted(sink); len(edges) != 0 || len(candidates) != 0 {
 		t.Fatalf("edges %+v, candidates %v", edges, candidates)
 	}
 }

@@ -68,7 +68,7 @@ func TestObserveOff(t *testing.T) {
 	out := ciliumFlow("10.0.0.1", "198.51.100.20", 443, flow.OutcomeAllowed)
 	out.Destination.External = flow.ExternalWorld
 	consume(t, p, ciliumFlow("10.0.0.1", "10.0.0.2", 8080, flow.OutcomeAllowed), out)
-	edges, _ := handedOn(sink)
+	edges, _ := emitted(sink)
 	learned, leftOut := observations(sink)
 	if len(edges) != 2 || len(learned) != 0 || len(leftOut) != 0 {
 		t.Fatalf("%d edges, %d learned with observations, %d left out: want 2, 0, 0", len(edges), len(learned), len(leftOut))

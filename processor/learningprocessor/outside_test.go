@@ -59,7 +59,7 @@ func TestIPBlocksLearnOutsidePeersAsAddresses(t *testing.T) {
 		external("192.168.1.5", "10.0.0.2", flow.ExternalHost, ""),
 		ciliumFlow("10.0.0.9", "10.0.0.2", 443, flow.OutcomeAllowed), // host network
 	)
-	edges, _ := handedOn(sink)
+	edges, _ := emitted(sink)
 	want := map[string]bool{
 		"shop/Deployment/cart/Ingress 203.0.113.7/32":     true,
 		"shop/Deployment/frontend/Egress 2001:db8::1/128": true,
@@ -92,7 +92,7 @@ func TestIPBlocksCutToThePrefix(t *testing.T) {
 		external("::ffff:198.51.100.4", "10.0.0.2", flow.ExternalWorld, ""),
 		external("2001:db8::7:1", "10.0.0.2", flow.ExternalWorld, ""),
 	)
-	edges, _ := handedOn(sink)
+	edges, _ := emitted(sink)
 	got := cidrEdges(t, edges)
 	for _, k := range []string{"shop/Deployment/cart/Ingress 203.0.113.0/24", "shop/Deployment/cart/Ingress 198.51.100.0/24",
 		"shop/Deployment/cart/Ingress 2001:db8::/64"} {
@@ -117,7 +117,7 @@ func TestIPBlocksNeverOfAPod(t *testing.T) {
 		ciliumFlow("10.0.0.77", "10.0.0.2", 443, flow.OutcomeAllowed),
 		external("pub", "10.0.0.2", flow.ExternalWorld, ""),
 	)
-	if edges, candidates := handedOn(sink); len(edges) != 0 || len(candidates) != 0 {
+	if edges, candidates := emitted(sink); len(edges) != 0 || len(candidates) != 0 {
 		t.Fatalf("edges %+v, candidates %v", edges, candidates)
 	}
 }
@@ -130,7 +130,7 @@ func TestDropIsTheDefault(t *testing.T) {
 	}
 	p, _, sink := startLearning(t)
 	consume(t, p, external("203.0.113.7", "10.0.0.2", flow.ExternalWorld, ""))
-	if edges, _ := handedOn(sink); len(edges) != 0 {
+	if edges, _ := emitted(sink); len(edges) != 0 {
 		t.Fatalf("edges %+v", edges)
 	}
 }
@@ -146,7 +146,7 @@ func TestIPBlocksIstioSourceWithoutIdentity(t *testing.T) {
 		return f
 	}
 	consume(t, p, istio("198.51.100.4"), istio("10.0.0.1"), istio("10.0.0.8"))
-	edges, _ := handedOn(sink)
+	edges, _ := emitted(sink)
 	if len(edges) != 1 || edges[0].Backend != v1alpha1.BackendIstio || edges[0].PeerCIDR != "198.51.100.4/32" ||
 		edges[0].Workload != cart || edges[0].Direction != v1alpha1.DirectionIngress || edges[0].Principal != "" {
 		t.Fatalf("edges %+v", edges)

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
@@ -16,6 +17,9 @@ type Config struct {
 	// Enforcer names the enforcer extension whose Kubernetes cache resolves pods
 	// and policies, and which elects the leader that writes policy status.
 	Enforcer component.ID `mapstructure:"enforcer"`
+	// LeaderElector names the leader elector whose terms run the status
+	// owner's controller.
+	LeaderElector component.ID `mapstructure:"leader_elector"`
 
 	// StatusSyncInterval is how often the leader merges the buffered
 	// observations and the acknowledgements into the policies' status.
@@ -42,6 +46,7 @@ type Config struct {
 func createDefaultConfig() component.Config {
 	return &Config{
 		Enforcer:           enforcerextension.DefaultReference(),
+		LeaderElector:      leaderelectorextension.DefaultReference(),
 		StatusSyncInterval: 30 * time.Second,
 		MaxBuffered:        10000,
 		Observe:            true,
@@ -58,6 +63,9 @@ const minStatusSyncInterval = time.Second
 func (c *Config) Validate() error {
 	var errs []error
 	if err := enforcerextension.ValidateReference(c.Enforcer); err != nil {
+		errs = append(errs, err)
+	}
+	if err := leaderelectorextension.ValidateReference(c.LeaderElector); err != nil {
 		errs = append(errs, err)
 	}
 	if c.StatusSyncInterval < minStatusSyncInterval {

@@ -9,16 +9,26 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 
+	"github.com/kubewarden/network-enforcer/internal/termwriter"
 	"github.com/kubewarden/network-enforcer/processor/violationprocessor/internal/metadata"
 )
 
 // NewFactory returns the factory of the violation processor.
 func NewFactory() processor.Factory {
-	return processor.NewFactory(metadata.Type, createDefaultConfig, processor.WithLogs(createLogs, metadata.LogsStability))
+	return newFactory(termwriter.Find)
 }
 
-func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
-	p, err := newViolationProcessor(set, cfg.(*Config), next)
+// newFactory is NewFactory with what finds the runner of the status owner's
+// controller: the test seam.
+func newFactory(find termwriter.Finder) processor.Factory {
+	return processor.NewFactory(metadata.Type, createDefaultConfig, processor.WithLogs(
+		func(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
+			return createLogs(ctx, set, cfg, next, find)
+		}, metadata.LogsStability))
+}
+
+func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs, find termwriter.Finder) (processor.Logs, error) {
+	p, err := newViolationProcessor(set, cfg.(*Config), next, find)
 	if err != nil {
 		return nil, err
 	}

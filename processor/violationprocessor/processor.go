@@ -19,14 +19,13 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/observed"
+	"github.com/kubewarden/network-enforcer/internal/termwriter"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // enforcer is what the violation processor asks of the enforcer extension: to
-// resolve flows' ends, to read policies, and to run the status owner's
-// controller.
+// resolve flows' ends, and to read policies.
 type enforcer interface {
-	enforcerextension.PolicyStatusSyncing
 	workload.Resolver
 	workload.Labeler
 	Policies(w workload.Ref, direction v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy
@@ -44,8 +43,10 @@ type violationProcessor struct {
 	logger   *zap.Logger
 	next     consumer.Logs
 	enforcer enforcer
-	// status asks the enforcer's status controller for a policy's sync.
-	status enforcerextension.Queue
+	// status asks the status owner's controller for a policy's sync.
+	status termwriter.Queue
+	// find finds what runs the status owner's controller (termwriter.Find).
+	find   termwriter.Finder
 	buffer *buffer
 	// observed holds the policies' observed edges between status writes.
 	observed  *observed.Store
@@ -54,12 +55,12 @@ type violationProcessor struct {
 	reported sync.Map
 }
 
-func newViolationProcessor(set processor.Settings, cfg *Config, next consumer.Logs) (*violationProcessor, error) {
+func newViolationProcessor(set processor.Settings, cfg *Config, next consumer.Logs, find termwriter.Finder) (*violationProcessor, error) {
 	tel, err := newTelemetry(set)
 	if err != nil {
 		return nil, err
 	}
-	p := &violationProcessor{cfg: cfg, logger: set.Logger, next: next, buffer: newBuffer(cfg.MaxBuffered), telemetry: tel}
+	p := &violationProcessor{cfg: cfg, logger: set.Logger, next: next, buffer: newBuffer(cfg.MaxBuffered), telemetry: tel, find: find}
 	p.observed = observed.NewStore(cfg.MaxTrackedEdges, p.judgeCached, nil)
 	if err := p.observed.RegisterMetrics(tel.observedEdges, tel.base); err != nil {
 		return nil, err
@@ -72,18 +73,25 @@ func (p *violationProcessor) start(_ context.Context, host component.Host) error
 	if err != nil {
 		return err
 	}
+	writing, err := p.find(host, p.cfg.Enforcer, p.cfg.LeaderElector, p.logger)
+	if err != nil {
+		return err
+	}
 	p.enforcer = e
-	p.status = e.SyncPolicyStatus(p.statusWatches(), p.reconcileStatus)
-	// On a leader's way out: every buffered record and observed flow is
-	// written at once, so that the next leader resumes after them.
-	p.status.OnHandOff(func() []types.NamespacedName {
-		return p.observed.HandOff(p.buffer.held()...)
-	})
+	p.status = writing.SyncPolicyStatus(p.statusWatches(), p.reconcileStatus)
 	return nil
 }
 
-// shutdown unregisters the processor's metric callbacks.
-func (p *violationProcessor) shutdown(context.Context) error {
+// shutdown ends the status owner's controller. On a leader's way out, every
+// buffered record and observed flow is written first, at once, so that the
+// next leader resumes after them; the receivers have stopped, and the lease is
+// still held.
+func (p *violationProcessor) shutdown(ctx context.Context) error {
+	if p.status != nil {
+		if err := p.status.Stop(ctx, p.observed.HandOff(p.buffer.held()...)); err != nil {
+			p.logger.Warn("Could not write every policy status before the lease is given up: the next leader reads the flow source's backfill", zap.Error(err))
+		}
+	}
 	p.telemetry.shutdown()
 	return nil
 }

@@ -17,7 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/apiwrite"
+	"github.com/kubewarden/network-enforcer/internal/termwriter"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -26,8 +27,8 @@ import (
 // or annotations (an acknowledgement) change, and with it the policies that
 // share its target and direction, since whether a target is shared is in their
 // status too. Its own status writes change neither, and ask for nothing.
-func (p *violationProcessor) statusWatches() []enforcerextension.Watch {
-	return []enforcerextension.Watch{{
+func (p *violationProcessor) statusWatches() []termwriter.Watch {
+	return []termwriter.Watch{{
 		Object:  &v1alpha1.WorkloadNetworkPolicy{},
 		Handler: handler.EnqueueRequestsFromMapFunc(p.policiesSharingTarget),
 		Predicates: []predicate.Predicate{predicate.Or[client.Object](
@@ -58,7 +59,7 @@ func (p *violationProcessor) policiesSharingTarget(_ context.Context, o client.O
 // record, and at once for a policy that is created or whose annotations (an
 // acknowledgement) or spec change. A standby keeps buffering what reaches it,
 // bounded, for when it leads.
-func (p *violationProcessor) reconcileStatus(ctx context.Context, key types.NamespacedName, w enforcerextension.PolicyStatusWriter) error {
+func (p *violationProcessor) reconcileStatus(ctx context.Context, key types.NamespacedName, w termwriter.PolicyStatusWriter) error {
 	records := p.buffer.take(key)
 	pol, ok := p.enforcer.Policy(key)
 	if !ok {
@@ -105,7 +106,7 @@ func (p *violationProcessor) reconcileStatus(ctx context.Context, key types.Name
 		p.telemetry.bufferDropped(ctx, "no_policy", countOf(records))
 		return nil
 	case err != nil:
-		if enforcerextension.IsRefused(err) {
+		if apiwrite.IsRefused(err) {
 			w.Event(pol, corev1.EventTypeWarning, v1alpha1.EventReasonWriteRefused,
 				"the violation status could not be written: "+err.Error())
 		}
@@ -123,7 +124,7 @@ func (p *violationProcessor) reconcileStatus(ctx context.Context, key types.Name
 // applied ones and sends the acknowledgement events, once the status that
 // applied them is written.
 func (p *violationProcessor) finishAcknowledgements(ctx context.Context, pol *v1alpha1.WorkloadNetworkPolicy,
-	acks *acknowledgements, w enforcerextension.PolicyStatusWriter) {
+	acks *acknowledgements, w termwriter.PolicyStatusWriter) {
 	for _, id := range acks.unknown {
 		// Once per annotation, not every sync: the condition keeps saying it.
 		if _, seen := p.reported.LoadOrStore(pol.Namespace+"/"+pol.Name+"/"+id, struct{}{}); !seen {

@@ -55,7 +55,7 @@ func startViolations(t *testing.T) (processor.Logs, *enforcerextensiontest.Enfor
 			},
 		}},
 	})
-	p, sink := fake.StartLogsProcessor(t, NewFactory())
+	p, sink := fake.StartLogsProcessor(t, newFactory(enforcerextensiontest.FindWriting))
 	return p, fake, sink
 }
 
@@ -210,8 +210,9 @@ func TestRefusedStatusWriteKeepsTheRecords(t *testing.T) {
 	}
 }
 
-// TestHandOffWritesWhatIsHeld: on a leader's way out, the buffered violation
-// and the observed flows that the write spacing held back are written at once.
+// TestHandOffWritesWhatIsHeld: on a leader's way out, the processor's own
+// Shutdown writes the buffered violation and the observed flows that the write
+// spacing held back, at once.
 func TestHandOffWritesWhatIsHeld(t *testing.T) {
 	p, fake, _ := startViolations(t)
 	fake.Lead()
@@ -229,9 +230,8 @@ func TestHandOffWritesWhatIsHeld(t *testing.T) {
 		t.Fatalf("before the hand-off: %d violations, %d observed flows; want 2 and 1 (spaced)", st.ViolationCount, st.Observed[0].Flows)
 	}
 	sendCandidate(t, p, 8443)
-	fake.HandOff()
-	if errs := fake.Drain(); len(errs) != 0 {
-		t.Fatal(errs)
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	if st := fake.PolicyNow(cartPolicy).Status; st.ViolationCount != 3 || st.Observed[0].Flows != 3 {
 		t.Fatalf("after the hand-off: %d violations, %d observed flows; want 3 and 3", st.ViolationCount, st.Observed[0].Flows)

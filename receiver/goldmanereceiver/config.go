@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configgrpc"
 
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
 
@@ -31,10 +31,10 @@ type Config struct {
 	// none waiting longer than timeout.
 	Batch flowsource.BatchConfig `mapstructure:"batch"`
 
-	// Enforcer, when set, names the enforcer extension whose leadership gates the
-	// stream: only the leader replica reads flows, and each new term starts with
-	// the backfill. Unset, the receiver streams from start to shutdown.
-	Enforcer *component.ID `mapstructure:"enforcer"`
+	// LeaderElector, when set, names the leader elector whose terms gate the
+	// stream: only the leader replica reads flows, and each new term starts
+	// with the backfill. Unset, the receiver streams from start to shutdown.
+	LeaderElector *component.ID `mapstructure:"leader_elector"`
 
 	_ struct{}
 }
@@ -52,8 +52,8 @@ func createDefaultConfig() component.Config {
 // the client certificate and its key are all required and plaintext is refused.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Enforcer != nil {
-		if err := enforcerextension.ValidateReference(*c.Enforcer); err != nil {
+	if c.LeaderElector != nil {
+		if err := leaderelectorextension.ValidateReference(*c.LeaderElector); err != nil {
 			errs = append(errs, err)
 		}
 	}

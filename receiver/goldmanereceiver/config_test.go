@@ -26,8 +26,8 @@ func TestLoadConfig(t *testing.T) {
 	batch.Batch = flowsource.BatchConfig{MaxSize: 1, Timeout: time.Second}
 
 	leader := createDefaultConfig().(*Config)
-	primary := component.MustNewIDWithName("enforcer", "primary")
-	leader.Enforcer = &primary
+	primary := component.MustNewIDWithName("leader_elector", "primary")
+	leader.LeaderElector = &primary
 
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
 		{ID: component.NewIDWithName(metadata.Type, "mtls"), Want: mtls},

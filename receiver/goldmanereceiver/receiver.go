@@ -2,14 +2,14 @@ package goldmanereceiver
 
 import (
 	"context"
-	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 	"google.golang.org/grpc"
 
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
@@ -29,12 +29,11 @@ type goldmaneReceiver struct {
 	// decoder is used only by the goroutine that drains the stream.
 	decoder *flowDecoder
 
-	// resumeFrom is the start time (unix seconds) of the newest flow received. A
-	// re-opened stream starts at that bucket again: Goldmane's buckets are 15 s,
-	// and resuming after it could lose the rest of that bucket. A repeat of a
-	// learned edge changes nothing; losing one would.
-	mu         sync.Mutex
-	resumeFrom int64
+	// cursor holds the start time of the newest flow received. A re-opened
+	// stream starts at that bucket again, not after it: Goldmane's buckets
+	// are 15 s, and resuming after it could lose the rest of that bucket. A
+	// repeat of a learned edge changes nothing; losing one would.
+	cursor flowsource.Cursor
 }
 
 func newGoldmaneReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*goldmaneReceiver, error) {
@@ -55,10 +54,10 @@ func newGoldmaneReceiver(set receiver.Settings, cfg *Config, next consumer.Logs)
 	return r, nil
 }
 
-// Start starts streaming: only while the configured enforcer extension leads,
+// Start starts streaming: only while the configured leader elector leads,
 // or from start to shutdown when none is configured.
 func (r *goldmaneReceiver) Start(ctx context.Context, host component.Host) error {
-	e, err := enforcerextension.FindOptional[enforcerextension.Leadership](host, r.cfg.Enforcer)
+	e, err := leaderelectorextension.FindOptional[leaderelectorextension.Leadership](host, r.cfg.LeaderElector)
 	if err != nil {
 		return err
 	}
@@ -67,11 +66,9 @@ func (r *goldmaneReceiver) Start(ctx context.Context, host component.Host) error
 
 func (r *goldmaneReceiver) request() *pb.FlowStreamRequest {
 	req := &pb.FlowStreamRequest{StartTimeGte: r.cfg.StartTimeGte, AggregationInterval: aggregationInterval}
-	r.mu.Lock()
-	if r.resumeFrom > 0 {
-		req.StartTimeGte = r.resumeFrom
+	if at, _, ok := r.cursor.ResumeAt(0); ok {
+		req.StartTimeGte = at.Unix()
 	}
-	r.mu.Unlock()
 	return req
 }
 
@@ -92,9 +89,7 @@ func (r *goldmaneReceiver) stream(ctx context.Context) (bool, error) {
 
 func (r *goldmaneReceiver) handleFlow(ctx context.Context, f *pb.Flow) {
 	if start := f.GetStartTime(); start > 0 {
-		r.mu.Lock()
-		r.resumeFrom = max(r.resumeFrom, start)
-		r.mu.Unlock()
+		r.cursor.Read(time.Unix(start, 0))
 	}
 	var rec flow.Record
 	if reason, ok := convertFlow(f, &rec); !ok {

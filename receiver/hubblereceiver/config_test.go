@@ -13,58 +13,70 @@ import (
 	"github.com/kubewarden/network-enforcer/receiver/hubblereceiver/internal/metadata"
 )
 
+// relayConfig is the default configuration with relay mode set, as
+// `relay:` alone sets it; nodesConfig likewise with nodes mode.
+func relayConfig() (*Config, *RelayConfig) {
+	cfg := createDefaultConfig().(*Config)
+	return cfg, cfg.Relay.GetOrInsertDefault()
+}
+
+func nodesConfig() (*Config, *NodesConfig) {
+	cfg := createDefaultConfig().(*Config)
+	return cfg, cfg.Nodes.GetOrInsertDefault()
+}
+
 func TestLoadConfig(t *testing.T) {
-	withTLS := createDefaultConfig().(*Config)
-	withTLS.TLS.CAFile = "/etc/hubble/ca.crt"
-	withTLS.TLS.CertFile = "/etc/hubble/tls.crt"
-	withTLS.TLS.KeyFile = "/etc/hubble/tls.key"
-	withTLS.TLS.ServerName = "*.hubble-relay.cilium.io"
+	relay, _ := relayConfig()
+
+	withTLS, tlsRelay := relayConfig()
+	tlsRelay.TLS.CAFile = "/etc/hubble/ca.crt"
+	tlsRelay.TLS.CertFile = "/etc/hubble/tls.crt"
+	tlsRelay.TLS.KeyFile = "/etc/hubble/tls.key"
+	tlsRelay.TLS.ServerName = "*.hubble-relay.cilium.io"
+	tlsRelay.FieldMask = false
 	withTLS.Backfill = BackfillConfig{Enabled: false, Since: time.Minute, Number: 1000}
-	withTLS.FieldMask = false
 	withTLS.Reconnect.InitialInterval = 500 * time.Millisecond
 	withTLS.Reconnect.MaxInterval = 10 * time.Second
 
-	plaintext := createDefaultConfig().(*Config)
-	plaintext.Endpoint = "hubble-relay.kube-system.svc:80"
-	plaintext.TLS.Insecure = true
+	plaintext, plainRelay := relayConfig()
+	plainRelay.Endpoint = "hubble-relay.kube-system.svc:80"
+	plainRelay.TLS.Insecure = true
 
-	batch := createDefaultConfig().(*Config)
+	batch, _ := relayConfig()
 	batch.Batch = flowsource.BatchConfig{MaxSize: 256, Timeout: 20 * time.Millisecond}
 
-	leader := createDefaultConfig().(*Config)
-	primary := component.MustNewIDWithName("enforcer", "primary")
-	leader.Enforcer = &primary
+	leader, _ := relayConfig()
+	primary := component.MustNewIDWithName("leader_elector", "primary")
+	leader.LeaderElector = &primary
 
-	// Nodes mode: the endpoint and the TLS server name, unless set, are the
-	// Peer service's; the TLS settings dial every node too;
-	// and the field mask is off unless set.
-	nodes := createDefaultConfig().(*Config)
-	nodes.Mode = ModeNodes
-	nodes.FieldMask = false
-	nodes.Endpoint = "hubble-peer.kube-system.svc:443"
-	nodes.TLS.ServerName = "hubble-peer.default.hubble-grpc.cilium.io"
-	nodes.TLS.CAFile = "/etc/hubble/ca.crt"
-	nodes.TLS.CertFile = "/etc/hubble/tls.crt"
-	nodes.TLS.KeyFile = "/etc/hubble/tls.key"
+	// Nodes mode's own defaults: the Peer service's endpoint and TLS server
+	// name, and no field mask; its TLS settings dial every node too.
+	nodesDefault, _ := nodesConfig()
+
+	nodes, nodesMode := nodesConfig()
+	nodesMode.TLS.CAFile = "/etc/hubble/ca.crt"
+	nodesMode.TLS.CertFile = "/etc/hubble/tls.crt"
+	nodesMode.TLS.KeyFile = "/etc/hubble/tls.key"
 	enforcer := component.MustNewID("enforcer")
 	nodes.Enforcer = &enforcer
 
-	nodesElsewhere := createDefaultConfig().(*Config)
-	nodesElsewhere.Mode = ModeNodes
-	nodesElsewhere.FieldMask = true // set
-	nodesElsewhere.Endpoint = "hubble-peer.cilium.svc:443"
-	nodesElsewhere.TLS.ServerName = "hubble-peer.prod.hubble-grpc.cilium.io"
+	nodesElsewhere, elsewhere := nodesConfig()
+	elsewhere.FieldMask = true
+	elsewhere.Endpoint = "hubble-peer.cilium.svc:443"
+	elsewhere.TLS.ServerName = "hubble-peer.prod.hubble-grpc.cilium.io"
 
-	nodesPlaintext := createDefaultConfig().(*Config)
-	nodesPlaintext.Mode = ModeNodes
-	nodesPlaintext.FieldMask = false
-	nodesPlaintext.Endpoint = "hubble-peer.kube-system.svc:443"
-	nodesPlaintext.TLS.Insecure = true
+	nodesPlaintext, plainNodes := nodesConfig()
+	plainNodes.TLS.Insecure = true
 
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
-		{ID: component.NewID(metadata.Type), Want: createDefaultConfig()},
+		{ID: component.NewID(metadata.Type), WantErr: []string{"exactly one of relay, nodes must be set"}},
+		{ID: component.NewIDWithName(metadata.Type, "relay"), Want: relay},
+		{ID: component.NewIDWithName(metadata.Type, "nodes_default"), Want: nodesDefault},
+		{ID: component.NewIDWithName(metadata.Type, "both"), WantErr: []string{"exactly one of relay, nodes must be set"}},
 		{ID: component.NewIDWithName(metadata.Type, "leader"), Want: leader},
-		{ID: component.NewIDWithName(metadata.Type, "bad_enforcer"), WantErr: []string{`invalid enforcer "health_check": must name an extension of type "enforcer"`}},
+		{ID: component.NewIDWithName(metadata.Type, "bad_enforcer"), WantErr: []string{
+			`invalid leader_elector "health_check": must name an extension of type "leader_elector"`,
+			`invalid enforcer "health_check": must name an extension of type "enforcer"`}},
 		{ID: component.NewIDWithName(metadata.Type, "tls"), Want: withTLS},
 		{ID: component.NewIDWithName(metadata.Type, "batch"), Want: batch},
 		{ID: component.NewIDWithName(metadata.Type, "bad_batch"), WantErr: []string{
@@ -84,7 +96,9 @@ func TestLoadConfig(t *testing.T) {
 		{ID: component.NewIDWithName(metadata.Type, "nodes_no_endpoint"), WantErr: []string{
 			"endpoint must be set to the Peer service's address, for example hubble-peer.kube-system.svc:443",
 		}},
-		{ID: component.NewIDWithName(metadata.Type, "bad_mode"), WantErr: []string{`invalid mode "agents": must be one of relay, nodes`}},
+		{ID: component.NewIDWithName(metadata.Type, "nodes_cert_without_key"), WantErr: []string{
+			"tls::cert_file and tls::key_file must be set together",
+		}},
 		{ID: component.NewIDWithName(metadata.Type, "no_endpoint"), WantErr: []string{
 			"endpoint must be set to the Hubble Relay address",
 			"invalid backfill::since -1m0s: must not be negative",
@@ -94,14 +108,24 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestDefaultIsTLS(t *testing.T) {
-	if createDefaultConfig().(*Config).TLS.Insecure {
-		t.Fatal("the default configuration is plaintext")
+	_, relay := relayConfig()
+	_, nodes := nodesConfig()
+	if relay.TLS.Insecure || nodes.TLS.Insecure {
+		t.Fatal("a mode's default configuration is plaintext")
 	}
 }
 
-func TestDefaultModeIsRelay(t *testing.T) {
-	if cfg := createDefaultConfig().(*Config); cfg.Mode != ModeRelay || cfg.Endpoint != "hubble-relay.kube-system.svc:443" {
-		t.Fatalf("default mode %q endpoint %q, want relay at hubble-relay.kube-system.svc:443", cfg.Mode, cfg.Endpoint)
+// TestModeDefaults: each mode's defaults are its own, whatever the other's.
+func TestModeDefaults(t *testing.T) {
+	_, relay := relayConfig()
+	if relay.Endpoint != "hubble-relay.kube-system.svc:443" || relay.TLS.ServerName != "" || !relay.FieldMask {
+		t.Errorf("relay: endpoint %q server name %q field mask %v, want hubble-relay.kube-system.svc:443, the endpoint's host, on",
+			relay.Endpoint, relay.TLS.ServerName, relay.FieldMask)
+	}
+	_, nodes := nodesConfig()
+	if nodes.Endpoint != "hubble-peer.kube-system.svc:443" || nodes.TLS.ServerName != "hubble-peer.default.hubble-grpc.cilium.io" || nodes.FieldMask {
+		t.Errorf("nodes: endpoint %q server name %q field mask %v, want hubble-peer.kube-system.svc:443, hubble-peer.default.hubble-grpc.cilium.io, off",
+			nodes.Endpoint, nodes.TLS.ServerName, nodes.FieldMask)
 	}
 }
 

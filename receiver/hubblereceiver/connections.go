@@ -5,6 +5,8 @@ import (
 	"time"
 
 	flowpb "github.com/cilium/cilium/api/v1/flow"
+	"github.com/cilium/cilium/api/v1/observer"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
@@ -97,4 +99,20 @@ func (c *connections) seen(rec *flow.Record) bool {
 	}
 	c.current[k] = struct{}{}
 	return false
+}
+
+// resume sets where req starts (flowsource.Cursor.ResumeAt): two connection
+// periods before a hand-off not read past yet, else just after the newest
+// flow received. It reports false when neither is known, for the caller's
+// backfill.
+func resume(c *flowsource.Cursor, req *observer.GetFlowsRequest) bool {
+	at, read, ok := c.ResumeAt(2 * connectionPeriod)
+	if !ok {
+		return false
+	}
+	if read {
+		at = at.Add(time.Nanosecond)
+	}
+	req.Since = timestamppb.New(at)
+	return true
 }

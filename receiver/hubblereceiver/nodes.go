@@ -5,23 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
-	flowpb "github.com/cilium/cilium/api/v1/flow"
-	"github.com/cilium/cilium/api/v1/observer"
 	peerpb "github.com/cilium/cilium/api/v1/peer"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/types/known/fieldmaskpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
-	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
-	"github.com/kubewarden/network-enforcer/internal/wirecodec"
 )
 
 // In nodes mode the receiver does what Hubble Relay does: it follows Cilium's
@@ -37,18 +30,21 @@ type peer struct {
 	address, serverName string
 }
 
-// nodePool holds the nodes that the Peer service announced and the readers
-// of those that this replica owns.
+// nodePool is nodes mode: it holds the nodes that the Peer service announced
+// and the readers of those that this replica owns.
 type nodePool struct {
-	r *hubbleReceiver
+	r     *hubbleReceiver
+	cfg   *NodesConfig
+	peers peerpb.PeerClient // the Peer service's client
 
 	mu      sync.Mutex
 	host    component.Host
 	member  enforcerextension.Membership // nil: every node is read
 	running bool                         // between StartStreaming and StopStreaming
 	closed  bool
-	peers   map[string]peer
-	readers map[string]*nodeReader
+	// announced are the nodes that the Peer service announced, by name.
+	announced map[string]peer
+	readers   map[string]*nodeReader
 	// deleted are the nodes that the Peer service removed (and did not
 	// announce again), by name: a batch that the pipeline takes after the
 	// removal does not checkpoint them again. Apart from mu, which is held
@@ -60,9 +56,53 @@ type nodePool struct {
 	readingAttr metric.RecordOption
 }
 
-func newNodePool(r *hubbleReceiver, id component.ID, reading metric.Int64Gauge) *nodePool {
-	return &nodePool{r: r, peers: map[string]peer{}, readers: map[string]*nodeReader{}, reading: reading,
+func newNodePool(r *hubbleReceiver, cfg *NodesConfig, id component.ID, reading metric.Int64Gauge) *nodePool {
+	return &nodePool{r: r, cfg: cfg, announced: map[string]peer{}, readers: map[string]*nodeReader{}, reading: reading,
 		readingAttr: metric.WithAttributeSet(attribute.NewSet(attribute.String("receiver", id.String())))}
+}
+
+func (p *nodePool) dialed(conn *grpc.ClientConn) { p.peers = peerpb.NewPeerClient(conn) }
+
+func (p *nodePool) open(ctx context.Context) (bool, error) { return p.watchPeers(ctx) }
+
+// start follows the Peer service and reads the nodes: those that the
+// enforcer's membership gives this replica, and each node's checkpoint
+// follows its flows handed on; every node without an enforcer. There is no
+// leadership gate: every replica reads its share from start to shutdown.
+func (p *nodePool) start(ctx context.Context, host component.Host) error {
+	m, err := enforcerextension.FindOptional[enforcerextension.Membership](host, p.r.cfg.Enforcer)
+	if err != nil {
+		return err
+	}
+	p.host, p.member, p.running = host, m, true
+	if m != nil {
+		p.r.OnAccepted(p.checkpoint)
+		m.OnMembersChanged(p.rebalance)
+	}
+	return p.r.GRPCReceiver.Start(ctx, host, nil)
+}
+
+// startStreaming opens the Peer service's stream and those of the nodes
+// owned.
+func (p *nodePool) startStreaming() {
+	p.r.GRPCReceiver.StartStreaming()
+	p.setRunning(true)
+}
+
+// stopStreaming closes the Peer service's stream and every node's, once the
+// records received are in the pipeline.
+func (p *nodePool) stopStreaming() {
+	p.r.GRPCReceiver.StopStreaming()
+	p.setRunning(false)
+	p.r.Flush()
+}
+
+// shutdown stops the Peer service's stream and every node's; the last
+// records' checkpoints are published before it returns.
+func (p *nodePool) shutdown(ctx context.Context) error {
+	p.r.GRPCReceiver.StopStreaming()
+	p.close()
+	return p.r.GRPCReceiver.Shutdown(ctx)
 }
 
 // recordLocked records the number of nodes read, with p.mu held.
@@ -73,8 +113,8 @@ func (p *nodePool) recordLocked() {
 // watchPeers is the stream of the Peer service: it applies each change until
 // the stream breaks. The nodes read stay read while it reconnects; the new
 // stream announces every node again.
-func (r *hubbleReceiver) watchPeers(ctx context.Context) (bool, error) {
-	stream, err := r.peers.Notify(ctx, &peerpb.NotifyRequest{})
+func (p *nodePool) watchPeers(ctx context.Context) (bool, error) {
+	stream, err := p.peers.Notify(ctx, &peerpb.NotifyRequest{})
 	if err != nil {
 		return false, err
 	}
@@ -83,12 +123,12 @@ func (r *hubbleReceiver) watchPeers(ctx context.Context) (bool, error) {
 		cn, err := stream.Recv()
 		if err != nil {
 			if ctx.Err() == nil {
-				r.Settings.Logger.Warn("the Peer service's stream broke; the nodes found are still read", zap.Error(err))
+				p.r.Settings.Logger.Warn("the Peer service's stream broke; the nodes found are still read", zap.Error(err))
 			}
 			return received, err
 		}
 		received = true
-		r.nodes.apply(cn)
+		p.apply(cn)
 	}
 }
 
@@ -111,8 +151,8 @@ func (p *nodePool) apply(cn *peerpb.ChangeNotification) {
 	case peerpb.ChangeNotificationType_PEER_ADDED, peerpb.ChangeNotificationType_PEER_UPDATED:
 		now := peer{address: cn.GetAddress(), serverName: cn.GetTls().GetServerName()}
 		p.deleted.Delete(name)
-		before, known := p.peers[name]
-		p.peers[name] = now
+		before, known := p.announced[name]
+		p.announced[name] = now
 		if n := p.readers[name]; n != nil {
 			if (known && before != now) || n.streamer == nil {
 				log.Info("a node's Hubble server moved: reading it at its new address")
@@ -125,7 +165,7 @@ func (p *nodePool) apply(cn *peerpb.ChangeNotification) {
 		p.startLocked(name)
 	case peerpb.ChangeNotificationType_PEER_DELETED:
 		log.Info("the Peer service announced that a node is gone")
-		delete(p.peers, name)
+		delete(p.announced, name)
 		if n := p.readers[name]; n != nil {
 			delete(p.readers, name)
 			n.stop()
@@ -153,7 +193,7 @@ func (p *nodePool) startLocked(name string) {
 	}
 	n := newNodeReader(p, name)
 	p.readers[name] = n
-	n.start(p.peers[name])
+	n.start(p.announced[name])
 }
 
 // rebalance stops reading the nodes that this replica no longer owns and
@@ -176,7 +216,7 @@ func (p *nodePool) rebalance() {
 			stopped = append(stopped, name)
 		}
 	}
-	for name := range p.peers {
+	for name := range p.announced {
 		if p.readers[name] == nil && p.owns(name) {
 			p.r.Settings.Logger.Info("this replica owns the node now: reading it", zap.String("node", name))
 			p.startLocked(name)
@@ -242,7 +282,7 @@ func (p *nodePool) dial(name string, at peer) (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := p.r.cfg.ClientConfig
+	client := p.cfg.ClientConfig
 	client.Endpoint = addr
 	switch {
 	case client.TLS.Insecure && at.serverName != "":
@@ -257,230 +297,6 @@ func (p *nodePool) dial(name string, at peer) (*grpc.ClientConn, error) {
 		return nil, fmt.Errorf("node %s at %s: %w", name, addr, err)
 	}
 	return conn, nil
-}
-
-// nodeReader reads one node's Hubble server.
-type nodeReader struct {
-	pool   *nodePool
-	name   string
-	logger *zap.Logger
-
-	// conn, client and streamer are those of the node's address now; nil
-	// when it could not be dialled. They change under the pool's lock.
-	conn     *grpc.ClientConn
-	client   observer.ObserverClient
-	streamer *flowsource.Streamer
-
-	// decoder is used by the one goroutine that drains the stream.
-	decoder *flowDecoder
-
-	mu sync.Mutex
-	// resumeFrom is the time of the newest flow received from the node: a
-	// re-opened stream resumes after it.
-	resumeFrom time.Time
-	// countFrom, when another replica read the node before, is its
-	// checkpoint: the stream starts two connection periods earlier, and the
-	// flows up to it only tell the connections apart.
-	countFrom time.Time
-}
-
-func newNodeReader(p *nodePool, name string) *nodeReader {
-	return &nodeReader{pool: p, name: name, decoder: newFlowDecoder(),
-		logger: p.r.Settings.Logger.With(zap.String("node", name))}
-}
-
-// handOverPoll is how often a node's new reader asks whether the previous
-// reader's checkpoint is final.
-const handOverPoll = 50 * time.Millisecond
-
-// awaitHandOver waits, before the node's first stream, until the checkpoint
-// that another replica published for it is final (that replica released the
-// node, or left), and then counts from where every flow is counted (its
-// checkpoint, or for one that was killed how far the leader took its
-// records): what the previous reader sent since its last renewal is then not
-// counted again. A previous reader that neither releases nor renews is gone
-// within a lease, which bounds the wait. It then claims the node (Claim) and returns once the claim is
-// written, or with ctx's error when ctx ends first. Without membership every
-// node is this replica's from the start.
-func (n *nodeReader) awaitHandOver(ctx context.Context) error {
-	member := n.pool.member
-	if member == nil {
-		return nil
-	}
-	n.mu.Lock()
-	first := n.resumeFrom.IsZero() && n.countFrom.IsZero()
-	n.mu.Unlock()
-	if !first {
-		return nil
-	}
-	if !member.Settled(n.name) {
-		n.logger.Info("waiting for the node's previous reader to hand it over")
-		tick := time.NewTicker(handOverPoll)
-		defer tick.Stop()
-		for !member.Settled(n.name) {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-tick.C:
-			}
-		}
-	}
-	// Where every flow is counted: the previous reader's checkpoint, or, for
-	// one that was killed, how far the leader took its records.
-	start, ok := member.CountFrom(n.name)
-	if ok {
-		n.mu.Lock()
-		n.countFrom = start
-		n.mu.Unlock()
-	} else {
-		start = n.backfillStart()
-	}
-	// Written before the first stream: a replica that takes the node over
-	// from this one, or joins meanwhile, finds the claim and waits for its
-	// release rather than reading the node's buffer again.
-	if err := member.Claim(ctx, n.name, start); err != nil {
-		return err
-	}
-	return nil
-}
-
-// backfillStart is the time before which a node's first stream reads
-// nothing: the backfill's start, or now without one.
-func (n *nodeReader) backfillStart() time.Time {
-	b := n.pool.r.cfg.Backfill
-	switch {
-	case !b.Enabled:
-		return time.Now()
-	case b.Number > 0:
-		return time.Unix(0, 1) // the newest b.Number flows, of any age
-	default:
-		return time.Now().Add(-b.Since)
-	}
-}
-
-// start dials the node at its address and opens its stream. A node that
-// cannot be dialled (an address or a TLS setting that cannot work) is
-// counted and logged, and read once the Peer service announces it anew.
-func (n *nodeReader) start(at peer) {
-	conn, err := n.pool.dial(n.name, at)
-	if err != nil {
-		n.pool.r.Telemetry.NodeErrors(context.Background(), 1)
-		n.logger.Error("cannot dial the node's Hubble server: its flows are not read until the Peer service announces it anew", zap.Error(err))
-		n.pool.r.unreadable(context.Background(), n.name)
-		return
-	}
-	n.conn, n.client = conn, observer.NewObserverClient(conn)
-	n.streamer = flowsource.NewStreamer(n.logger, n.pool.r.cfg.Reconnect, n.stream)
-	n.streamer.StartStreaming()
-}
-
-// stop closes the node's stream and connection.
-func (n *nodeReader) stop() {
-	if n.streamer != nil {
-		n.streamer.StopStreaming()
-	}
-	if n.conn != nil {
-		_ = n.conn.Close()
-	}
-	n.conn, n.client, n.streamer = nil, nil, nil
-}
-
-// request builds the node's GetFlows request: after the newest flow received
-// from it; else, when another replica read it before, from two connection
-// periods before that one's checkpoint; else the backfill.
-func (n *nodeReader) request() *observer.GetFlowsRequest {
-	cfg := n.pool.r.cfg
-	req := &observer.GetFlowsRequest{Follow: true}
-	if cfg.FieldMask {
-		req.FieldMask = &fieldmaskpb.FieldMask{Paths: fieldMaskPaths}
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	switch {
-	case !n.resumeFrom.IsZero():
-		req.Since = timestamppb.New(n.resumeFrom.Add(time.Nanosecond))
-	case !n.countFrom.IsZero():
-		req.Since = timestamppb.New(n.countFrom.Add(-2 * connectionPeriod))
-	case !cfg.Backfill.Enabled:
-		req.Since = timestamppb.Now()
-	case cfg.Backfill.Number > 0:
-		req.Number = cfg.Backfill.Number
-	default:
-		req.Since = timestamppb.New(time.Now().Add(-cfg.Backfill.Since))
-	}
-	return req
-}
-
-// stream runs one GetFlows stream of the node until it breaks or ctx ends,
-// with the receiver's own decoder. A stream that breaks, or does not open, is
-// a node error.
-func (n *nodeReader) stream(ctx context.Context) (bool, error) {
-	if err := n.awaitHandOver(ctx); err != nil {
-		return false, err // the stream ends before its first read
-	}
-	stream, err := n.client.GetFlows(ctx, n.request(), wirecodec.CallOption())
-	if err != nil {
-		n.failed(ctx, err)
-		return false, err
-	}
-	resp := &response{dec: n.decoder}
-	recv := func() (*response, error) { return resp, stream.RecvMsg(resp) }
-	received, err := flowsource.Drain(ctx, n.pool.r.GRPCReceiver, recv, n.handleResponse)
-	n.failed(ctx, err)
-	return received, err
-}
-
-func (n *nodeReader) failed(ctx context.Context, err error) {
-	if ctx.Err() != nil {
-		return
-	}
-	n.pool.r.Telemetry.NodeErrors(ctx, 1)
-	n.logger.Warn("the node's Hubble stream broke: it is re-opened after the newest flow received", zap.Error(err))
-	n.pool.r.unreadable(ctx, n.name)
-}
-
-func (n *nodeReader) handleResponse(ctx context.Context, resp *response) {
-	switch {
-	case resp.flow != nil:
-		n.handleFlow(ctx, resp.flow)
-	case resp.lostEvents != nil:
-		// The node's own server may not name itself: the reader knows it.
-		n.pool.r.lost(ctx, resp.lostEvents, n.name, n.logger)
-	}
-}
-
-// handleFlow converts one flow of the node. With a membership, each flow that
-// is not the previous reader's marks the batch, so that the node's checkpoint
-// follows the flows handed on.
-func (n *nodeReader) handleFlow(ctx context.Context, f *flowpb.Flow) {
-	r := n.pool.r
-	var ts time.Time
-	handedOff := false
-	if t := f.GetTime(); t != nil {
-		ts = t.AsTime()
-		n.mu.Lock()
-		if ts.After(n.resumeFrom) {
-			n.resumeFrom = ts
-		}
-		handedOff = !n.countFrom.IsZero() && !ts.After(n.countFrom)
-		n.mu.Unlock()
-	}
-	var rec flow.Record
-	reason, ok := r.conns.convert(f, &rec)
-	marked := n.pool.member != nil && !handedOff && !ts.IsZero()
-	switch {
-	case handedOff:
-		r.Telemetry.Dropped(ctx, dropHandedOff)
-	case !ok:
-		r.Telemetry.Dropped(ctx, reason)
-		if marked {
-			r.EmitMarked(nil, n.name, ts)
-		}
-	case marked:
-		r.EmitMarked(&rec, n.name, ts)
-	default:
-		r.Emit(&rec)
-	}
 }
 
 // checkpoint publishes, for each node of a batch that the pipeline took, the

@@ -35,12 +35,12 @@ func clusterSetup(t *testing.T, responses []*observer.GetFlowsResponse, nodes ..
 	}
 	t.Cleanup(c.Close)
 	cfg := createDefaultConfig().(*Config)
-	cfg.Mode = ModeNodes
-	cfg.Endpoint = c.PeerAddr
-	cfg.TLS.CAFile = ca.CertFile
-	cfg.TLS.CertFile = c.Client.CertFile
-	cfg.TLS.KeyFile = c.Client.KeyFile
-	cfg.TLS.ServerName = defaultPeerServerName // what nodes mode sets when it is not configured
+	// The Peer service's TLS server name is nodes mode's default.
+	mode := cfg.Nodes.GetOrInsertDefault()
+	mode.Endpoint = c.PeerAddr
+	mode.TLS.CAFile = ca.CertFile
+	mode.TLS.CertFile = c.Client.CertFile
+	mode.TLS.KeyFile = c.Client.KeyFile
 	cfg.Reconnect.InitialInterval = 20 * time.Millisecond
 	cfg.Reconnect.MaxInterval = 100 * time.Millisecond
 	cfg.Backfill.Since = fixtureAge
@@ -88,7 +88,7 @@ func sorted(records []string) []string {
 func waitReading(t *testing.T, r *hubbleReceiver, want ...string) {
 	t.Helper()
 	slices.Sort(want)
-	waitFor(t, fmt.Sprintf("reading %v", want), func() bool { return slices.Equal(sorted(r.nodes.readingNow()), want) })
+	waitFor(t, fmt.Sprintf("reading %v", want), func() bool { return slices.Equal(sorted(r.mode.(*nodePool).readingNow()), want) })
 }
 
 var (
@@ -122,9 +122,22 @@ func relayRecords(t *testing.T, responses []*observer.GetFlowsResponse) []string
 	_, cfg := tlsSetup(t, relay)
 	h, r := startReceiver(t, cfg)
 	last := byTime(responses)[len(responses)-1].GetTime().AsTime()
-	waitFor(t, "the relay's flows", func() bool { return r.newest().Equal(last) })
+	waitFor(t, "the relay's flows", func() bool { return r.mode.(*relayMode).cursor.Latest().Equal(last) })
 	r.StopStreaming() // hands the open batch on
 	return h.Records()
+}
+
+// TestNodesModeAsksWholeFlowsByDefault: nodes mode's field_mask is off
+// unless set, whatever relay mode's default: each node sends whole flows.
+func TestNodesModeAsksWholeFlowsByDefault(t *testing.T) {
+	c, cfg := clusterSetup(t, threeNodeFlows(), "worker-1")
+	_, r := startReceiver(t, cfg)
+	waitReading(t, r, "worker-1")
+	node := c.Node("worker-1")
+	waitFor(t, "worker-1's stream", func() bool { return len(node.Requests()) > 0 })
+	if req := node.Requests()[0]; !req.GetFollow() || req.GetFieldMask() != nil {
+		t.Fatalf("request %v, want follow and whole flows", req)
+	}
 }
 
 // TestNodesModeReadsEveryNodeOnce: over three nodes, each node is read by one
@@ -143,6 +156,7 @@ func TestNodesModeReadsEveryNodeOnce(t *testing.T) {
 	}
 
 	c, cfg := clusterSetup(t, flows, "worker-1", "worker-2", "worker-3")
+	cfg.Nodes.Get().FieldMask = true // off by default in nodes mode
 	h, r := startReceiver(t, cfg)
 	waitReading(t, r, "worker-1", "worker-2", "worker-3")
 	h.WaitRecords(t, len(want))

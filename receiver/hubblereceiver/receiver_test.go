@@ -73,11 +73,12 @@ func tlsSetup(t *testing.T, relay *dataplanetest.HubbleRelay, opts ...grpc.Serve
 		observer.RegisterObserverServer(s, relay)
 	}, opts...)
 	cfg := createDefaultConfig().(*Config)
-	cfg.Endpoint = srv.Addr
-	cfg.TLS.CAFile = ca.CertFile
-	cfg.TLS.CertFile = client.CertFile
-	cfg.TLS.KeyFile = client.KeyFile
-	cfg.TLS.ServerName = "ui.hubble-relay.cilium.io"
+	relayCfg := cfg.Relay.GetOrInsertDefault()
+	relayCfg.Endpoint = srv.Addr
+	relayCfg.TLS.CAFile = ca.CertFile
+	relayCfg.TLS.CertFile = client.CertFile
+	relayCfg.TLS.KeyFile = client.KeyFile
+	relayCfg.TLS.ServerName = "ui.hubble-relay.cilium.io"
 	cfg.Reconnect.InitialInterval = 20 * time.Millisecond
 	cfg.Reconnect.MaxInterval = 100 * time.Millisecond
 	cfg.Backfill.Since = fixtureAge
@@ -134,7 +135,7 @@ func TestBackfillByNumberAndOff(t *testing.T) {
 	relay = dataplanetest.NewHubbleRelay(loadFixtures(t))
 	_, cfg = tlsSetup(t, relay)
 	cfg.Backfill = BackfillConfig{Enabled: false}
-	cfg.FieldMask = false
+	cfg.Relay.Get().FieldMask = false
 	before := time.Now()
 	startReceiver(t, cfg)
 	<-relay.Opened
@@ -149,7 +150,7 @@ func TestBackfillByNumberAndOff(t *testing.T) {
 func TestWrongCAFailsClosed(t *testing.T) {
 	relay := dataplanetest.NewHubbleRelay(loadFixtures(t))
 	_, cfg := tlsSetup(t, relay)
-	cfg.TLS.CAFile = certtest.NewCA(t, "other-ca").CertFile
+	cfg.Relay.Get().TLS.CAFile = certtest.NewCA(t, "other-ca").CertFile
 	h, _ := startReceiver(t, cfg)
 
 	h.WaitLog(t, "certificate signed by unknown authority")
@@ -169,8 +170,8 @@ func TestTLSClientAgainstPlaintextServerFailsClosed(t *testing.T) {
 	relay := dataplanetest.NewHubbleRelay(loadFixtures(t))
 	srv := grpctest.Start(t, nil, func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) })
 	cfg := createDefaultConfig().(*Config)
-	cfg.Endpoint = srv.Addr
-	cfg.TLS.CAFile = certtest.NewCA(t, "cilium-ca").CertFile
+	cfg.Relay.GetOrInsertDefault().Endpoint = srv.Addr
+	cfg.Relay.Get().TLS.CAFile = certtest.NewCA(t, "cilium-ca").CertFile
 	cfg.Reconnect.InitialInterval = 20 * time.Millisecond
 	h, _ := startReceiver(t, cfg)
 
@@ -185,8 +186,8 @@ func TestPlaintextOnlyWhenInsecure(t *testing.T) {
 	relay := dataplanetest.NewHubbleRelay(loadFixtures(t))
 	srv := grpctest.Start(t, nil, func(s *grpc.Server) { observer.RegisterObserverServer(s, relay) })
 	cfg := createDefaultConfig().(*Config)
-	cfg.Endpoint = srv.Addr
-	cfg.TLS.Insecure = true
+	cfg.Relay.GetOrInsertDefault().Endpoint = srv.Addr
+	cfg.Relay.Get().TLS.Insecure = true
 	cfg.Backfill.Since = fixtureAge
 	h, _ := startReceiver(t, cfg)
 	h.WaitRecords(t, len(wantFixtureRecords))
@@ -309,7 +310,7 @@ func TestHandOffBetweenLeaders(t *testing.T) {
 		t.Fatalf("the new leader's stream since %v, want two connection periods before the hand-off %v", since.AsTime(), handed)
 	}
 	newest := next[len(next)-1].GetFlow().GetTime().AsTime()
-	waitFor(t, "the flows after the hand-off", func() bool { return r.newest().Equal(newest) })
+	waitFor(t, "the flows after the hand-off", func() bool { return r.mode.(*relayMode).cursor.Latest().Equal(newest) })
 	got := h.WaitRecords(t, 1)
 	if len(got) != 1 || !strings.Contains(got[0], ":8080") {
 		t.Fatalf("records %v, want one: the connection after the hand-off, not again the one it counted", got)
@@ -323,7 +324,7 @@ func TestHandOffBetweenLeaders(t *testing.T) {
 	if n := h.Sink.LogRecordCount(); n != 1 {
 		t.Fatalf("%d records in all, want 1", n)
 	}
-	if got := e.HandedOnTimes(); len(got) != 1 || !got[0].Equal(newest) {
+	if got := e.ReadUpToTimes(); len(got) != 1 || !got[0].Equal(newest) {
 		t.Fatalf("handed on %v at shutdown, want [%v]", got, newest)
 	}
 }
@@ -346,8 +347,9 @@ func startHandedOver(t *testing.T, relay *dataplanetest.HubbleRelay, handed time
 // the test shuts it down.
 func startWithEnforcer(t *testing.T, cfg *Config, e *enforcerextensiontest.Enforcer) (*flowsourcetest.Harness, *hubbleReceiver) {
 	t.Helper()
-	id := component.MustNewID("enforcer")
-	cfg.Enforcer = &id
+	// The fake is both the enforcer and the leader elector.
+	id, elector := component.MustNewID("enforcer"), component.MustNewID("leader_elector")
+	cfg.Enforcer, cfg.LeaderElector = &id, &elector
 	set, h := flowsourcetest.NewHarness(t, metadata.Type)
 	r, err := newHubbleReceiver(set, cfg, h.Sink)
 	if err != nil {
@@ -375,7 +377,7 @@ func TestHandOffOfAQuietTerm(t *testing.T) {
 	if err := r.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.HandedOnTimes(); len(got) != 1 || !got[0].Equal(handed) {
+	if got := e.ReadUpToTimes(); len(got) != 1 || !got[0].Equal(handed) {
 		t.Fatalf("handed on %v, want [%v]", got, handed)
 	}
 }

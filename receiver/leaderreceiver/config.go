@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/config/configgrpc"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 )
 
 // DefaultEndpoint is where the receiver listens by default: the port that the
@@ -27,9 +28,13 @@ type Config struct {
 	// forgotten tls block does not open a plaintext listener.
 	Insecure bool `mapstructure:"insecure"`
 
-	// Enforcer names the enforcer extension whose leadership gates the
-	// listener: a standby refuses with gRPC Unavailable, which the sender
-	// retries until it reaches the leader.
+	// LeaderElector names the leader elector whose terms gate the listener:
+	// a standby refuses with gRPC Unavailable, which the sender retries until
+	// it reaches the leader.
+	LeaderElector component.ID `mapstructure:"leader_elector"`
+
+	// Enforcer names the enforcer extension whose membership is told how far
+	// the leader took each node's records.
 	Enforcer component.ID `mapstructure:"enforcer"`
 
 	// DuplicateWindow is how long an accepted violation candidate is
@@ -45,6 +50,7 @@ func createDefaultConfig() component.Config {
 	srv.NetAddr.Endpoint = DefaultEndpoint
 	return &Config{
 		ServerConfig:    srv,
+		LeaderElector:   leaderelectorextension.DefaultReference(),
 		Enforcer:        enforcerextension.DefaultReference(),
 		DuplicateWindow: 5 * time.Minute,
 	}
@@ -56,6 +62,9 @@ func createDefaultConfig() component.Config {
 // checked against. Plaintext needs insecure: true, and then no tls block.
 func (c *Config) Validate() error {
 	var errs []error
+	if err := leaderelectorextension.ValidateReference(c.LeaderElector); err != nil {
+		errs = append(errs, err)
+	}
 	if err := enforcerextension.ValidateReference(c.Enforcer); err != nil {
 		errs = append(errs, err)
 	}

@@ -22,6 +22,7 @@ func TestLoadConfig(t *testing.T) {
 
 	custom := createDefaultConfig().(*Config)
 	custom.NetAddr.Endpoint = "0.0.0.0:14320"
+	custom.LeaderElector = component.MustNewIDWithName("leader_elector", "primary")
 	custom.Enforcer = component.MustNewIDWithName("enforcer", "primary")
 	custom.DuplicateWindow = 10 * time.Minute
 	custom.MaxRecvMsgSizeMiB = 16
@@ -39,6 +40,7 @@ func TestLoadConfig(t *testing.T) {
 		{ID: component.NewIDWithName(metadata.Type, "plaintext"), Want: plaintext},
 		{ID: component.NewIDWithName(metadata.Type, "bad"), WantErr: []string{
 			"endpoint must be set, for example 0.0.0.0:4320",
+			`invalid leader_elector "debug": must name an extension of type "leader_elector"`,
 			`invalid enforcer "debug": must name an extension of type "enforcer"`,
 			"insecure is true but tls is set: remove tls for plaintext, or set insecure: false",
 			"invalid duplicate_window 0s: must be positive",

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/receiver/leaderreceiver/internal/metadata"
@@ -50,7 +51,7 @@ type leaderReceiver struct {
 	accepted, refused, dropped            metric.Int64Counter
 	attrs, duplicateAttrs, malformedAttrs metric.MeasurementOption
 
-	leader   enforcerextension.Leadership
+	leader   leaderelectorextension.LeaderElection
 	counting enforcerextension.Counting
 }
 
@@ -91,9 +92,10 @@ func newLeaderReceiver(ctx context.Context, set receiver.Settings, cfg *Config, 
 	return r, nil
 }
 
-// Start finds the enforcer extension and opens the listener.
+// Start finds the leader elector and the enforcer extension, and opens the
+// listener.
 func (r *leaderReceiver) Start(ctx context.Context, host component.Host) error {
-	leader, err := enforcerextension.Find[enforcerextension.Leadership](host, r.cfg.Enforcer)
+	leader, err := leaderelectorextension.Find[leaderelectorextension.LeaderElection](host, r.cfg.LeaderElector)
 	if err != nil {
 		return err
 	}
@@ -133,18 +135,17 @@ func (r *leaderReceiver) consume(ctx context.Context, ld plog.Logs) error {
 		r.dropped.Add(ctx, int64(t.malformed), r.malformedAttrs)
 		r.set.Logger.Warn("Dropped progress records without a key or a time", zap.Int("records", t.malformed))
 	}
-	n = ld.LogRecordCount()
-	if n == 0 {
-		r.count(t.progress)
-		return nil
-	}
-	err := r.next.ConsumeLogs(ctx, ld)
-	r.dups.settle(t.ids, err == nil, r.now())
-	if err != nil {
-		return err
+	if n = ld.LogRecordCount(); n > 0 {
+		err := r.next.ConsumeLogs(ctx, ld)
+		r.dups.settle(t.ids, err == nil, r.now())
+		if err != nil {
+			return err
+		}
 	}
 	r.count(t.progress)
-	r.accepted.Add(ctx, int64(n), r.attrs)
+	// A progress record noted is taken as well: what the readers sent is
+	// what the leader accepted or dropped.
+	r.accepted.Add(ctx, int64(n+len(t.progress)), r.attrs)
 	return nil
 }
 

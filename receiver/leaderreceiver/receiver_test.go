@@ -414,18 +414,30 @@ func TestProgressIsCountedOnceThePipelineTookTheBatch(t *testing.T) {
 	if n := droppedBy(t, tel, reasonMalformedProgress); n != 1 {
 		t.Fatalf("%d records dropped as malformed progress, want 1", n)
 	}
+	// What the readers sent the leader took is accepted or dropped: the
+	// edges and the progress of the batches taken (2, 1 and 1), not those
+	// of the batches refused.
+	if n := recordsCounted(t, tel, "network_enforcer_leader_receiver_records_accepted", ""); n != 4 {
+		t.Fatalf("%d records accepted, want 4", n)
+	}
 }
 
 // droppedBy reads the records that the receiver dropped for reason.
 func droppedBy(t *testing.T, tel *componenttest.Telemetry, reason string) int64 {
 	t.Helper()
-	m, err := tel.GetMetric("network_enforcer_leader_receiver_records_dropped")
+	return recordsCounted(t, tel, "network_enforcer_leader_receiver_records_dropped", reason)
+}
+
+// recordsCounted reads the counter metric, of every reason when reason is "".
+func recordsCounted(t *testing.T, tel *componenttest.Telemetry, metric, reason string) int64 {
+	t.Helper()
+	m, err := tel.GetMetric(metric)
 	if err != nil {
 		return 0
 	}
 	var n int64
 	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-		if r, _ := dp.Attributes.Value("reason"); r.AsString() == reason {
+		if r, _ := dp.Attributes.Value("reason"); reason == "" || r.AsString() == reason {
 			n += dp.Value
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 )
 
 // DefaultInclude is where the kubelet writes the logs of ztunnel's istio-proxy
@@ -44,12 +44,12 @@ type Config struct {
 	// their window, counted in network_enforcer_receiver_join_evictions.
 	JoinMaxHeld int `mapstructure:"join_max_held"`
 
-	// Enforcer, when set, names the enforcer extension whose leadership gates
-	// the OTLP listeners: a standby replica refuses records with a retryable
+	// LeaderElector, when set, names the leader elector whose terms gate the
+	// OTLP listeners: a standby replica refuses records with a retryable
 	// error (gRPC Unavailable, HTTP 503), so that the sender tries again and
 	// reaches the leader, the one replica that learns and writes. Unset, the
 	// listeners accept always (a single replica, or the node agent).
-	Enforcer *component.ID `mapstructure:"enforcer"`
+	LeaderElector *component.ID `mapstructure:"leader_elector"`
 
 	_ struct{}
 }
@@ -120,8 +120,8 @@ func (c *Config) Validate() error {
 	if c.JoinMaxHeld < 1 {
 		errs = append(errs, fmt.Errorf("invalid join_max_held %d: must be at least 1", c.JoinMaxHeld))
 	}
-	if c.Enforcer != nil {
-		if err := enforcerextension.ValidateReference(*c.Enforcer); err != nil {
+	if c.LeaderElector != nil {
+		if err := leaderelectorextension.ValidateReference(*c.LeaderElector); err != nil {
 			errs = append(errs, err)
 		}
 	}

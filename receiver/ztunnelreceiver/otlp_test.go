@@ -280,8 +280,8 @@ func TestOTLPPassesNodeAgentRecordsThrough(t *testing.T) {
 // listener's transport; once it leads, the records are accepted.
 func TestOTLPStandbyRefusesAndCounts(t *testing.T) {
 	enforcer := enforcerextensiontest.New()
-	id := component.MustNewID("enforcer")
-	e := startOTLPOn(t, enforcer.Host(id), func(cfg *Config) { cfg.Enforcer = &id })
+	id := component.MustNewID("leader_elector")
+	e := startOTLPOn(t, enforcer.Host(id), func(cfg *Config) { cfg.LeaderElector = &id })
 	ld := bodyShapes["whole line"](t, loadFixture(t))
 	n := int64(ld.LogRecordCount())
 
@@ -316,8 +316,8 @@ func TestOTLPStandbyRefusalIsAFailureWithTheNewReceiverMetrics(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = featuregate.GlobalRegistry().Set(gate.ID(), false) })
 	enforcer := enforcerextensiontest.New()
-	id := component.MustNewID("enforcer")
-	e := startOTLPOn(t, enforcer.Host(id), func(cfg *Config) { cfg.Enforcer = &id })
+	id := component.MustNewID("leader_elector")
+	e := startOTLPOn(t, enforcer.Host(id), func(cfg *Config) { cfg.LeaderElector = &id })
 	ld := bodyShapes["whole line"](t, loadFixture(t))
 	if err := e.sendHTTP(t, ld); err == nil {
 		t.Fatal("the standby took the records")

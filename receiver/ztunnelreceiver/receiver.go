@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver/internal/metadata"
@@ -45,9 +45,9 @@ type ztunnelReceiver struct {
 
 	// inputs are the OTLP receiver and the file input, built by the factory.
 	inputs []component.Component
-	// leader, when the config names an enforcer, says whether this replica
+	// leader, when the config names a leader elector, says whether this replica
 	// leads; the OTLP input refuses records while it does not.
-	leader enforcerextension.Leadership
+	leader leaderelectorextension.LeaderElection
 
 	stop chan struct{}
 	done chan struct{}
@@ -77,7 +77,7 @@ func newZtunnelReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) 
 // Start starts the join clock and the inputs.
 func (r *ztunnelReceiver) Start(ctx context.Context, host component.Host) error {
 	var err error
-	if r.leader, err = enforcerextension.FindOptional[enforcerextension.Leadership](host, r.cfg.Enforcer); err != nil {
+	if r.leader, err = leaderelectorextension.FindOptional[leaderelectorextension.LeaderElection](host, r.cfg.LeaderElector); err != nil {
 		return err
 	}
 	r.stop, r.done = make(chan struct{}), make(chan struct{})

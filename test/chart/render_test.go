@@ -213,7 +213,7 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 	t.Helper()
 	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
 
-	if got := keysOf(cfg, "extensions"); !slices.Equal(got, []string{"enforcer", "health_check", "review"}) {
+	if got := keysOf(cfg, "extensions"); !slices.Equal(got, []string{"enforcer", "health_check", "leader_elector", "policy_controller", "review"}) {
 		t.Errorf("extensions %v", got)
 	}
 	// The review page on loopback: plain HTTP (kubectl port-forward is the
@@ -222,10 +222,13 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 		str(t, review, "access", "audience") != "network-enforcer-review" {
 		t.Errorf("review extension %v", review)
 	}
-	if str(t, cfg, "extensions", "enforcer", "auth_type") != "serviceAccount" ||
-		str(t, cfg, "extensions", "enforcer", "leader_election", "lease_name") != fullname ||
-		str(t, cfg, "extensions", "enforcer", "leader_election", "lease_namespace") != namespace {
+	if str(t, cfg, "extensions", "enforcer", "auth_type") != "serviceAccount" {
 		t.Errorf("enforcer extension %v", at(cfg, "extensions", "enforcer"))
+	}
+	if str(t, cfg, "extensions", "leader_elector", "auth_type") != "serviceAccount" ||
+		str(t, cfg, "extensions", "leader_elector", "lease_name") != fullname ||
+		str(t, cfg, "extensions", "leader_elector", "lease_namespace") != namespace {
+		t.Errorf("leader elector %v", at(cfg, "extensions", "leader_elector"))
 	}
 
 	receiver := map[string]string{"istio": "ztunnel", "calico": "goldmane", "cilium": "hubble"}[hop.provider]
@@ -254,22 +257,31 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 			}
 		}
 		// A standby refuses what node agents send, for them to retry with the leader.
-		if str(t, cfg, "receivers", "ztunnel", "enforcer") != "enforcer" {
-			t.Error("the ztunnel receiver is not gated by the enforcer's leadership")
+		if str(t, cfg, "receivers", "ztunnel", "leader_elector") != "leader_elector" {
+			t.Error("the ztunnel receiver is not gated by the leader elector")
 		}
 	default:
 		rc := at(cfg, "receivers", receiver)
-		if str(t, rc, "enforcer") != "enforcer" {
-			t.Errorf("%s receiver is not gated by the enforcer's leadership", receiver)
+		if str(t, rc, "leader_elector") != "leader_elector" {
+			t.Errorf("%s receiver is not gated by the leader elector", receiver)
 		}
 		wantEndpoint := map[string]string{"calico": "goldmane.calico-system.svc:7443", "cilium": "hubble-relay.kube-system.svc:443"}[hop.provider]
-		if hop.provider == "cilium" && hop.mode == "insecure" {
-			wantEndpoint = "hubble-relay.kube-system.svc:80"
+		// The hubble receiver's client settings are those of its mode: the
+		// leader alone reads Hubble Relay.
+		client := rc
+		if hop.provider == "cilium" {
+			if got := keysOf(rc); !slices.Equal(got, []string{"leader_elector", "relay"}) {
+				t.Errorf("hubble receiver keys %v, want relay mode and the leader elector", got)
+			}
+			client = at(rc, "relay")
+			if hop.mode == "insecure" {
+				wantEndpoint = "hubble-relay.kube-system.svc:80"
+			}
 		}
-		if got := str(t, rc, "endpoint"); got != wantEndpoint {
+		if got := str(t, client, "endpoint"); got != wantEndpoint {
 			t.Errorf("%s endpoint %s, want %s", receiver, got, wantEndpoint)
 		}
-		tls, _ := at(rc, "tls").(map[string]any)
+		tls, _ := at(client, "tls").(map[string]any)
 		switch {
 		case hop.mode == "insecure":
 			if len(tls) != 1 || tls["insecure"] != true {
@@ -355,7 +367,7 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 			}
 		}
 	}
-	if got := list(cfg, "service", "extensions"); !slices.Equal(got, []string{"health_check", "enforcer", "review"}) {
+	if got := list(cfg, "service", "extensions"); !slices.Equal(got, []string{"health_check", "leader_elector", "enforcer", "policy_controller", "review"}) {
 		t.Errorf("service extensions %v", got)
 	}
 	if got := at(cfg, "service", "telemetry", "metrics", "readers"); got == nil {

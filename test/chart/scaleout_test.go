@@ -58,9 +58,9 @@ func TestScaleOut(t *testing.T) {
 
 	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
 	hubble := at(cfg, "receivers", "hubble")
-	if str(t, hubble, "mode") != "nodes" || str(t, hubble, "endpoint") != "hubble-peer.kube-system.svc:443" ||
-		str(t, hubble, "tls", "server_name_override") != "hubble-peer.default.hubble-grpc.cilium.io" || str(t, hubble, "enforcer") != "enforcer" {
-		t.Errorf("hubble receiver %v", hubble)
+	if at(hubble, "relay") != nil || str(t, hubble, "nodes", "endpoint") != "hubble-peer.kube-system.svc:443" ||
+		str(t, hubble, "nodes", "tls", "server_name_override") != "hubble-peer.default.hubble-grpc.cilium.io" || str(t, hubble, "enforcer") != "enforcer" {
+		t.Errorf("hubble receiver %v, want nodes mode on the Peer service", hubble)
 	}
 	if l := at(cfg, "receivers", "leader"); str(t, l, "endpoint") != "0.0.0.0:4320" || str(t, l, "tls", "client_ca_file") != peersDir+"ca.crt" ||
 		str(t, l, "tls", "cert_file") != peersDir+"tls.crt" {
@@ -163,7 +163,7 @@ func TestScaleOutRefused(t *testing.T) {
 func TestScaleOutIstio(t *testing.T) {
 	r := render(t, vals("controller.scaleOut.mode", "nodes"))
 	cfg := config(t, r.must(t, "ConfigMap", namespace, fullname+"-config"))
-	if at(cfg, "receivers", "ztunnel", "enforcer") != nil {
+	if at(cfg, "receivers", "ztunnel", "leader_elector") != nil {
 		t.Error("the ztunnel receiver follows leadership: the standbys would refuse the node agents")
 	}
 	if at(cfg, "receivers", "hubble") != nil || at(cfg, "receivers", "leader") == nil || at(cfg, "exporters", "leader") == nil {

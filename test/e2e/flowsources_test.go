@@ -46,10 +46,11 @@ extensions:
     endpoint: %[1]s
 receivers:
   hubble:
-    endpoint: %[2]s
-    tls:
-      ca_file: %[4]s
-      server_name_override: ui.hubble-relay.cilium.io
+    relay:
+      endpoint: %[2]s
+      tls:
+        ca_file: %[4]s
+        server_name_override: ui.hubble-relay.cilium.io
     backfill:
       since: 43800h
   goldmane:

@@ -30,14 +30,16 @@ import (
 // and the violations to a real OTLP receiver and the Prometheus counter.
 const journeyConfig = `
 extensions:
+  leader_elector:
+    auth_type: kubeConfig
+    lease_name: %[8]s
+    lease_namespace: %[7]s
+    lease_duration: 4s
+    renew_deadline: 3s
+    retry_period: 500ms
   enforcer:
     auth_type: kubeConfig
-    leader_election:
-      lease_name: %[8]s
-      lease_namespace: %[7]s
-      lease_duration: 4s
-      renew_deadline: 3s
-      retry_period: 500ms
+  policy_controller:
 receivers:%[2]s
 processors:
   learning:
@@ -56,7 +58,7 @@ exporters:
     endpoint: %[5]s
     translation_strategy: UnderscoreEscapingWithoutSuffixes
 service:
-  extensions: [enforcer]
+  extensions: [leader_elector, enforcer, policy_controller]
   telemetry:
     metrics:
       level: none

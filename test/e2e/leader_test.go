@@ -275,29 +275,32 @@ func startReplica(t *testing.T, relayAddr, caFile, name, leaseName string, write
 	host, port, _ := strings.Cut(metrics, ":")
 	config := writeConfig(t, name+".yaml", fmt.Sprintf(`
 extensions:
+  leader_elector:
+    auth_type: kubeConfig
+    lease_name: %[7]s
+    lease_namespace: default
+    lease_duration: %[1]s
+    renew_deadline: 3s
+    retry_period: %[6]s
   enforcer:
     auth_type: kubeConfig
-    leader_election:
-      lease_name: %[7]s
-      lease_namespace: default
-      lease_duration: %[1]s
-      renew_deadline: 3s
-      retry_period: %[6]s
+  policy_controller:
 receivers:
   hubble:
-    endpoint: %[2]s
-    tls:
-      ca_file: %[3]s
-      server_name_override: ui.hubble-relay.cilium.io
+    relay:
+      endpoint: %[2]s
+      tls:
+        ca_file: %[3]s
+        server_name_override: ui.hubble-relay.cilium.io
     backfill:
       since: 876000h
-    enforcer: enforcer
+    leader_elector: leader_elector
 processors:
   learning:
 exporters:
   k8swriter:%[8]s
 service:
-  extensions: [enforcer]
+  extensions: [leader_elector, enforcer, policy_controller]
   telemetry:
     metrics:
       level: normal

@@ -137,7 +137,7 @@ func startOutsidePeersBinary(t *testing.T, dp plane, receiver, dataPlane string)
 	sink := startOTLPSink(t)
 	cfg := fmt.Sprintf(journeyConfig, dataPlane, dp.receiver(), syncInterval, sink.Addr, freeAddr(t), receiver,
 		"default", "outside-peers-"+dataPlane)
-	cfg = strings.Replace(cfg, "    auth_type: kubeConfig\n", "    auth_type: kubeConfig\n    data_plane: "+dataPlane+"\n", 1)
+	cfg = strings.Replace(cfg, "  enforcer:\n    auth_type: kubeConfig\n", "  enforcer:\n    auth_type: kubeConfig\n    data_plane: "+dataPlane+"\n", 1)
 	cfg = strings.Replace(cfg, "  learning:\n", "  learning:\n    outside_peers: entities\n    cilium_backend: cilium\n", 1)
 	p := startBinary(t, writeConfig(t, "outside-peers.yaml", cfg), "KUBECONFIG="+kubeconfig)
 	waitFor(t, "the collector to lead", time.Minute, func() bool {

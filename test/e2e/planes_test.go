@@ -81,11 +81,12 @@ func (c *cilium) forget()                 { c.relay.SetResponses(nil) }
 func (c *cilium) receiver() string {
 	return fmt.Sprintf(`
   hubble:
-    endpoint: %s
-    tls:
-      ca_file: %s
-      server_name_override: ui.hubble-relay.cilium.io
-    enforcer: enforcer
+    relay:
+      endpoint: %s
+      tls:
+        ca_file: %s
+        server_name_override: ui.hubble-relay.cilium.io
+    leader_elector: leader_elector
 `, c.addr, c.caFile)
 }
 
@@ -145,7 +146,7 @@ func (c *calico) receiver() string {
       cert_file: %s
       key_file: %s
       server_name_override: goldmane.calico-system.svc
-    enforcer: enforcer
+    leader_elector: leader_elector
 `, c.addr, c.caFile, c.certFile, c.keyFile)
 }
 

@@ -321,14 +321,16 @@ func scaleOutRelay(t *testing.T, ca *certtest.CA, set scaleOutFlowSet) scaleOutR
 // leader receiver's pipeline.
 const scaleOutConfig = `
 extensions:
+  leader_elector:
+    auth_type: kubeConfig
+    lease_name: %[1]s
+    lease_namespace: ` + scaleOutNamespace + `
+    lease_duration: 4s
+    renew_deadline: 3s
+    retry_period: 500ms
   enforcer:
     auth_type: kubeConfig
-    leader_election:
-      lease_name: %[1]s
-      lease_namespace: ` + scaleOutNamespace + `
-      lease_duration: 4s
-      renew_deadline: 3s
-      retry_period: 500ms
+  policy_controller:
 receivers:%[2]s
 processors:
   learning:
@@ -347,7 +349,7 @@ exporters:%[3]s
     tls:
       insecure: true
 service:
-  extensions: [enforcer]
+  extensions: [leader_elector, enforcer, policy_controller]
   telemetry:
     metrics:
       level: normal
@@ -405,13 +407,13 @@ func newScaleOut(t *testing.T, ca *certtest.CA, n int, aggregation string) *scal
 	for i := range n {
 		s.replicas = append(s.replicas, peers.start(t, fmt.Sprintf("replica-%d-%d", n, i), i, "hubble", fmt.Sprintf(`
   hubble:
-    mode: nodes
-    endpoint: %s
-    tls:
-      ca_file: %s
-      cert_file: %s
-      key_file: %s
-      server_name_override: %s
+    nodes:
+      endpoint: %s
+      tls:
+        ca_file: %s
+        cert_file: %s
+        key_file: %s
+        server_name_override: %s
     enforcer: enforcer`, cluster.PeerAddr, ca.CertFile, cluster.Client.CertFile, cluster.Client.KeyFile, dataplanetest.PeerServerName)))
 	}
 	waitFor(t, "every node to be read", time.Minute, func() bool { return s.allNodesRead(t) })
@@ -639,13 +641,14 @@ func startRelayReplica(t *testing.T, name string, ca *certtest.CA, relay *datapl
 	host, port, _ := strings.Cut(freeAddr(t), ":")
 	config := writeConfig(t, name+".yaml", fmt.Sprintf(scaleOutConfig, "scale-out-"+name, fmt.Sprintf(`
   hubble:
-    endpoint: %s
-    tls:
-      ca_file: %s
-      server_name_override: ui.hubble-relay.cilium.io
+    relay:
+      endpoint: %s
+      tls:
+        ca_file: %s
+        server_name_override: ui.hubble-relay.cilium.io
     backfill:
       since: 876000h
-    enforcer: enforcer`, addr, ca.CertFile), "", "", sink, host, port,
+    leader_elector: leader_elector`, addr, ca.CertFile), "", "", sink, host, port,
 		"[hubble]", "[learning]", "[k8swriter, forward/violations]", ""))
 	return startBinary(t, config, "KUBECONFIG="+kubeconfig, "POD_NAME="+name+"-replica")
 }

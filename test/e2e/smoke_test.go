@@ -101,27 +101,29 @@ service:
 `,
 			want: []string{"receivers::goldmane", "tls::ca_file, tls::cert_file, tls::key_file"},
 		},
-		"enforcer lease shorter than its renew deadline": {
+		"leader elector lease shorter than its renew deadline": {
 			config: `
 extensions:
-  enforcer:
-    leader_election:
-      lease_duration: 5s
+  leader_elector:
+    lease_duration: 5s
+  enforcer: {}
 receivers:
   hubble:
+    relay:
 exporters:
   debug:
 service:
-  extensions: [enforcer]
+  extensions: [leader_elector, enforcer]
   pipelines:
     logs: {receivers: [hubble], exporters: [debug]}
 `,
-			want: []string{"extensions::enforcer", "invalid leader_election::lease_duration 5s"},
+			want: []string{"extensions::leader_elector", "invalid lease_duration 5s"},
 		},
 		"writer pointing at another extension": {
 			config: `
 receivers:
   hubble:
+    relay:
 exporters:
   k8swriter:
     enforcer: health_check

@@ -34,14 +34,16 @@ func TestStandbyRefusesZtunnelRecords(t *testing.T) {
 		host, port, _ := strings.Cut(r.metrics, ":")
 		r.process = startBinary(t, writeConfig(t, name+".yaml", fmt.Sprintf(`
 extensions:
+  leader_elector:
+    auth_type: kubeConfig
+    lease_name: ztunnel-pair
+    lease_namespace: default
+    lease_duration: 4s
+    renew_deadline: 3s
+    retry_period: 500ms
   enforcer:
     auth_type: kubeConfig
-    leader_election:
-      lease_name: ztunnel-pair
-      lease_namespace: default
-      lease_duration: 4s
-      renew_deadline: 3s
-      retry_period: 500ms
+  policy_controller:
 receivers:
   ztunnel:
     protocols:
@@ -49,13 +51,13 @@ receivers:
         endpoint: %s
       http:
         endpoint: %s
-    enforcer: enforcer
+    leader_elector: leader_elector
 processors:
   learning:
 exporters:
   k8swriter:
 service:
-  extensions: [enforcer]
+  extensions: [leader_elector, enforcer, policy_controller]
   telemetry:
     metrics:
       level: normal

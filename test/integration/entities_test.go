@@ -65,8 +65,7 @@ func TestEntitiesOnCalicoAndIstio(t *testing.T) {
 		})
 		var wnpp v1alpha1.WorkloadNetworkPolicyProposal
 		must(t, env.Client.Get(ctx, key("monitoring", name), &wnpp))
-		wnpp.Labels[v1alpha1.PromoteLabel] = string(v1alpha1.PolicyModeProtect)
-		must(t, env.Client.Update(ctx, &wnpp))
+		promote(t, &wnpp, v1alpha1.PolicyModeProtect)
 	}
 
 	waitUntil(t, "the NetworkPolicy to allow the node", 30*time.Second, func() bool {

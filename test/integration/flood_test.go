@@ -129,8 +129,7 @@ func TestEvidenceUnderAFlood(t *testing.T) {
 			policy := &v1alpha1.WorkloadNetworkPolicy{}
 			policy.Namespace, policy.Name = proposal.Namespace, proposal.Name
 			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), policy) })
-			proposal.Labels[v1alpha1.PromoteLabel] = string(v1alpha1.PolicyModeMonitor)
-			must(t, env.Client.Update(ctx, &proposal))
+			promote(t, &proposal, v1alpha1.PolicyModeMonitor)
 			waitUntil(t, "the policy with the proposal's counts", time.Minute, func() bool {
 				return env.Client.Get(ctx, key(policy.Namespace, policy.Name), policy) == nil && policy.Status.Estimated
 			})

@@ -2,12 +2,16 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
@@ -30,4 +34,15 @@ func createNode(t *testing.T, name, ip string) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
 	must(t, env.Client.Status().Update(ctx, node))
+}
+
+// promote sets the promote label on proposal as `kubectl label` does, with a
+// merge patch of the label alone: the writer may have written the proposal's
+// status since the test read it, and a person's label does not conflict with
+// that.
+func promote(t *testing.T, proposal *v1alpha1.WorkloadNetworkPolicyProposal, mode v1alpha1.PolicyMode) {
+	t.Helper()
+	patch := client.RawPatch(types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, v1alpha1.PromoteLabel, mode)))
+	must(t, env.Client.Patch(context.Background(), proposal, patch))
 }

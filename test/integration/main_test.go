@@ -5,8 +5,6 @@ package integration
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/kubewarden/network-enforcer/internal/clustertest"
@@ -17,27 +15,12 @@ import (
 var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	env, err = controlplanetest.New(controlplanetest.Options{ControllerManager: true})
-	if err == nil {
-		err = clustertest.Create(context.Background(), env.Client)
-	}
-	dir, derr := os.MkdirTemp("", "network-enforcer-integration-")
-	if err == nil && derr == nil {
-		// The enforcer extension reads $KUBECONFIG with auth_type kubeConfig, as
-		// it does outside a cluster.
-		path := filepath.Join(dir, "kubeconfig")
-		if err = env.WriteKubeconfig(path); err == nil {
-			err = os.Setenv("KUBECONFIG", path)
+	// The enforcer extension reads $KUBECONFIG with auth_type kubeConfig, as it
+	// does outside a cluster.
+	controlplanetest.Main(m, controlplanetest.Options{ControllerManager: true}, &env, func(e *controlplanetest.Env) error {
+		if err := clustertest.Create(context.Background(), e.Client); err != nil {
+			return err
 		}
-		defer os.RemoveAll(dir)
-	}
-	if err == nil {
-		err = derr
-	}
-	return controlplanetest.RunPackage(m, &env, err)
+		return e.UseKubeconfig()
+	})
 }

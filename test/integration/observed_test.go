@@ -174,8 +174,7 @@ func TestPolicyCarriesOnItsProposalsEvidence(t *testing.T) {
 		_ = env.Client.Delete(context.Background(), policy)
 		_ = env.Client.Delete(context.Background(), &proposal)
 	})
-	proposal.Labels[v1alpha1.PromoteLabel] = string(v1alpha1.PolicyModeMonitor)
-	must(t, env.Client.Update(ctx, &proposal))
+	promote(t, &proposal, v1alpha1.PolicyModeMonitor)
 
 	waitUntil(t, "the policy with the proposal's observed edges", time.Minute, func() bool {
 		return env.Client.Get(ctx, key(policy.Namespace, policy.Name), policy) == nil && policy.Status.ObservedEdges == 2

@@ -35,7 +35,7 @@ type sources struct {
 	hubble, goldmane, ztunnel bool
 }
 
-var enforcerID = pipelinetest.EnforcerID
+var electorID = pipelinetest.ElectorID
 
 // startPipeline starts a pipeline whose receivers replay the fixtures from fake
 // data plane servers over TLS (mutual TLS for Goldmane).
@@ -70,11 +70,12 @@ func relayReceiver(t *testing.T, ca *certtest.CA, served *dataplanetest.HubbleRe
 		func(s *grpc.Server) { observer.RegisterObserverServer(s, served) })
 	f := hubblereceiver.NewFactory()
 	cfg := f.CreateDefaultConfig().(*hubblereceiver.Config)
-	cfg.Endpoint = relay.Addr
-	cfg.TLS.CAFile = ca.CertFile
-	cfg.TLS.ServerName = "ui.hubble-relay.cilium.io"
+	relayCfg := cfg.Relay.GetOrInsertDefault()
+	relayCfg.Endpoint = relay.Addr
+	relayCfg.TLS.CAFile = ca.CertFile
+	relayCfg.TLS.ServerName = "ui.hubble-relay.cilium.io"
 	cfg.Backfill.Since = 100 * 365 * 24 * time.Hour // the fixtures' flows are old
-	cfg.Enforcer = &enforcerID
+	cfg.LeaderElector = &electorID
 	r, err := f.CreateLogs(context.Background(), receiver.Settings{ID: component.NewID(f.Type()), TelemetrySettings: tset,
 		BuildInfo: component.NewDefaultBuildInfo()}, cfg, next)
 	must(t, err)
@@ -93,7 +94,7 @@ func goldmaneReceiver(t *testing.T, ca *certtest.CA, tset component.TelemetrySet
 	cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile = ca.CertFile, client.CertFile, client.KeyFile
 	cfg.TLS.ServerName = "goldmane.calico-system.svc"
 	cfg.StartTimeGte = -100 * 365 * 24 * 3600
-	cfg.Enforcer = &enforcerID
+	cfg.LeaderElector = &electorID
 	r, err := f.CreateLogs(context.Background(), receiver.Settings{ID: component.NewID(f.Type()), TelemetrySettings: tset,
 		BuildInfo: component.NewDefaultBuildInfo()}, cfg, next)
 	must(t, err)

@@ -76,8 +76,7 @@ func TestRenderSubcommandPrintsTheRenderedObject(t *testing.T) {
 				t.Errorf("render printed no rule for the node's address:\n%s", printed)
 			}
 
-			proposal.Labels[v1alpha1.PromoteLabel] = string(v1alpha1.PolicyModeProtect)
-			must(t, env.Client.Update(ctx, &proposal))
+			promote(t, &proposal, v1alpha1.PolicyModeProtect)
 			native := &unstructured.Unstructured{}
 			native.SetGroupVersionKind(tc.native)
 			waitUntil(t, "the "+tc.native.Kind, 30*time.Second, func() bool {

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensioncapabilities"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/otel/attribute"
@@ -27,6 +28,8 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/exporter/k8swriterexporter"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
+	"github.com/kubewarden/network-enforcer/extension/policycontrollerextension"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
 	"github.com/kubewarden/network-enforcer/processor/violationprocessor"
@@ -35,9 +38,19 @@ import (
 // EnforcerID is the ID of the enforcer extension that Learning starts.
 var EnforcerID = enforcerextension.DefaultReference()
 
-// Enforcer is what the tests read of the running enforcer extension.
+// ElectorID is the ID of the leader elector that Learning starts.
+var ElectorID = leaderelectorextension.DefaultReference()
+
+// Enforcer is what the tests read of the running leader elector and
+// enforcer extension.
 type Enforcer interface {
-	enforcerextension.Leadership
+	leaderelectorextension.Leadership
+	enforcerextension.PolicyReader
+}
+
+// running is the running pair as one Enforcer.
+type running struct {
+	leaderelectorextension.Leadership
 	enforcerextension.PolicyReader
 }
 
@@ -99,18 +112,28 @@ func StartPipeline(tb testing.TB, opts Options) *Learning {
 	l.Settings.Logger = zap.NewNop()
 	build := component.NewDefaultBuildInfo()
 
+	lf := leaderelectorextension.NewFactory()
+	lcfg := lf.CreateDefaultConfig().(*leaderelectorextension.Config)
+	lcfg.AuthType = k8sconfig.AuthTypeKubeConfig
+	// A Lease of its own: a pipeline that stops hands its stream over to the
+	// next on the same Lease, which would then not read the fixtures again.
+	lcfg.LeaseNamespace, lcfg.LeaseName = "default", fmt.Sprintf("network-enforcer-test-%d", leases.Add(1))
+	lcfg.LeaseDuration, lcfg.RenewDeadline, lcfg.RetryPeriod = 3*time.Second, 2*time.Second, 200*time.Millisecond
+	elector, err := lf.Create(ctx, extension.Settings{ID: ElectorID, TelemetrySettings: l.Settings, BuildInfo: build}, lcfg)
+	must(tb, err)
 	ef := enforcerextension.NewFactory()
 	ecfg := ef.CreateDefaultConfig().(*enforcerextension.Config)
 	ecfg.AuthType = k8sconfig.AuthTypeKubeConfig
-	le := &ecfg.LeaderElection
-	// A Lease of its own: a pipeline that stops hands its stream over to the
-	// next on the same Lease, which would then not read the fixtures again.
-	le.LeaseNamespace, le.LeaseName = "default", fmt.Sprintf("network-enforcer-test-%d", leases.Add(1))
-	le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = 3*time.Second, 2*time.Second, 200*time.Millisecond
 	ext, err := ef.Create(ctx, extension.Settings{ID: EnforcerID, TelemetrySettings: l.Settings, BuildInfo: build}, ecfg)
 	must(tb, err)
-	l.Host = host{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{EnforcerID: ext}}
-	l.Enforcer = ext.(Enforcer)
+	// The policy controller promotes and renders, as a collector's does.
+	cf := policycontrollerextension.NewFactory()
+	controllers, err := cf.Create(ctx, extension.Settings{ID: policycontrollerextension.DefaultReference(), TelemetrySettings: l.Settings, BuildInfo: build},
+		cf.CreateDefaultConfig())
+	must(tb, err)
+	l.Host = host{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{ElectorID: elector, EnforcerID: ext,
+		policycontrollerextension.DefaultReference(): controllers}}
+	l.Enforcer = running{Leadership: elector.(leaderelectorextension.Leadership), PolicyReader: ext.(enforcerextension.PolicyReader)}
 
 	wf := k8swriterexporter.NewFactory()
 	wcfg := wf.CreateDefaultConfig().(*k8swriterexporter.Config)
@@ -124,7 +147,7 @@ func StartPipeline(tb testing.TB, opts Options) *Learning {
 		wcfg)
 	must(tb, err)
 	var next consumer.Logs = writer
-	started := []component.Component{ext, writer}
+	started := []component.Component{elector, ext, controllers, writer}
 	if opts.Violations != nil {
 		vf := violationprocessor.NewFactory()
 		vcfg := vf.CreateDefaultConfig().(*violationprocessor.Config)
@@ -159,6 +182,8 @@ func StartPipeline(tb testing.TB, opts Options) *Learning {
 	for _, c := range append(started, proc) {
 		l.Add(tb, c)
 	}
+	// As the collector, once its pipelines are ready: the election begins.
+	must(tb, elector.(extensioncapabilities.PipelineWatcher).Ready())
 	tb.Cleanup(func() { l.Stop(tb) })
 	return l
 }

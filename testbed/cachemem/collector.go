@@ -135,17 +135,19 @@ func (c collector) measure(ctx context.Context, enforcer bool) (measurement, err
 
 // collectorConfig is the pipeline of both runs: an OTLP receiver that nothing
 // sends to and a debug exporter, with health_check to tell when it is up. Only
-// the enforcer extension differs, so that the difference is its cost.
+// the enforcer extension (with its leader elector) differs, so that the
+// difference is its cost.
 func collectorConfig(otlp, health string, enforcer bool) string {
 	var ext, extList string
 	if enforcer {
 		ext = `
-  enforcer:
+  leader_elector:
     auth_type: kubeConfig
-    leader_election:
-      lease_name: cachemem
-      lease_namespace: default`
-		extList = ", enforcer"
+    lease_name: cachemem
+    lease_namespace: default
+  enforcer:
+    auth_type: kubeConfig`
+		extList = ", leader_elector, enforcer"
 	}
 	return fmt.Sprintf(`extensions:
   health_check:

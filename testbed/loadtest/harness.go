@@ -160,11 +160,13 @@ func telemetry(addr string) string {
 func (lt *loadtest) enforcerConfig(name, receiver, metrics string) (string, error) {
 	recvName, _, _ := strings.Cut(strings.TrimSpace(receiver), ":")
 	return lt.writeConfig(name, fmt.Sprintf(`extensions:
+  leader_elector:
+    auth_type: kubeConfig
+    lease_name: loadtest-%[1]s
+    lease_namespace: %[2]s
   enforcer:
     auth_type: kubeConfig
-    leader_election:
-      lease_name: loadtest-%[1]s
-      lease_namespace: %[2]s
+  policy_controller:
 receivers:
 %[3]s
 processors:
@@ -183,7 +185,7 @@ exporters:
   k8swriter: {}
   nop: {}
 service:
-  extensions: [enforcer]
+  extensions: [leader_elector, enforcer, policy_controller]
 %[4]s
   pipelines:
     logs/flows:

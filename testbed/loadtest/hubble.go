@@ -63,7 +63,7 @@ func (lt *loadtest) hubble(ctx context.Context) (result, error) {
 		}
 	}
 	if lt.opts.hubbleMask != hubbleMaskOn {
-		s, err := lt.enforcer(ctx, "hubble-no-mask", h.receiver(lt, "    field_mask: false"), h.relay.Opened, h.want)
+		s, err := lt.enforcer(ctx, "hubble-no-mask", h.receiver(lt, "      field_mask: false"), h.relay.Opened, h.want)
 		if err != nil {
 			return result{}, fmt.Errorf("the enforcer with field_mask: false (-hubble-mask=on skips it): %w", err)
 		}
@@ -111,20 +111,23 @@ type hubbleSource struct {
 	stop  func()
 }
 
-// receiver is the enforcer's hubble receiver for the relay; extra is YAML
-// lines of further keys, empty for none. Only the keys a run changes are
-// written, so that a run that keeps a default works with a binary that does
-// not know the key yet.
+// receiver is the enforcer's hubble receiver in relay mode for the relay;
+// extra is YAML lines of further keys of the relay mode (indented under
+// relay), empty for none. Only the keys a run changes are written, so that a
+// run that keeps a default works with a binary that does not know the key
+// yet.
 func (h *hubbleSource) receiver(lt *loadtest, extra string) string {
 	if extra != "" {
 		extra = "\n" + extra
 	}
+	tls := "  " + strings.ReplaceAll(lt.tlsYAML(relayServerName), "\n", "\n  ")
 	return fmt.Sprintf(`  hubble:
-    endpoint: %s
-%s
+    relay:
+      endpoint: %s
+%s%s
     backfill:
       since: %s
-    enforcer: enforcer%s`, h.addr, lt.tlsYAML(relayServerName), backfill, extra)
+    leader_elector: leader_elector`, h.addr, tls, extra, backfill)
 }
 
 func (lt *loadtest) hubbleRelay() (*hubbleSource, error) {

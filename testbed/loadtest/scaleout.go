@@ -341,11 +341,13 @@ func (lt *loadtest) scaleOutPod(ctx context.Context, name, ip string) error {
 // is not a member and reads no node.
 func (lt *loadtest) leaderConfig(lease, listen, metrics, sink string, server certPair) (string, error) {
 	return lt.writeConfig("scaleout-leader", fmt.Sprintf(`extensions:
+  leader_elector:
+    auth_type: kubeConfig
+    lease_name: %[1]s
+    lease_namespace: %[2]s
   enforcer:
     auth_type: kubeConfig
-    leader_election:
-      lease_name: %[1]s
-      lease_namespace: %[2]s
+  policy_controller:
 receivers:
   leader:
     endpoint: %[3]s
@@ -370,7 +372,7 @@ exporters:
     tls:
       insecure: true
 service:
-  extensions: [enforcer]
+  extensions: [leader_elector, enforcer, policy_controller]
 %[8]s
   pipelines:
     logs/learned:
@@ -388,20 +390,22 @@ service:
 // learning, and the leader exporter; a standby of the same Lease.
 func (lt *loadtest) readerConfig(name, lease, peer string, cluster *dataplanetest.HubbleCluster, leaderPort, metrics string) (string, error) {
 	return lt.writeConfig(name, fmt.Sprintf(`extensions:
+  leader_elector:
+    auth_type: kubeConfig
+    lease_name: %[1]s
+    lease_namespace: %[2]s
   enforcer:
     auth_type: kubeConfig
-    leader_election:
-      lease_name: %[1]s
-      lease_namespace: %[2]s
+  policy_controller:
 receivers:
   hubble:
-    mode: nodes
-    endpoint: %[3]s
-    tls:
-      ca_file: %[4]s
-      cert_file: %[5]s
-      key_file: %[6]s
-      server_name_override: %[7]s
+    nodes:
+      endpoint: %[3]s
+      tls:
+        ca_file: %[4]s
+        cert_file: %[5]s
+        key_file: %[6]s
+        server_name_override: %[7]s
     backfill:
       since: %[8]s
     enforcer: enforcer
@@ -422,7 +426,7 @@ exporters:
     aggregation:
       interval: %[13]s
 service:
-  extensions: [enforcer]
+  extensions: [leader_elector, enforcer, policy_controller]
 %[14]s
   pipelines:
     logs/flows:
@@ -658,6 +662,7 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 	var leaderCPU time.Duration
 	readerCPU := make([]time.Duration, len(rs))
 	var lastSent int64 = -1
+	var state string
 	if err := poll(ctx, "the leader to receive what the readers sent", lt.opts.timeout, all, func() (bool, error) {
 		held, err1 := sum(rs, metricEdgesHeld)
 		sent, err2 := sum(rs, metricRecordsSent)
@@ -665,6 +670,7 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return false, err
 		}
+		state = fmt.Sprintf("held %d, sent %d, accepted or dropped %d", held, sent, got-received0)
 		if held != 0 || got-received0 < sent || sent != lastSent {
 			lastSent, end = sent, time.Time{}
 			return false, nil
@@ -682,7 +688,7 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 		}
 		return time.Since(end) > scaleOutInterval*3/2, nil
 	}); err != nil {
-		return result{}, err
+		return result{}, fmt.Errorf("%w (%s)", err, state)
 	}
 	rep.elapsed = end.Sub(start)
 	received, err := leader.counter(metricLeaderAccepted)

@@ -126,7 +126,7 @@ func (lt *loadtest) goldmane(ctx context.Context) (result, error) {
     endpoint: %s
 %s
     start_time_gte: %d
-    enforcer: enforcer`, addr, lt.tlsYAML(goldmaneServerName), gte),
+    leader_elector: leader_elector`, addr, lt.tlsYAML(goldmaneServerName), gte),
 		g.Opened, int64(len(msgs)))
 	return r, err
 }

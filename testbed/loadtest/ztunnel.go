@@ -92,7 +92,7 @@ service:
 	}
 	if config, err = lt.enforcerConfig("ztunnel", fmt.Sprintf(`  ztunnel:
 %s
-    enforcer: enforcer`, listener(addr)), metrics); err != nil {
+    leader_elector: leader_elector`, listener(addr)), metrics); err != nil {
 		return result{}, err
 	}
 	r.enforcer, err = lt.sendOTLP(ctx, "enforcer-ztunnel", "enforcer: ztunnel receiver, flow pipeline", config, addr, metrics, requests)

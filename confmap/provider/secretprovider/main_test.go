@@ -2,9 +2,7 @@ package secretprovider
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,26 +19,7 @@ import (
 var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = controlplanetest.New(controlplanetest.Options{})
-	if err != nil {
-		if env != nil {
-			_ = env.Stop()
-		}
-		if controlplanetest.SkipPackage(err) {
-			// The tests that need it skip, saying what to run; the others run.
-			env = nil
-			os.Exit(m.Run())
-		}
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
+	controlplanetest.Main(m, controlplanetest.Options{}, &env, nil)
 }
 
 // requestLog records every request a client sends, as "METHOD path?query", to

@@ -28,13 +28,14 @@ func TestResolver(t *testing.T) {
 	const config = `
 receivers:
   hubble:
-    endpoint: ${env:RELAY_ENDPOINT}
-    tls:
-      ca_pem: ${secret:resolver/hubble-relay-client-certs/ca.crt}
-      cert_pem: ${secret:resolver/hubble-relay-client-certs/tls.crt}
-      key_pem: "${secret:resolver/hubble-relay-client-certs/tls.key}"
-    headers:
-      authorization: "Bearer ${secret:resolver/token/token}"
+    relay:
+      endpoint: ${env:RELAY_ENDPOINT}
+      tls:
+        ca_pem: ${secret:resolver/hubble-relay-client-certs/ca.crt}
+        cert_pem: ${secret:resolver/hubble-relay-client-certs/tls.crt}
+        key_pem: "${secret:resolver/hubble-relay-client-certs/tls.key}"
+      headers:
+        authorization: "Bearer ${secret:resolver/token/token}"
     port: ${secret:resolver/token/port}
 `
 	var log requestLog
@@ -59,11 +60,11 @@ receivers:
 			t.Fatal(err)
 		}
 		for key, want := range map[string]any{
-			"receivers::hubble::endpoint":               "hubble-relay.kube-system:443",
-			"receivers::hubble::tls::ca_pem":            wantCA,
-			"receivers::hubble::tls::cert_pem":          tlsData["tls.crt"],
-			"receivers::hubble::tls::key_pem":           tlsData["tls.key"],
-			"receivers::hubble::headers::authorization": "Bearer s3cr3t",
+			"receivers::hubble::relay::endpoint":               "hubble-relay.kube-system:443",
+			"receivers::hubble::relay::tls::ca_pem":            wantCA,
+			"receivers::hubble::relay::tls::cert_pem":          tlsData["tls.crt"],
+			"receivers::hubble::relay::tls::key_pem":           tlsData["tls.key"],
+			"receivers::hubble::relay::headers::authorization": "Bearer s3cr3t",
 			// A Secret value is a string, even where it reads as a number.
 			"receivers::hubble::port": "4245",
 		} {

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/render"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -182,8 +182,8 @@ func (e *Enforcer) Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetwork
 // RenderProposal renders proposal promoted in mode as the real extension
 // does, by enforcerextension.RenderProposal; the fake has no cluster, so a
 // proposal whose backend renders entities as their addresses is an error.
-func (e *Enforcer) RenderProposal(proposal *v1alpha1.WorkloadNetworkPolicyProposal, mode v1alpha1.PolicyMode) (enforcerextension.Native, error) {
-	return enforcerextension.RenderProposal(context.Background(), nil, proposal, mode)
+func (e *Enforcer) RenderProposal(proposal *v1alpha1.WorkloadNetworkPolicyProposal, mode v1alpha1.PolicyMode) (render.Native, error) {
+	return render.RenderProposal(context.Background(), nil, proposal, mode)
 }
 
 // SetProposal adds or replaces a proposal, as if the writer had written it.

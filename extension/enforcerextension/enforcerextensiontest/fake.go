@@ -21,9 +21,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"go.uber.org/zap"
+
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
+	"github.com/kubewarden/network-enforcer/internal/termwriter"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -54,11 +58,12 @@ type Enforcer struct {
 	events    []Event
 	leading   context.Context
 	stop      context.CancelFunc
-	runs      []func(context.Context)
+	runs      []leaderelectorextension.StartCallback
+	stops     []leaderelectorextension.StopCallback
 	writers   []*queue
-	// handedOn is what the flow sources reported at their shutdown; resume
+	// readUpTo is what the flow sources reported at their shutdown; resume
 	// is what ResumeFrom answers.
-	handedOn []time.Time
+	readUpTo []time.Time
 	resume   time.Time
 	// Refuse, when set, is asked before each write (op is create, update,
 	// status or patch); an error it returns is the API server's answer.
@@ -90,19 +95,18 @@ func (e *Enforcer) DataPlane() netpolmatch.DataPlane { return e.Plane }
 
 // The fake offers every interface of the extension.
 var (
-	_ workload.Resolver                     = (*Enforcer)(nil)
-	_ workload.Labeler                      = (*Enforcer)(nil)
-	_ enforcerextension.PolicyReader        = (*Enforcer)(nil)
-	_ enforcerextension.Placement           = (*Enforcer)(nil)
-	_ enforcerextension.Lister              = (*Enforcer)(nil)
-	_ enforcerextension.Renderer            = (*Enforcer)(nil)
-	_ enforcerextension.Selectors           = (*Enforcer)(nil)
-	_ enforcerextension.Leadership          = (*Enforcer)(nil)
-	_ enforcerextension.ProposalWriting     = (*Enforcer)(nil)
-	_ enforcerextension.PolicyStatusSyncing = (*Enforcer)(nil)
-	_ enforcerextension.Membership          = (*Enforcer)(nil)
-	_ enforcerextension.LeaderLocator       = (*Enforcer)(nil)
-	_ enforcerextension.Counting            = (*Enforcer)(nil)
+	_ workload.Resolver                 = (*Enforcer)(nil)
+	_ workload.Labeler                  = (*Enforcer)(nil)
+	_ enforcerextension.PolicyReader    = (*Enforcer)(nil)
+	_ enforcerextension.Placement       = (*Enforcer)(nil)
+	_ enforcerextension.Lister          = (*Enforcer)(nil)
+	_ enforcerextension.Selectors       = (*Enforcer)(nil)
+	_ leaderelectorextension.Leadership = (*Enforcer)(nil)
+	_ termwriter.ProposalWriting        = (*Enforcer)(nil)
+	_ termwriter.PolicyStatusSyncing    = (*Enforcer)(nil)
+	_ enforcerextension.Membership      = (*Enforcer)(nil)
+	_ enforcerextension.LeaderLocator   = (*Enforcer)(nil)
+	_ enforcerextension.Counting        = (*Enforcer)(nil)
 )
 
 var _ extension.Extension = (*Enforcer)(nil)
@@ -117,8 +121,14 @@ func New() *Enforcer {
 }
 
 // Host returns a component host whose extension id is e, for a component's
-// Start.
+// Start; e is the default leader elector and policy controller too, which it
+// fakes as well.
 func (e *Enforcer) Host(id component.ID) component.Host { return host{id: id, e: e} }
+
+// policyControllerID is the policy controller extension's default ID, whose
+// Renderer the fake offers too (the review page's); named here, since that
+// extension's own tests use this package.
+var policyControllerID = component.MustNewID("policy_controller")
 
 type host struct {
 	id component.ID
@@ -126,7 +136,8 @@ type host struct {
 }
 
 func (h host) GetExtensions() map[component.ID]component.Component {
-	return map[component.ID]component.Component{h.id: h.e}
+	return map[component.ID]component.Component{h.id: h.e, leaderelectorextension.DefaultReference(): h.e,
+		policyControllerID: h.e}
 }
 
 // Start and Shutdown make the fake an extension.
@@ -167,4 +178,10 @@ func (e *Enforcer) StartLogsProcessorWithConfig(tb testing.TB, f processor.Facto
 	}
 	tb.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 	return p, sink
+}
+
+// FindWriting is the writers' test seam (termwriter.Finder): it finds the
+// fake, which runs their controllers, registered under enforcer in host.
+func FindWriting(host component.Host, enforcer, _ component.ID, _ *zap.Logger) (termwriter.Writing, error) {
+	return enforcerextension.Find[termwriter.Writing](host, enforcer)
 }

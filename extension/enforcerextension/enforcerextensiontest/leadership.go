@@ -4,17 +4,25 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 )
 
 // The fake's leadership, which a test switches.
 
-// OnLeading registers run, started now when the fake leads.
-func (e *Enforcer) OnLeading(run func(context.Context)) {
+// SetCallBackFuncs registers the callbacks; run starts now when the fake
+// leads.
+func (e *Enforcer) SetCallBackFuncs(run leaderelectorextension.StartCallback, stop leaderelectorextension.StopCallback) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.runs = append(e.runs, run)
-	if e.leading != nil {
-		go run(e.leading)
+	if run != nil {
+		e.runs = append(e.runs, run)
+		if e.leading != nil {
+			go run(e.leading)
+		}
+	}
+	if stop != nil {
+		e.stops = append(e.stops, stop)
 	}
 }
 
@@ -59,45 +67,33 @@ func (e *Enforcer) SetResumeFrom(t time.Time) {
 	e.resume = t
 }
 
-// HandedOn records a flow source's report.
-func (e *Enforcer) HandedOn(newest time.Time) {
+// ReadUpTo records a flow source's report.
+func (e *Enforcer) ReadUpTo(newest time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.handedOn = append(e.handedOn, newest)
+	e.readUpTo = append(e.readUpTo, newest)
 }
 
-// HandedOnTimes returns what the flow sources reported at their shutdown.
-func (e *Enforcer) HandedOnTimes() []time.Time {
+// ReadUpToTimes returns what the flow sources reported at their shutdown.
+func (e *Enforcer) ReadUpToTimes() []time.Time {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return slices.Clone(e.handedOn)
-}
-
-// HandOff runs the writers' hand-off, as a leader's shutdown does: each
-// writer's pending keys are queued at once; Drain then writes them.
-func (e *Enforcer) HandOff() {
-	e.mu.Lock()
-	writers := slices.Clone(e.writers)
-	e.mu.Unlock()
-	for _, w := range writers {
-		w.mu.Lock()
-		pending := w.handOff
-		w.mu.Unlock()
-		if pending == nil {
-			continue
-		}
-		for _, key := range pending() {
-			w.Enqueue(key, 0)
-		}
-	}
+	return slices.Clone(e.readUpTo)
 }
 
 // Follow ends the term of leadership.
 func (e *Enforcer) Follow() {
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	wasLeading := e.leading != nil
 	if e.stop != nil {
 		e.stop()
 	}
 	e.leading, e.stop = nil, nil
+	stops := slices.Clone(e.stops)
+	e.mu.Unlock()
+	if wasLeading {
+		for _, stop := range stops {
+			stop()
+		}
+	}
 }

@@ -2,6 +2,7 @@ package enforcerextensiontest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/termwriter"
 )
 
 // The fake's writers: their controllers run when a test drains their queues,
@@ -27,7 +28,10 @@ type queue struct {
 	keys      map[types.NamespacedName]time.Duration
 	reconcile func(context.Context, types.NamespacedName) error
 	resync    func(enqueue func(types.NamespacedName))
-	handOff   func() []types.NamespacedName
+	// owner is the fake whose leadership Stop asks.
+	owner *Enforcer
+	// stopped is set by Stop: the fake's Drain skips the queue from then on.
+	stopped bool
 	// status is whether it is the status owner's, which policy changes ask.
 	status bool
 }
@@ -46,10 +50,25 @@ func (q *queue) Enqueue(key types.NamespacedName, delay time.Duration) {
 	q.keys[key] = delay
 }
 
-func (q *queue) OnHandOff(pending func() []types.NamespacedName) {
+// Stop writes keys at once while the fake leads, as the real controller does
+// on a leader's way out, and returns what failed; then the queue is done.
+func (q *queue) Stop(_ context.Context, keys []types.NamespacedName) error {
+	q.owner.mu.Lock()
+	ctx := q.owner.leading
+	q.owner.mu.Unlock()
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.handOff = pending
+	q.stopped = true
+	q.mu.Unlock()
+	if ctx == nil {
+		return nil
+	}
+	var errs []error
+	for _, key := range keys {
+		if err := q.reconcile(ctx, key); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (q *queue) resyncNow() {
@@ -85,9 +104,12 @@ func (e *Enforcer) Drain() map[types.NamespacedName]error {
 	}
 	for _, w := range writers {
 		w.mu.Lock()
-		keys := w.keys
+		keys, stopped := w.keys, w.stopped
 		w.keys = nil
 		w.mu.Unlock()
+		if stopped {
+			continue
+		}
 		for _, key := range slices.SortedFunc(maps.Keys(keys), func(a, b types.NamespacedName) int { return compare(a.String(), b.String()) }) {
 			if err := w.reconcile(ctx, key); err != nil {
 				errs[key] = err
@@ -98,7 +120,8 @@ func (e *Enforcer) Drain() map[types.NamespacedName]error {
 	return errs
 }
 
-func (e *Enforcer) addWriter(q *queue) enforcerextension.Queue {
+func (e *Enforcer) addWriter(q *queue) termwriter.Queue {
+	q.owner = e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.writers = append(e.writers, q)
@@ -106,8 +129,8 @@ func (e *Enforcer) addWriter(q *queue) enforcerextension.Queue {
 }
 
 // WriteProposals registers the proposal writer.
-func (e *Enforcer) WriteProposals(_ []enforcerextension.Watch, reconcile func(context.Context, types.NamespacedName, enforcerextension.ProposalWriter) error,
-	resync func(enqueue func(types.NamespacedName))) enforcerextension.Queue {
+func (e *Enforcer) WriteProposals(_ []termwriter.Watch, reconcile func(context.Context, types.NamespacedName, termwriter.ProposalWriter) error,
+	resync func(enqueue func(types.NamespacedName))) termwriter.Queue {
 	return e.addWriter(&queue{resync: resync, reconcile: func(ctx context.Context, key types.NamespacedName) error {
 		return reconcile(ctx, key, proposalWriter{e})
 	}})
@@ -115,7 +138,7 @@ func (e *Enforcer) WriteProposals(_ []enforcerextension.Watch, reconcile func(co
 
 // SyncPolicyStatus registers the status owner. Unlike the real extension, the
 // fake does not watch policies: a test says what changed with Changed.
-func (e *Enforcer) SyncPolicyStatus(_ []enforcerextension.Watch, reconcile func(context.Context, types.NamespacedName, enforcerextension.PolicyStatusWriter) error) enforcerextension.Queue {
+func (e *Enforcer) SyncPolicyStatus(_ []termwriter.Watch, reconcile func(context.Context, types.NamespacedName, termwriter.PolicyStatusWriter) error) termwriter.Queue {
 	return e.addWriter(&queue{status: true, reconcile: func(ctx context.Context, key types.NamespacedName) error {
 		return reconcile(ctx, key, statusWriter{e})
 	}})

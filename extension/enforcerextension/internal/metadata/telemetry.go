@@ -16,10 +16,6 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 var Metrics = []instruments.Metric{
 	{Name: "network_enforcer_controller_reconciles", Kind: instruments.Counter, Unit: "{reconcile}",
 		Description: "Reconciles of the enforcer's controllers (promotion, render, policy-status, proposal-writer), by result (ok, error)."},
-	{Name: "network_enforcer_leader_changes_observed", Kind: instruments.Counter, Unit: "{change}",
-		Description: "Changes of the lease holder that this replica observed, its own included."},
-	{Name: "network_enforcer_leader_terms", Kind: instruments.Counter, Unit: "{term}",
-		Description: "Terms of leadership that this replica began."},
 	{Name: "network_enforcer_members", Kind: instruments.Gauge, Unit: "{member}",
 		Description: "Live members that share the flow sources' keys, as this replica sees them, itself included."},
 }
@@ -28,10 +24,8 @@ var Metrics = []instruments.Metric{
 // Metrics; Shutdown removes the callbacks registered with Observe.
 type TelemetryBuilder struct {
 	instruments.Set
-	NetworkEnforcerControllerReconciles  metric.Int64Counter `metric:"network_enforcer_controller_reconciles"`
-	NetworkEnforcerLeaderChangesObserved metric.Int64Counter `metric:"network_enforcer_leader_changes_observed"`
-	NetworkEnforcerLeaderTerms           metric.Int64Counter `metric:"network_enforcer_leader_terms"`
-	NetworkEnforcerMembers               metric.Int64Gauge   `metric:"network_enforcer_members"`
+	NetworkEnforcerControllerReconciles metric.Int64Counter `metric:"network_enforcer_controller_reconciles"`
+	NetworkEnforcerMembers              metric.Int64Gauge   `metric:"network_enforcer_members"`
 }
 
 // NewTelemetryBuilder creates the component's instruments on the meter of

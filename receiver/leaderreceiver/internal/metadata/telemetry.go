@@ -15,7 +15,7 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 // Metrics are the component's metrics, as metadata.yaml lists them.
 var Metrics = []instruments.Metric{
 	{Name: "network_enforcer_leader_receiver_records_accepted", Kind: instruments.Counter, Unit: "{record}",
-		Description: "Log records that the leader took from the readers and handed to the pipeline."},
+		Description: "Log records that the leader took from the readers: handed to the pipeline, or a source's progress noted."},
 	{Name: "network_enforcer_leader_receiver_records_dropped", Kind: instruments.Counter, Unit: "{record}",
 		Description: "Log records dropped by reason (duplicate: a violation candidate accepted within duplicate_window; malformed_progress: a source's progress record without a key or a time)."},
 	{Name: "network_enforcer_leader_receiver_records_refused", Kind: instruments.Counter, Unit: "{record}",
