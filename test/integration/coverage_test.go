@@ -26,8 +26,10 @@ import (
 )
 
 // coverageWindow is the writer's stable_after in the coverage test: how long
-// a gap keeps a proposal not covered, and learning unsettled.
-const coverageWindow = 8 * time.Second
+// a gap keeps a proposal not covered, and learning unsettled. Each step of
+// the test must see its gaps written within it: on a machine that runs the
+// other suites beside it, a step took 5 s.
+const coverageWindow = 15 * time.Second
 
 // proposalState is what the coverage test reads of a proposal.
 type proposalState struct {
@@ -135,9 +137,12 @@ func TestCoverageFollowsTheDataPlanesGaps(t *testing.T) {
 
 	// Lost events on worker-2.
 	lostAt := time.Now()
-	relay.Push(&observer.GetFlowsResponse{NodeName: "worker-2", Time: timestamppb.Now(),
-		ResponseTypes: &observer.GetFlowsResponse_LostEvents{LostEvents: &flowpb.LostEvent{
-			Source: flowpb.LostEventSource_PERF_EVENT_RING_BUFFER, NumEventsLost: 17}}})
+	lostOnWorker2 := func() *observer.GetFlowsResponse {
+		return &observer.GetFlowsResponse{NodeName: "worker-2", Time: timestamppb.Now(),
+			ResponseTypes: &observer.GetFlowsResponse_LostEvents{LostEvents: &flowpb.LostEvent{
+				Source: flowpb.LostEventSource_PERF_EVENT_RING_BUFFER, NumEventsLost: 17}}}
+	}
+	relay.Push(lostOnWorker2())
 	var got map[string]string
 	waitUntil(t, "the proposals of worker-2's workloads not covered", time.Minute, func() bool {
 		states = proposalStates(t)
@@ -160,13 +165,15 @@ func TestCoverageFollowsTheDataPlanesGaps(t *testing.T) {
 	}
 
 	// worker-3 cannot be read; a pod of cart that the cache does not know
-	// receives a flow from frontend.
+	// receives a flow from frontend; worker-2 loses events again, so that its
+	// gap does not end while this step waits for the others.
 	unknown := dataplanetest.End{Namespace: "shop", Pod: "cart-7f8e9d0c1-gone1", IP: "10.0.9.99", Workload: "cart", Identity: 51235}
 	front := dataplanetest.End{Namespace: "shop", Pod: "frontend-6d5f7b8c9-abcde", IP: "10.0.1.10", Workload: "frontend", Identity: 51234}
 	lastGapAt := time.Now()
 	relay.Push(&observer.GetFlowsResponse{Time: timestamppb.Now(), ResponseTypes: &observer.GetFlowsResponse_NodeStatus{
 		NodeStatus: &relaypb.NodeStatusEvent{StateChange: relaypb.NodeState_NODE_UNAVAILABLE, NodeNames: []string{"worker-3"}}}})
 	relay.Push(dataplanetest.NewHubbleConnection(front, unknown, 41000, 8080, dataplanetest.ConnectionUnenforced)...)
+	relay.Push(lostOnWorker2())
 	cart := workload.Ref{Namespace: "shop", Kind: v1alpha1.WorkloadKindDeployment, Name: "cart"}
 	maps.Copy(want, expectNotCovered(states, string(v1alpha1.CoverageNodeUnreadable), onWorker3...))
 	want["shop/deployment-cart-ingress"] = string(v1alpha1.CoverageUnattributed)
