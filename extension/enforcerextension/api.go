@@ -100,10 +100,13 @@ type Membership interface {
 	// Checkpoint records that this replica handed every flow of key up to t
 	// on; its membership Lease publishes the newest at its next renewal.
 	Checkpoint(key string, t time.Time)
-	// Claim is Checkpoint for a key this replica starts to read: it returns
-	// once this replica's Lease holds the checkpoint (or ctx ends), so that a
-	// replica that joins meanwhile finds the claim before the first read.
-	Claim(ctx context.Context, key string, t time.Time) error
+	// Take makes this replica key's reader before its first read, as the
+	// flow sources' checkpoint store (flowsource.Checkpoints) does: once
+	// key's newest checkpoint is Settled, it claims key, at CountFrom(key)
+	// or else at start, and returns once this replica's Lease holds the
+	// claim (or ctx ends), so that a replica that joins meanwhile finds the
+	// claim before the first read. It returns CountFrom(key).
+	Take(ctx context.Context, key string, start time.Time) (countedUpTo time.Time, ok bool, err error)
 	// CheckpointOf returns the newest time that any member, live or gone,
 	// published for key: a new owner resumes from it.
 	CheckpointOf(key string) (time.Time, bool)

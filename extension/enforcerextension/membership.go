@@ -521,6 +521,45 @@ func (m *membership) Checkpoint(key string, t time.Time) {
 	}
 }
 
+// settlePoll is how often Take asks whether the previous reader's
+// checkpoint is final.
+const settlePoll = 50 * time.Millisecond
+
+// Take makes this replica key's reader, before its first stream: it waits
+// until the checkpoint that another replica published for key is final (that
+// replica released the key, or left), then claims the key where every flow is
+// counted (the previous reader's checkpoint or, for one that was killed, how
+// far the leader took its records; else start), so that what the previous
+// reader sent since its last renewal is not counted again. A previous reader
+// that neither releases nor renews is gone within a lease, which bounds the
+// wait. It returns once the claim is written, or with ctx's error when ctx
+// ends first.
+func (m *membership) Take(ctx context.Context, key string, start time.Time) (time.Time, bool, error) {
+	if !m.Settled(key) {
+		m.logger.Info("Waiting for the hand-off of a key from its previous reader", zap.String("key", key))
+		tick := time.NewTicker(settlePoll)
+		defer tick.Stop()
+		for !m.Settled(key) {
+			select {
+			case <-ctx.Done():
+				return time.Time{}, false, ctx.Err()
+			case <-tick.C:
+			}
+		}
+	}
+	from, ok := m.CountFrom(key)
+	if ok {
+		start = from
+	}
+	// Written before the first stream: a replica that takes the key over
+	// from this one, or joins meanwhile, finds the claim and waits for its
+	// release rather than reading the source's buffer again.
+	if err := m.Claim(ctx, key, start); err != nil {
+		return time.Time{}, false, err
+	}
+	return from, ok, nil
+}
+
 // claimPoll is how often Claim looks whether its checkpoint is written.
 const claimPoll = 20 * time.Millisecond
 

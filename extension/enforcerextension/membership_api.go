@@ -16,9 +16,9 @@ func (e *enforcer) OnMembersChanged(fn func()) { e.membership.OnMembersChanged(f
 // Checkpoint records that every flow of key up to t was handed on.
 func (e *enforcer) Checkpoint(key string, t time.Time) { e.membership.Checkpoint(key, t) }
 
-// Claim checkpoints key and returns once the checkpoint is written.
-func (e *enforcer) Claim(ctx context.Context, key string, t time.Time) error {
-	return e.membership.Claim(ctx, key, t)
+// Take waits for key's previous reader's checkpoint and claims key.
+func (e *enforcer) Take(ctx context.Context, key string, start time.Time) (time.Time, bool, error) {
+	return e.membership.Take(ctx, key, start)
 }
 
 // CheckpointOf returns the newest checkpoint of key that any member published.

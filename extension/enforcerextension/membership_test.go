@@ -313,12 +313,34 @@ func TestHandOverSettles(t *testing.T) {
 		t.Fatal("a member's own checkpoint is not settled for it")
 	}
 
+	// The next reader's Take waits for the release, and then counts from
+	// the released checkpoint.
+	type taken struct {
+		from time.Time
+		ok   bool
+		err  error
+	}
+	took := make(chan taken, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), memberWait)
+	defer cancel()
+	go func() {
+		from, ok, err := next.Take(ctx, "node-1", time.Time{})
+		took <- taken{from, ok, err}
+	}()
+	select {
+	case got := <-took:
+		t.Fatalf("Take returned %v before the key's reader released it", got)
+	case <-time.After(5 * settlePoll):
+	}
 	t2 := t1.Add(time.Second)
 	previous.Checkpoint("node-1", t2)
 	previous.Release("node-1")
-	waitFor(t, "the release", memberWait, func() bool { return next.Settled("node-1") })
-	if got, _ := next.CheckpointOf("node-1"); !got.Equal(t2) {
-		t.Fatalf("settled at %v, want the released checkpoint %v", got, t2)
+	got := <-took
+	if got.err != nil || !got.ok || !got.from.Equal(t2) {
+		t.Fatalf("Take after the release: %v (%v), %v; want the released checkpoint %v", got.from, got.ok, got.err, t2)
+	}
+	if !next.Settled("node-1") {
+		t.Fatal("not settled after the release")
 	}
 
 	// Read again: not final until released again, or until its reader leaves.
@@ -516,9 +538,10 @@ func TestForgottenKeyLeavesTheLease(t *testing.T) {
 	}
 }
 
-// TestClaimReturnsOnceWritten: a claim returns only when this replica's Lease,
-// as the API server holds it, carries the checkpoint.
-func TestClaimReturnsOnceWritten(t *testing.T) {
+// TestTakeReturnsOnceClaimWritten: taking a key that no reader had returns
+// only when this replica's Lease, as the API server holds it, carries the
+// claim at the start given, and says that nothing was counted before.
+func TestTakeReturnsOnceClaimWritten(t *testing.T) {
 	controlplanetest.Require(t)
 	suffix := rand.String(5)
 	lease := "claim-" + suffix
@@ -527,8 +550,8 @@ func TestClaimReturnsOnceWritten(t *testing.T) {
 	t1 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	ctx, cancel := context.WithTimeout(context.Background(), memberWait)
 	defer cancel()
-	if err := ms[0].Claim(ctx, "node-c", t1); err != nil {
-		t.Fatal(err)
+	if from, ok, err := ms[0].Take(ctx, "node-c", t1); err != nil || ok {
+		t.Fatalf("take: counted up to %v (%v), %v; want nothing counted before", from, ok, err)
 	}
 	l, ok := getLease(t, memberLeaseName(lease, "reader-"+suffix))
 	if !ok {

@@ -27,20 +27,26 @@ type LeaderElection interface {
 	IsLeader() bool
 }
 
-// Leadership is what a flow source needs to follow leadership: it streams
-// only on the leader, and a graceful hand-off passes the stream's position
-// on with the lease.
+// Leadership is what a flow source that the leader reads (Hubble Relay,
+// Goldmane) needs to follow leadership: it streams only on the leader, and
+// its part of the checkpoint store, keyed by source, passes where the source
+// stands from leader to leader with the Lease on a graceful shutdown. Its
+// methods are those of the flow sources' checkpoint store
+// (flowsource.Checkpoints), which the membership serves for the nodes.
 type Leadership interface {
 	LeaderElection
-	// ResumeFrom returns, in a term, the time up to which the previous
-	// leader wrote every flow it received, when it handed the stream over on
-	// a graceful shutdown; false when it did not (a crash, a lost lease), and
-	// a flow source reads its backfill.
-	ResumeFrom() (time.Time, bool)
-	// ReadUpTo tells the elector, from a flow source that stops on shutdown,
-	// that it read every flow up to newest and gave it to the pipeline: the
-	// next leader resumes after it, unless a writer withheld the hand-off.
-	ReadUpTo(newest time.Time)
+	// Take returns, in a term, the time up to which the previous leader
+	// wrote every flow of source, when it handed the source over on a
+	// graceful shutdown; false when it did not (a crash, a lost lease, a
+	// withheld hand-off), and the source reads its backfill.
+	Take(ctx context.Context, source string, start time.Time) (countedUpTo time.Time, ok bool, err error)
+	// Checkpoint tells the elector that every flow of source up to t was
+	// given to the pipeline; the newest is kept.
+	Checkpoint(source string, t time.Time)
+	// Release tells the elector, from a flow source that stops on shutdown,
+	// that its checkpoint is final: the next leader resumes after it,
+	// unless a writer withheld the hand-off.
+	Release(source string)
 }
 
 // Lease is what shares the elector's Lease with it: the replicas' membership,

@@ -265,11 +265,13 @@ func (l *elector) newHolder(identity string) {
 func (l *elector) started(ctx context.Context) {
 	// Before the term's readers start: the stream resumes where the
 	// previous leader's writes stopped, when it said so on its way out.
-	from, ok := readHandOff(ctx, l.cs, l.lock)
-	l.handOff.begin(from, ok)
-	if ok {
-		l.set.Logger.Info("Leading: streaming flows and writing, from where the previous leader's writes stopped",
-			zap.String("lease", l.cfg.LeaseName), zap.Time("written_until", from))
+	from, seen := readHandOff(ctx, l.cs, l.lock)
+	l.handOff.begin(from, seen)
+	if len(from) > 0 {
+		for source, t := range from {
+			l.set.Logger.Info("Leading: streaming flows and writing, from where the previous leader's writes stopped",
+				zap.String("lease", l.cfg.LeaseName), zap.String("source", source), zap.Time("written_until", t))
+		}
 	} else {
 		l.set.Logger.Info("Leading: streaming flows and writing", zap.String("lease", l.cfg.LeaseName))
 	}

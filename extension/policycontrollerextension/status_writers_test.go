@@ -23,19 +23,6 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/termwriter"
 )
 
-func conditionTypes(t *testing.T, key types.NamespacedName) map[string]string {
-	t.Helper()
-	var p v1alpha1.WorkloadNetworkPolicy
-	if err := env.Client.Get(context.Background(), key, &p); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, c := range p.Status.Conditions {
-		out[c.Type] = c.Reason
-	}
-	return out
-}
-
 // TestRenderAndStatusOwnerInQuickSuccession: the render controller and the
 // status owner's controller both write a new policy's status at once, and
 // again when its mode changes; every condition that either wrote survives.
@@ -78,7 +65,7 @@ func TestRenderAndStatusOwnerInQuickSuccession(t *testing.T) {
 	key := client.ObjectKeyFromObject(policy)
 	both := func(rendered string) func() bool {
 		return func() bool {
-			got := conditionTypes(t, key)
+			got := controlplanetest.PolicyConditions(t, env.Client, key)
 			return got[v1alpha1.ConditionRendered] == rendered && got[v1alpha1.ConditionAttributable] == v1alpha1.ReasonUniqueTarget
 		}
 	}

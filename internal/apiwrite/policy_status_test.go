@@ -48,19 +48,6 @@ func setCondition(typ, reason string) func(*v1alpha1.WorkloadNetworkPolicy) bool
 	}
 }
 
-func conditionTypes(t *testing.T, key types.NamespacedName) map[string]string {
-	t.Helper()
-	var p v1alpha1.WorkloadNetworkPolicy
-	if err := env.Client.Get(context.Background(), key, &p); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, c := range p.Status.Conditions {
-		out[c.Type] = c.Reason
-	}
-	return out
-}
-
 // TestStatusWritersKeepEachOthersConditions: two writers of one policy's
 // status, each from a copy read before the other's write, both keep what the
 // other wrote. The second write conflicts on the resourceVersion, is applied
@@ -79,7 +66,7 @@ func TestStatusWritersKeepEachOthersConditions(t *testing.T) {
 		setCondition(v1alpha1.ConditionRendered, v1alpha1.ReasonMonitor)); err != nil {
 		t.Fatal(err)
 	}
-	got := conditionTypes(t, key)
+	got := controlplanetest.PolicyConditions(t, env.Client, key)
 	if got[v1alpha1.ConditionAttributable] != v1alpha1.ReasonUniqueTarget || got[v1alpha1.ConditionRendered] != v1alpha1.ReasonMonitor {
 		t.Fatalf("conditions %v: a writer's condition was lost to the other's stale copy", got)
 	}
@@ -178,7 +165,7 @@ func TestEachStatusWriterOwnsItsFields(t *testing.T) {
 	}
 
 	write(StatusOwnerManager, removeCondition(v1alpha1.ConditionUnusedRules))
-	if got := conditionTypes(t, key); got[v1alpha1.ConditionUnusedRules] != "" || got[v1alpha1.ConditionRendered] != v1alpha1.ReasonMonitor ||
+	if got := controlplanetest.PolicyConditions(t, env.Client, key); got[v1alpha1.ConditionUnusedRules] != "" || got[v1alpha1.ConditionRendered] != v1alpha1.ReasonMonitor ||
 		got[v1alpha1.ConditionAttributable] != v1alpha1.ReasonUniqueTarget {
 		t.Fatalf("conditions %v: want UnusedRules gone, Rendered and Attributable kept", got)
 	}
@@ -213,7 +200,7 @@ func TestAnEarlierVersionsStatusIsTakenOver(t *testing.T) {
 		removeCondition(v1alpha1.ConditionUnusedRules)); err != nil {
 		t.Fatal(err)
 	}
-	got := conditionTypes(t, key)
+	got := controlplanetest.PolicyConditions(t, env.Client, key)
 	if got[v1alpha1.ConditionUnusedRules] != "" || got[v1alpha1.ConditionRendered] != v1alpha1.ReasonMonitor {
 		t.Fatalf("conditions %v: want UnusedRules gone and Rendered kept", got)
 	}

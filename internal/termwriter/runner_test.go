@@ -21,6 +21,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/apiwrite"
 	"github.com/kubewarden/network-enforcer/internal/clustertest"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/termcontroller"
 	"github.com/kubewarden/network-enforcer/internal/termwriter"
 )
@@ -59,7 +60,8 @@ func TestWritersDrainInTheirOwnShutdown(t *testing.T) {
 	// shutdown shuts r down as the collector does: the flow source reports,
 	// the writer stops, then the extensions.
 	shutdown := func(r *replica, newest time.Time) error {
-		r.Lease.ReadUpTo(newest)
+		r.Lease.Checkpoint(flowsource.SourceHubbleRelay, newest)
+		r.Lease.Release(flowsource.SourceHubbleRelay)
 		werr := queues[r].Stop(context.Background(), []types.NamespacedName{pending})
 		r.Stop(t)
 		return werr
@@ -76,7 +78,7 @@ func TestWritersDrainInTheirOwnShutdown(t *testing.T) {
 		t.Fatalf("the pending proposal was written %d times on the way out, want once", n)
 	}
 	waitFor(t, "b to lead", 10*time.Second, b.Lease.IsLeader)
-	if from, ok := b.Lease.ResumeFrom(); !ok || !from.Equal(newest) {
+	if from, ok, _ := b.Lease.Take(context.Background(), flowsource.SourceHubbleRelay, time.Time{}); !ok || !from.Equal(newest) {
 		t.Fatalf("b resumes from %v (%v), want %v: the newest flow that a wrote", from, ok, newest)
 	}
 
@@ -87,7 +89,7 @@ func TestWritersDrainInTheirOwnShutdown(t *testing.T) {
 		t.Fatal("the writer's Stop returned no error for a write that failed")
 	}
 	waitFor(t, "c to lead", 10*time.Second, c.Lease.IsLeader)
-	if from, ok := c.Lease.ResumeFrom(); ok {
+	if from, ok, _ := c.Lease.Take(context.Background(), flowsource.SourceHubbleRelay, time.Time{}); ok {
 		t.Fatalf("c resumes from %v after a leader whose writes failed: it must read the backfill", from)
 	}
 }

@@ -32,8 +32,15 @@ type goldmaneReceiver struct {
 	// cursor holds the start time of the newest flow received. A re-opened
 	// stream starts at that bucket again, not after it: Goldmane's buckets
 	// are 15 s, and resuming after it could lose the rest of that bucket. A
-	// repeat of a learned edge changes nothing; losing one would.
+	// repeat of a learned edge changes nothing; losing one would. The same
+	// holds across leaders: a new leader that was handed the stream starts
+	// at the previous leader's newest bucket, and counts at most that bucket
+	// again, instead of the whole backfill.
 	cursor flowsource.Cursor
+
+	// leader, when configured, gates the stream on leadership and hands the
+	// cursor from leader to leader in its checkpoint store.
+	leader leaderelectorextension.Leadership
 }
 
 func newGoldmaneReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*goldmaneReceiver, error) {
@@ -61,22 +68,41 @@ func (r *goldmaneReceiver) Start(ctx context.Context, host component.Host) error
 	if err != nil {
 		return err
 	}
+	r.leader = e
 	return r.GRPCReceiver.Start(ctx, host, e) // a nil e streams from start to shutdown
 }
 
-func (r *goldmaneReceiver) request() *pb.FlowStreamRequest {
+// Shutdown stops the stream once its records are in the pipeline, and hands
+// Goldmane on in the leader's checkpoint store: the next leader resumes at
+// the newest bucket received.
+func (r *goldmaneReceiver) Shutdown(ctx context.Context) error {
+	err := r.GRPCReceiver.Shutdown(ctx)
+	r.cursor.Release(r.leader, flowsource.SourceGoldmane)
+	return err
+}
+
+// request builds the stream's request: from the newest bucket received, or
+// the one that the previous leader handed on; else from start_time_gte.
+func (r *goldmaneReceiver) request(ctx context.Context) (*pb.FlowStreamRequest, error) {
+	if err := r.cursor.Take(ctx, r.leader, flowsource.SourceGoldmane, time.Time{}); err != nil {
+		return nil, err
+	}
 	req := &pb.FlowStreamRequest{StartTimeGte: r.cfg.StartTimeGte, AggregationInterval: aggregationInterval}
 	if at, _, ok := r.cursor.ResumeAt(0); ok {
 		req.StartTimeGte = at.Unix()
 	}
-	return req
+	return req, nil
 }
 
 // stream runs one Flows.Stream until it breaks or ctx ends. Its messages are
 // decoded by the receiver's own decoder, which reads only the fields that the
 // flow schema needs, into memory that each message reuses.
 func (r *goldmaneReceiver) stream(ctx context.Context) (bool, error) {
-	stream, err := r.client.Stream(ctx, r.request(), wirecodec.CallOption())
+	req, err := r.request(ctx)
+	if err != nil {
+		return false, err
+	}
+	stream, err := r.client.Stream(ctx, req, wirecodec.CallOption())
 	if err != nil {
 		return false, err
 	}

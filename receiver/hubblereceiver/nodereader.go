@@ -39,54 +39,16 @@ func newNodeReader(p *nodePool, name string) *nodeReader {
 		logger: p.r.Settings.Logger.With(zap.String("node", name))}
 }
 
-// handOffPoll is how often a node's new reader asks whether the previous
-// reader's checkpoint is final.
-const handOffPoll = 50 * time.Millisecond
-
-// awaitHandOff waits, before the node's first stream, until the checkpoint
-// that another replica published for it is final (that replica released the
-// node, or left), and then counts from where every flow is counted (its
-// checkpoint, or for one that was killed how far the leader took its
-// records): what the previous reader sent since its last renewal is then not
-// counted again. A previous reader that neither releases nor renews is gone
-// within a lease, which bounds the wait. It then claims the node (Claim) and returns once the claim is
-// written, or with ctx's error when ctx ends first. Without membership every
-// node is this replica's from the start.
+// awaitHandOff takes the node in the membership's checkpoint store before
+// its first stream: once the checkpoint that another replica published for it
+// is final, the node counts from where every flow is counted, and this
+// replica's claim is written (Membership.Take). Without membership every node
+// is this replica's from the start.
 func (n *nodeReader) awaitHandOff(ctx context.Context) error {
-	member := n.pool.member
-	if member == nil {
+	if n.pool.member == nil || n.cursor.Begun() {
 		return nil
 	}
-	if n.cursor.Begun() {
-		return nil
-	}
-	if !member.Settled(n.name) {
-		n.logger.Info("waiting for the hand-off of the node from its previous reader")
-		tick := time.NewTicker(handOffPoll)
-		defer tick.Stop()
-		for !member.Settled(n.name) {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-tick.C:
-			}
-		}
-	}
-	// Where every flow is counted: the previous reader's checkpoint, or, for
-	// one that was killed, how far the leader took its records.
-	start, ok := member.CountFrom(n.name)
-	if ok {
-		n.cursor.CountedUpTo(start)
-	} else {
-		start = n.backfillStart()
-	}
-	// Written before the first stream: a replica that takes the node over
-	// from this one, or joins meanwhile, finds the claim and waits for its
-	// release rather than reading the node's buffer again.
-	if err := member.Claim(ctx, n.name, start); err != nil {
-		return err
-	}
-	return nil
+	return n.cursor.Take(ctx, n.pool.member, n.name, n.backfillStart())
 }
 
 // backfillStart is the time before which a node's first stream reads

@@ -2,6 +2,7 @@ package hubblereceiver
 
 import (
 	"context"
+	"time"
 
 	flowpb "github.com/cilium/cilium/api/v1/flow"
 	"github.com/cilium/cilium/api/v1/observer"
@@ -17,7 +18,7 @@ import (
 )
 
 // relayMode reads every node's flows through Hubble Relay, in one GetFlows
-// stream: the GRPCReceiver's. With an enforcer extension, only the leader
+// stream: the GRPCReceiver's. With a leader elector, only the leader
 // replica reads, and the stream passes from leader to leader.
 type relayMode struct {
 	r      *hubbleReceiver
@@ -63,22 +64,12 @@ func (m *relayMode) startStreaming() { m.r.GRPCReceiver.StartStreaming() }
 
 func (m *relayMode) stopStreaming() { m.r.GRPCReceiver.StopStreaming() }
 
-// shutdown stops the stream once its records are in the pipeline, and tells
-// the leader elector the time of the newest flow received: the hand-off to the next
-// leader resumes after it.
+// shutdown stops the stream once its records are in the pipeline, and hands
+// the relay on in the leader's checkpoint store: the next leader resumes
+// after the newest flow received.
 func (m *relayMode) shutdown(ctx context.Context) error {
 	err := m.r.GRPCReceiver.Shutdown(ctx)
-	if m.leader == nil {
-		return err
-	}
-	// A term that received nothing new hands on what it was handed.
-	newest := m.cursor.Latest()
-	if from, ok := m.leader.ResumeFrom(); ok && from.After(newest) {
-		newest = from
-	}
-	if !newest.IsZero() {
-		m.leader.ReadUpTo(newest)
-	}
+	m.cursor.Release(m.leader, flowsource.SourceHubbleRelay)
 	return err
 }
 
@@ -87,24 +78,26 @@ func (m *relayMode) shutdown(ctx context.Context) error {
 // periods before that time, to learn the connections it counted; else the
 // backfill (the relay's buffer); after that from just after the newest flow
 // already received.
-func (m *relayMode) request() *observer.GetFlowsRequest {
+func (m *relayMode) request(ctx context.Context) (*observer.GetFlowsRequest, error) {
 	req := newRequest(m.cfg.FieldMask)
-	if m.leader != nil {
-		if from, ok := m.leader.ResumeFrom(); ok {
-			m.cursor.CountedUpTo(from)
-		}
+	if err := m.cursor.Take(ctx, m.leader, flowsource.SourceHubbleRelay, time.Time{}); err != nil {
+		return nil, err
 	}
 	if !resume(&m.cursor, req) {
 		m.r.cfg.Backfill.backfill(req)
 	}
-	return req
+	return req, nil
 }
 
 // stream runs one GetFlows stream until it breaks or ctx ends. Its messages
 // are decoded by the receiver's own decoder, which reads only the fields that
 // the flow schema needs, into memory that each message reuses.
 func (m *relayMode) stream(ctx context.Context) (bool, error) {
-	stream, err := m.client.GetFlows(ctx, m.request(), wirecodec.CallOption())
+	req, err := m.request(ctx)
+	if err != nil {
+		return false, err
+	}
+	stream, err := m.client.GetFlows(ctx, req, wirecodec.CallOption())
 	if err != nil {
 		m.relayUnreadable(ctx)
 		return false, err

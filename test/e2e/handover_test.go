@@ -71,8 +71,8 @@ func TestHandOverCountsEachFlowOnce(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the leader did not exit within 30s of SIGTERM:\n%s", leader.output)
 	}
-	if !strings.Contains(leader.output.String(), "Handing the flow stream over with the lease") {
-		t.Fatalf("the leader gave the lease up without handing the stream over:\n%s", leader.output)
+	if !strings.Contains(leader.output.String(), "Handing the flow source over with the lease") {
+		t.Fatalf("the leader gave the lease up without handing the relay over:\n%s", leader.output)
 	}
 	waitFor(t, "the standby to resume where the leader's writes stopped", time.Minute, func() bool {
 		return strings.Contains(standby.output.String(), "from where the previous leader's writes stopped")

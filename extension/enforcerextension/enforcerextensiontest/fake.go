@@ -61,10 +61,6 @@ type Enforcer struct {
 	runs      []leaderelectorextension.StartCallback
 	stops     []leaderelectorextension.StopCallback
 	writers   []*queue
-	// readUpTo is what the flow sources reported at their shutdown; resume
-	// is what ResumeFrom answers.
-	readUpTo []time.Time
-	resume   time.Time
 	// Refuse, when set, is asked before each write (op is create, update,
 	// status or patch); an error it returns is the API server's answer.
 	Refuse func(op string, obj metav1.Object) error

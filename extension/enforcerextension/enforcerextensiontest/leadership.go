@@ -3,7 +3,6 @@ package enforcerextensiontest
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 )
@@ -51,34 +50,6 @@ func (e *Enforcer) Lead() {
 	for _, w := range writers {
 		w.resyncNow()
 	}
-}
-
-// ResumeFrom answers what SetResumeFrom set.
-func (e *Enforcer) ResumeFrom() (time.Time, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.resume, !e.resume.IsZero()
-}
-
-// SetResumeFrom sets the previous leader's hand-off that the next term sees.
-func (e *Enforcer) SetResumeFrom(t time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.resume = t
-}
-
-// ReadUpTo records a flow source's report.
-func (e *Enforcer) ReadUpTo(newest time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.readUpTo = append(e.readUpTo, newest)
-}
-
-// ReadUpToTimes returns what the flow sources reported at their shutdown.
-func (e *Enforcer) ReadUpToTimes() []time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.readUpTo)
 }
 
 // Follow ends the term of leadership.

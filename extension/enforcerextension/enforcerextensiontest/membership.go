@@ -46,10 +46,23 @@ func (e *Enforcer) Checkpoint(key string, t time.Time) {
 	}
 }
 
-// Claim is Checkpoint: the fake writes no Lease.
-func (e *Enforcer) Claim(_ context.Context, key string, t time.Time) error {
-	e.Checkpoint(key, t)
-	return nil
+// Take is the checkpoint store's, for the sources that the leader reads and
+// for the nodes alike: once Settled(key), it answers CountFrom(key) and claims
+// key there, else at start. It writes no Lease.
+func (e *Enforcer) Take(ctx context.Context, key string, start time.Time) (time.Time, bool, error) {
+	for !e.Settled(key) {
+		select {
+		case <-ctx.Done():
+			return time.Time{}, false, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t, ok := e.CountFrom(key)
+	if ok {
+		start = t
+	}
+	e.Checkpoint(key, start)
+	return t, ok, nil
 }
 
 // CheckpointOf returns the newest checkpoint of key.
