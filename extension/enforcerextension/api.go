@@ -101,20 +101,18 @@ type Membership interface {
 	// on; its membership Lease publishes the newest at its next renewal.
 	Checkpoint(key string, t time.Time)
 	// Take makes this replica key's reader before its first read, as the
-	// flow sources' checkpoint store (flowsource.Checkpoints) does: once
-	// key's newest checkpoint is Settled, it claims key, at CountFrom(key)
-	// or else at start, and returns once this replica's Lease holds the
+	// flow sources' checkpoint store (flowsource.Checkpoints) does. It
+	// waits until key's newest checkpoint is final: its writer released key
+	// or is no longer a live member; or it is this replica's or a deleted
+	// member's, or there is none, and every other live member has renewed
+	// since this replica joined (one may hold a claim on its way). It then
+	// claims key where every flow of it is counted (that checkpoint when its
+	// writer handed everything up to it on; for a writer that was killed,
+	// how far a leader took key's records, as Counted published; else
+	// start), and returns that time once this replica's Lease holds the
 	// claim (or ctx ends), so that a replica that joins meanwhile finds the
-	// claim before the first read. It returns CountFrom(key).
+	// claim before the first read.
 	Take(ctx context.Context, key string, start time.Time) (countedUpTo time.Time, ok bool, err error)
-	// CheckpointOf returns the newest time that any member, live or gone,
-	// published for key: a new owner resumes from it.
-	CheckpointOf(key string) (time.Time, bool)
-	// CountFrom returns the time up to which every flow of key is counted,
-	// for its new owner: CheckpointOf(key) when its writer hands everything
-	// up to it on (released, left gracefully); for a writer that was killed,
-	// the time up to which a leader took key's records, as Counted published.
-	CountFrom(key string) (time.Time, bool)
 	// Release publishes at once that this replica no longer reads key, with
 	// its checkpoint: the key's new owner need not wait for the next renewal.
 	Release(key string)
@@ -122,13 +120,6 @@ type Membership interface {
 	// (the Peer service removed the node): checkpoints do not outlive their
 	// sources, and every renewal rewrites them.
 	Forget(key string)
-	// Settled reports whether CheckpointOf(key) is final: its writer
-	// released key, or is no longer a live member; or it is this replica's or
-	// a deleted member's, or there is none, and every other live member has
-	// renewed since this replica joined (one may hold a claim on its way). A
-	// new owner that resumes before then would count again what the previous
-	// owner handed on since its last renewal.
-	Settled(key string) bool
 }
 
 // Counting is what the leader's receiver of the members' records tells the

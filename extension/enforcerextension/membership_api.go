@@ -21,12 +21,6 @@ func (e *enforcer) Take(ctx context.Context, key string, start time.Time) (time.
 	return e.membership.Take(ctx, key, start)
 }
 
-// CheckpointOf returns the newest checkpoint of key that any member published.
-func (e *enforcer) CheckpointOf(key string) (time.Time, bool) { return e.membership.CheckpointOf(key) }
-
-// CountFrom returns the time up to which every flow of key is counted.
-func (e *enforcer) CountFrom(key string) (time.Time, bool) { return e.membership.CountFrom(key) }
-
 // Counted records that this replica, leading, took key's records up to t.
 func (e *enforcer) Counted(key string, t time.Time) { e.membership.Counted(key, t) }
 
@@ -35,9 +29,6 @@ func (e *enforcer) Release(key string) { e.membership.Release(key) }
 
 // Forget drops this replica's checkpoint of key, whose source is gone.
 func (e *enforcer) Forget(key string) { e.membership.Forget(key) }
-
-// Settled reports whether the newest checkpoint of key is final.
-func (e *enforcer) Settled(key string) bool { return e.membership.Settled(key) }
 
 // LeaderAddress returns the pod IP of the holder of the leader Lease, as this
 // replica's elector last observed it: the holder's identity names its pod,

@@ -244,14 +244,14 @@ func TestCheckpointsAcrossMembers(t *testing.T) {
 	t1 := time.Date(2026, 12, 3, 10, 0, 0, 123456789, time.UTC)
 	writer.Checkpoint("node-1", t1)
 	writer.Checkpoint("node-1", t1.Add(-time.Minute)) // older: ignored
-	if got, ok := writer.CheckpointOf("node-1"); !ok || !got.Equal(t1) {
+	if got, ok := writer.membership.CheckpointOf("node-1"); !ok || !got.Equal(t1) {
 		t.Fatalf("own checkpoint: %v %v", got, ok)
 	}
 	waitFor(t, "the reader to read the writer's checkpoint", memberWait, func() bool {
-		got, ok := reader.CheckpointOf("node-1")
+		got, ok := reader.membership.CheckpointOf("node-1")
 		return ok && got.Equal(t1)
 	})
-	if _, ok := reader.CheckpointOf("node-2"); ok {
+	if _, ok := reader.membership.CheckpointOf("node-2"); ok {
 		t.Fatal("a checkpoint of a key nobody checkpointed")
 	}
 	l, _ := getLease(t, memberLeaseName("checkpoints-"+suffix, "writer-"+suffix))
@@ -262,7 +262,7 @@ func TestCheckpointsAcrossMembers(t *testing.T) {
 	// The writer's Lease expires: its checkpoint stays readable.
 	writer.membership.stop(context.Background(), false)
 	waitMembers(t, "the writer's Lease to expire", reader, leaver)
-	if got, ok := reader.CheckpointOf("node-1"); !ok || !got.Equal(t1) {
+	if got, ok := reader.membership.CheckpointOf("node-1"); !ok || !got.Equal(t1) {
 		t.Fatalf("after the writer's expiry: %v %v", got, ok)
 	}
 
@@ -272,7 +272,7 @@ func TestCheckpointsAcrossMembers(t *testing.T) {
 	leaver.Checkpoint("node-1", t2)
 	leaver.Checkpoint("node-3", t2)
 	waitFor(t, "the reader to read the leaver's checkpoints", memberWait, func() bool {
-		got, ok := reader.CheckpointOf("node-3")
+		got, ok := reader.membership.CheckpointOf("node-3")
 		return ok && got.Equal(t2)
 	})
 	if err := leaver.stop(); err != nil {
@@ -280,7 +280,7 @@ func TestCheckpointsAcrossMembers(t *testing.T) {
 	}
 	waitMembers(t, "the leaver to leave", reader)
 	for _, k := range []string{"node-1", "node-3"} {
-		if got, ok := reader.CheckpointOf(k); !ok || !got.Equal(t2) {
+		if got, ok := reader.membership.CheckpointOf(k); !ok || !got.Equal(t2) {
 			t.Fatalf("%s after the leaver left: %v %v", k, got, ok)
 		}
 	}
@@ -298,18 +298,18 @@ func TestHandOverSettles(t *testing.T) {
 	waitMembers(t, "two members", previous, next)
 	// A key that nobody checkpointed is settled once the other member has
 	// renewed since the join (TestJoinerWaitsForEarlierMembers).
-	waitFor(t, "a key nobody checkpointed to be settled", memberWait, func() bool { return next.Settled("node-1") })
+	waitFor(t, "a key nobody checkpointed to be settled", memberWait, func() bool { return next.membership.Settled("node-1") })
 
 	t1 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	previous.Checkpoint("node-1", t1)
 	waitFor(t, "the first checkpoint to be published", memberWait, func() bool {
-		got, ok := next.CheckpointOf("node-1")
+		got, ok := next.membership.CheckpointOf("node-1")
 		return ok && got.Equal(t1)
 	})
-	if next.Settled("node-1") {
+	if next.membership.Settled("node-1") {
 		t.Fatal("settled while its reader is live and has not released it")
 	}
-	if !previous.Settled("node-1") {
+	if !previous.membership.Settled("node-1") {
 		t.Fatal("a member's own checkpoint is not settled for it")
 	}
 
@@ -339,7 +339,7 @@ func TestHandOverSettles(t *testing.T) {
 	if got.err != nil || !got.ok || !got.from.Equal(t2) {
 		t.Fatalf("Take after the release: %v (%v), %v; want the released checkpoint %v", got.from, got.ok, got.err, t2)
 	}
-	if !next.Settled("node-1") {
+	if !next.membership.Settled("node-1") {
 		t.Fatal("not settled after the release")
 	}
 
@@ -347,10 +347,10 @@ func TestHandOverSettles(t *testing.T) {
 	t3 := t2.Add(time.Second)
 	previous.Checkpoint("node-1", t3)
 	waitFor(t, "the new checkpoint", memberWait, func() bool {
-		got, _ := next.CheckpointOf("node-1")
+		got, _ := next.membership.CheckpointOf("node-1")
 		return got.Equal(t3)
 	})
-	if next.Settled("node-1") {
+	if next.membership.Settled("node-1") {
 		t.Fatal("settled after the key was read again")
 	}
 	t4 := t3.Add(time.Second)
@@ -359,8 +359,8 @@ func TestHandOverSettles(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitMembers(t, "the old member to leave", next)
-	if got, ok := next.CheckpointOf("node-1"); !ok || !got.Equal(t4) || !next.Settled("node-1") {
-		t.Fatalf("after a graceful leave: %v %v, settled %v; want %v, settled", got, ok, next.Settled("node-1"), t4)
+	if got, ok := next.membership.CheckpointOf("node-1"); !ok || !got.Equal(t4) || !next.membership.Settled("node-1") {
+		t.Fatalf("after a graceful leave: %v %v, settled %v; want %v, settled", got, ok, next.membership.Settled("node-1"), t4)
 	}
 }
 
@@ -386,8 +386,8 @@ func TestLeaveAfterAWriteItDidNotSee(t *testing.T) {
 		t.Fatal("the Lease is still there")
 	}
 	waitMembers(t, "the other member alone", staying)
-	if got, ok := staying.CheckpointOf("node-9"); !ok || !got.Equal(last) || !staying.Settled("node-9") {
-		t.Fatalf("after the leave: %v %v, settled %v; want %v, settled", got, ok, staying.Settled("node-9"), last)
+	if got, ok := staying.membership.CheckpointOf("node-9"); !ok || !got.Equal(last) || !staying.membership.Settled("node-9") {
+		t.Fatalf("after the leave: %v %v, settled %v; want %v, settled", got, ok, staying.membership.Settled("node-9"), last)
 	}
 }
 
@@ -502,7 +502,7 @@ func TestReleaseOfAKeyNeverRead(t *testing.T) {
 		return ok && l.Spec.RenewTime.Sub(first.Spec.RenewTime.Time) > 2*200*time.Millisecond // two retry periods of startReplicaOn
 	})
 	waitMembers(t, "both members still", ms...)
-	if !ms[1].Settled("node-unreadable") {
+	if !ms[1].membership.Settled("node-unreadable") {
 		t.Error("a key nobody read is not settled for the next owner")
 	}
 }
@@ -533,7 +533,7 @@ func TestForgottenKeyLeavesTheLease(t *testing.T) {
 		_, gone := p["node-gone"]
 		return len(p) == 1 && !gone
 	})
-	if _, ok := ms[0].CheckpointOf("node-gone"); ok {
+	if _, ok := ms[0].membership.CheckpointOf("node-gone"); ok {
 		t.Fatal("the forgotten key still has a checkpoint")
 	}
 }
@@ -586,7 +586,7 @@ func TestJoinerWaitsForEarlierMembers(t *testing.T) {
 	want := []string{"earlier-" + suffix + "_1", joiner.membership.identity}
 	slices.Sort(want)
 	waitFor(t, "the joiner to see both members", memberWait, func() bool { return slices.Equal(joiner.membership.members(), want) })
-	if joiner.Settled("node-x") {
+	if joiner.membership.Settled("node-x") {
 		t.Fatal("settled before the earlier member renewed after the join")
 	}
 
@@ -608,17 +608,17 @@ func TestJoinerWaitsForEarlierMembers(t *testing.T) {
 		l.Annotations = map[string]string{v1alpha1.CheckpointsAnnotation: formatCheckpoints(map[string]time.Time{"node-x": claimed})}
 	})
 	waitFor(t, "the earlier member's claim", memberWait, func() bool {
-		got, ok := joiner.CheckpointOf("node-x")
+		got, ok := joiner.membership.CheckpointOf("node-x")
 		return ok && got.Equal(claimed)
 	})
-	if joiner.Settled("node-x") {
+	if joiner.membership.Settled("node-x") {
 		t.Fatal("settled while the earlier member holds its claim")
 	}
-	if !joiner.Settled("node-y") {
+	if !joiner.membership.Settled("node-y") {
 		t.Fatal("a key nobody claimed is not settled once every earlier member renewed after the join")
 	}
 	renew(func(l *coordinationv1.Lease) {
 		l.Annotations[v1alpha1.ReleasedAnnotation] = `["node-x"]`
 	})
-	waitFor(t, "the release", memberWait, func() bool { return joiner.Settled("node-x") })
+	waitFor(t, "the release", memberWait, func() bool { return joiner.membership.Settled("node-x") })
 }
