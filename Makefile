@@ -169,7 +169,8 @@ cluster-build: controlplane ## Build the real-node cluster's binaries (kubelet, 
 
 .PHONY: cluster
 cluster: cluster-build ## Run a real single-node cluster on this machine (root) until Ctrl-C, then clean the host; CNI=bridge for a bridge and kube-router in place of Cilium.
-	NETWORK_ENFORCER_CLUSTER_CNI=$(CNI) hack/cluster/cluster.sh run
+	go build -o bin/realnode ./tools/cluster/realnode
+	bin/realnode -cni $(CNI) run
 
 ##@ Test
 

@@ -77,9 +77,9 @@ done
 # session_pids SESSION prints the PIDs of the processes still in the session.
 session_pids() { ps -o pid= -s "$1" 2>/dev/null || true; }
 
-# The grace that the session's processes get after SIGTERM. The real-node
-# suite's cluster.sh needs most of it: on SIGTERM it deletes the pods, stops
-# every part (up to 10 s each) and cleans the host.
+# The grace that the session's processes get after SIGTERM. (The real node's
+# parts run in sessions of their own: a guard that the suite starts beside it
+# cleans the host when the suite's process ends without stopping the node.)
 grace=180
 
 # cleanup ends what is left of each run's session, or of the one given.
@@ -92,7 +92,7 @@ cleanup() {
 }
 
 cleanup_session() {
-	local session=$1 pids i cluster=""
+	local session=$1 pids i
 	pids=$(session_pids "$session")
 	[[ -z "$pids" ]] && return 0
 	# shellcheck disable=SC2086 # one argument per PID
@@ -105,17 +105,9 @@ cleanup_session() {
 		fi
 		sleep 0.1
 	done
-	# shellcheck disable=SC2086
-	if ps -o args= -p "$(echo $pids | tr ' ' ,)" 2>/dev/null | grep -q 'hack/cluster/cluster.sh'; then cluster=1; fi
 	echo "hack/test.sh: killing what is left of the test run: $(echo $pids)" >&2
 	# shellcheck disable=SC2086
 	kill -KILL $pids 2>/dev/null || true
-	# A cluster.sh killed half way leaves parts of the cluster in sessions of
-	# their own: its down stops them by the PIDs it recorded.
-	if [[ -n "$cluster" ]]; then
-		NETWORK_ENFORCER_CLUSTER_WAIT=10 hack/cluster/cluster.sh down >&2 ||
-			echo "hack/test.sh: hack/cluster/cluster.sh down failed: run it again as root" >&2
-	fi
 }
 sessions=()
 trap cleanup EXIT

@@ -112,7 +112,7 @@ build_cilium() {
 	)
 	mv "$tmp/daemon" "$tmp/cilium-agent"
 	# What the agent reads at run time: its datapath sources and the CRDs that
-	# the operator would install (the operator is not built: see cluster.sh).
+	# the operator would install (the operator is not built: see internal/realnodetest).
 	mkdir -p "$tmp/lib" "$tmp/crds"
 	cp -r "$tmp/src/bpf" "$tmp/lib/bpf"
 	cp "$tmp/src"/pkg/k8s/apis/cilium.io/client/crds/v2/*.yaml "$tmp/src"/pkg/k8s/apis/cilium.io/client/crds/v2alpha1/*.yaml "$tmp/crds/"

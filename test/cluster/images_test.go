@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubewarden/network-enforcer/internal/realnodetest"
 	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
@@ -54,10 +55,7 @@ func buildAndImport(dir string) error {
 }
 
 func importTarball(tar string) error {
-	if out, err := testproc.Command(filepath.Join(env.root, "hack", "cluster", "cluster.sh"), "import", tar).CombinedOutput(); err != nil {
-		return &cmdError{"import " + tar, err, out}
-	}
-	return nil
+	return realnodetest.Import(realnodetest.Config{Root: env.root}, tar)
 }
 
 type cmdError struct {

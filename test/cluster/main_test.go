@@ -1,7 +1,7 @@
 //go:build cluster
 
 // Package cluster proves the product on a real node: the cluster that
-// hack/cluster/cluster.sh runs (kubelet, containerd, runc, kube-proxy,
+// internal/realnodetest runs (kubelet, containerd, runc, kube-proxy,
 // CoreDNS, and the real Cilium agent as the node's CNI, with Hubble and the
 // real hubble-relay), the image that `make image` builds imported into the
 // node, the chart installed with the real helm client, and the data planes
@@ -14,20 +14,16 @@
 package cluster
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kubewarden/network-enforcer/internal/charttest"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/realnodetest"
 	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
@@ -148,100 +144,42 @@ func requireCilium(t *testing.T) {
 	useCluster(t)
 }
 
-// cluster is a run of hack/cluster/cluster.sh.
-type cluster struct {
-	// stop ends the run with SIGTERM, on which the script deletes the pods
-	// while the kubelet still runs and then cleans the host.
-	stop func() error
-	// restartAgent restarts the Cilium agent (SIGUSR1) and waits for the
-	// script's word that it is ready again.
-	restartAgent func() error
-}
-
-// startCluster runs `hack/cluster/cluster.sh run` with Cilium as the CNI and
-// waits for its ready line.
+// startCluster starts the real node with Cilium as its CNI
+// (internal/realnodetest), its log in the temporary folder.
 func startCluster(root string) (*cluster, error) {
-	const cni = "cilium"
-	logPath := filepath.Join(os.TempDir(), "network-enforcer-cluster-"+cni+".log")
+	logPath := filepath.Join(os.TempDir(), "network-enforcer-cluster-"+realnodetest.CNICilium+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	// SIGTERM when the test process dies: the script traps it and cleans the
-	// host, which SIGKILL would not let it do.
-	cmd := testproc.Tie(exec.Command(filepath.Join(root, "hack", "cluster", "cluster.sh"), "run"), syscall.SIGTERM)
-	cmd.Env = append(os.Environ(), "NETWORK_ENFORCER_CLUSTER_CNI="+cni)
-	cmd.Stderr = logFile
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	c, err := realnodetest.Start(realnodetest.Config{Root: root, CNI: realnodetest.CNICilium, Log: logFile})
+	if err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
-	ready := make(chan string, 1)
-	restarted := make(chan struct{}, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if kc, ok := strings.CutPrefix(sc.Text(), "cluster ready: KUBECONFIG="); ok {
-				ready <- kc
+	env.kubeconfig = c.Kubeconfig()
+	fmt.Fprintf(os.Stderr, "%s cluster ready in %s (log: %s)\n", c.CNI(), time.Since(start).Round(100*time.Millisecond), logPath)
+	return &cluster{
+		// The suite ends the node as a killed run would: the guard that Start
+		// left beside the test process cleans the host (with the same clean-up
+		// as Stop), and nothing of the cluster may be left after it.
+		stop: func() error {
+			defer logFile.Close()
+			if err := c.Abandon(); err != nil {
+				return err
 			}
-			if sc.Text() == "cilium agent restarted" {
-				restarted <- struct{}{}
-			}
-		}
-		close(ready)
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	stop := func() error {
-		// SIGTERM twice, a second apart, as an interrupted test run sends it
-		// (hack/test.sh's clean-up, then the kernel's when the test process
-		// dies): the second must not cut the host's clean-up short.
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		again := time.After(time.Second)
-		deadline := time.After(3 * time.Minute)
-		for {
-			select {
-			case <-again:
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-			case err := <-done:
-				var exit *exec.ExitError
-				if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 143) {
-					return err
-				}
-				return hostLeftovers()
-			case <-deadline:
-				_ = cmd.Process.Kill()
-				return fmt.Errorf("cluster.sh did not stop in 3 minutes; see %s", logPath)
-			}
-		}
-	}
-	restartAgent := func() error {
-		if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-			return err
-		}
-		select {
-		case <-restarted:
-			return nil
-		case <-time.After(5 * time.Minute):
-			return fmt.Errorf("the Cilium agent was not ready 5 minutes after its restart; see %s", logPath)
-		}
-	}
-	select {
-	case kc, ok := <-ready:
-		if !ok {
-			_ = cmd.Wait()
-			return nil, fmt.Errorf("cluster.sh ended before the cluster was ready; see %s", logPath)
-		}
-		env.kubeconfig = kc
-		fmt.Fprintf(os.Stderr, "%s cluster ready in %s (log: %s)\n", cni, time.Since(start).Round(100*time.Millisecond), logPath)
-		return &cluster{stop: stop, restartAgent: restartAgent}, nil
-	case <-time.After(20 * time.Minute):
-		_ = stop()
-		return nil, fmt.Errorf("the cluster was not ready in 20 minutes; see %s", logPath)
-	}
+			return hostLeftovers()
+		},
+		restartAgent: c.RestartAgent,
+	}, nil
+}
+
+// cluster is the running node.
+type cluster struct {
+	// stop ends the node, which cleans the host, and checks that nothing is
+	// left.
+	stop func() error
+	// restartAgent restarts the Cilium agent and returns once it is ready.
+	restartAgent func() error
 }

@@ -176,7 +176,7 @@ func (m *flowMeter) stop(t *testing.T) {
 	}
 }
 
-// restartAgent restarts the Cilium agent's process (cluster.sh on SIGUSR1)
+// restartAgent restarts the Cilium agent's process (realnodetest's RestartAgent)
 // and waits until it is ready again.
 func restartAgent(t *testing.T) time.Duration {
 	t.Helper()

@@ -20,13 +20,14 @@ import (
 	"github.com/cilium/cilium/api/v1/observer"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/kubewarden/network-enforcer/internal/realnodetest"
 	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
-// Addresses of the Cilium cluster (hack/cluster/cluster.sh in Cilium mode).
+// Addresses of the Cilium cluster (internal/realnodetest in Cilium mode).
 const (
-	outsideNS   = "ne-outside"
-	outsideAddr = "10.217.32.2:8080"
+	outsideNS   = realnodetest.OutsideNS
+	outsideAddr = realnodetest.OutsideIP + ":8080"
 	apiServer   = "kubernetes.default.svc.cluster.local:443"
 	apiPort     = 16443 // the backend of the kubernetes Service, which Cilium translates to
 	// stableAfter is the writer's stable_after in the journey.

@@ -1,5 +1,5 @@
 // Command pki writes the certificates, keys and kubeconfigs of the real
-// single-node cluster that hack/cluster/cluster.sh starts: one CA, the API
+// single-node cluster that internal/realnodetest starts: one CA, the API
 // server's serving certificate, the kubelet's serving certificate, client
 // certificates for the admin (system:masters, which the control-plane parts and
 // kube-router use too: a test cluster, not a hardened one), the API server's
