@@ -133,9 +133,6 @@ func (c *Cluster) RestartAgent() error {
 	return c.cfg.agentProcess()
 }
 
-// Alive returns an *ExitedError for each part of the cluster that has ended.
-func (c *Cluster) Alive() error { return c.cfg.alive() }
-
 // up starts every part, in order.
 func (cfg Config) up() error {
 	steps := []func() error{cfg.packages, cfg.build, cfg.images, cfg.network, cfg.certificates, cfg.controlPlane, cfg.runtime, cfg.kubelet, cfg.dns}

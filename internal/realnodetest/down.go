@@ -2,6 +2,7 @@ package realnodetest
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,12 +121,10 @@ func (cfg Config) ciliumDown() {
 		}
 	}
 	links := []string{"cilium_host", "cilium_net", "cilium_vxlan"}
-	if out, err := run("ip", "-o", "link", "show"); err == nil {
-		for _, line := range strings.Split(out, "\n") {
-			// "12: lxc1234@if11: <...>"
-			if f := strings.SplitN(line, ": ", 3); len(f) == 3 && strings.HasPrefix(f[1], "lxc") {
-				name, _, _ := strings.Cut(f[1], "@")
-				links = append(links, name)
+	if ifaces, err := net.Interfaces(); err == nil {
+		for _, iface := range ifaces {
+			if strings.HasPrefix(iface.Name, "lxc") { // the pods' ends of the agent's veth pairs
+				links = append(links, iface.Name)
 			}
 		}
 	}
@@ -151,7 +150,7 @@ func (cfg Config) ciliumDown() {
 }
 
 func linkExists(name string) bool {
-	_, err := run("ip", "link", "show", name)
+	_, err := net.InterfaceByName(name)
 	return err == nil
 }
 

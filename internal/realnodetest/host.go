@@ -89,7 +89,7 @@ func mounted(point string) bool {
 	return false
 }
 
-// resolved is the base name of the folder of the file that link points to:
+// resolvedVersion is the base name of the folder of the file that link points to:
 // the version folder of a binary in the build cache.
 func resolvedVersion(link string) string {
 	target, err := filepath.EvalSymlinks(link)

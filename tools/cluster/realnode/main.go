@@ -4,8 +4,7 @@
 // Usage:
 //
 //	realnode [-cni cilium|bridge] run   start it, print its kubeconfig, keep it up until
-//	                                    SIGINT or SIGTERM, then clean the host;
-//	                                    SIGUSR1 restarts the Cilium agent
+//	                                    SIGINT or SIGTERM, then clean the host
 //	realnode down                       clean up what a killed run left behind
 //	realnode import TAR                 import a docker tarball into the node's containerd
 //	                                    (pods use it with imagePullPolicy: Never)
@@ -55,7 +54,7 @@ func run(cfg realnodetest.Config) error {
 	// Caught from the start: a signal while the node comes up ends the run
 	// once Start returns, with the host cleaned.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	c, err := realnodetest.Start(cfg)
 	if err != nil {
 		return err
@@ -66,15 +65,7 @@ func run(cfg realnodetest.Config) error {
 		fmt.Fprintf(os.Stderr, "cluster: Cilium: %[1]s/cilium-dbg status; %[1]s/cilium-dbg monitor\n", c.Bin())
 	}
 	fmt.Fprintf(os.Stderr, "cluster: kubectl at the node's version: %s/kubectl; import an image: realnode import TAR; Ctrl-C stops the cluster and cleans the host\n", c.Bin())
-	for sig := range sigs {
-		if sig == syscall.SIGUSR1 {
-			if err := c.RestartAgent(); err != nil {
-				fmt.Fprintln(os.Stderr, "cluster: restarting the Cilium agent:", err)
-			}
-			continue
-		}
-		break
-	}
+	<-sigs
 	// Signals that come while the host is cleaned (an interrupted run sends
 	// SIGTERM twice) stay caught: an exit now would leave it half clean.
 	return c.Stop()
