@@ -2,6 +2,7 @@ package enforcerextension
 
 import (
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -27,6 +28,57 @@ type podInfo struct {
 	nodeName string
 	// finished pods (Succeeded, Failed) have given their address back.
 	finished bool
+	// started is the earliest time the pod can have held its addresses:
+	// when its sandbox was ready (the PodReadyToStartContainers condition),
+	// else its creation. A flow before it is never the pod's.
+	started time.Time
+	// ended is when the pod gave its addresses back: zero while it runs;
+	// for a finished pod, when its last container ended; for a deleted
+	// one (a tombstone), when the cache saw it go, unless it finished
+	// before. A flow after it is never the pod's.
+	ended time.Time
+}
+
+// heldAt reports whether the pod may have held its addresses at t.
+func (p *podInfo) heldAt(t time.Time) bool {
+	return !t.Before(p.started) && (p.ended.IsZero() || !t.After(p.ended))
+}
+
+// podStarted is the earliest time that pod can have held its addresses:
+// the kubelet sets PodReadyToStartContainers once the sandbox and its
+// network are up, after the CNI gave the pod its address.
+func podStarted(o *corev1.Pod) time.Time {
+	for _, c := range o.Status.Conditions {
+		if c.Type == corev1.PodReadyToStartContainers && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			if c.LastTransitionTime.After(o.CreationTimestamp.Time) {
+				return c.LastTransitionTime.Time
+			}
+		}
+	}
+	return o.CreationTimestamp.Time
+}
+
+// podFinished is when a finished pod gave its address back: when its last
+// container ended, else when it stopped being ready, else now (the first
+// time the cache sees it finished).
+func podFinished(o *corev1.Pod, now time.Time) time.Time {
+	var end time.Time
+	for _, cs := range [][]corev1.ContainerStatus{o.Status.InitContainerStatuses, o.Status.ContainerStatuses} {
+		for _, c := range cs {
+			if t := c.State.Terminated; t != nil && t.FinishedAt.After(end) {
+				end = t.FinishedAt.Time
+			}
+		}
+	}
+	if !end.IsZero() {
+		return end
+	}
+	for _, c := range o.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return now
 }
 
 // workloadInfo is a Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or
@@ -100,7 +152,10 @@ func (in *interner) compact(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		p := &podInfo{ObjectMeta: in.meta(&o.ObjectMeta), hostNetwork: o.Spec.HostNetwork, nodeName: in.str(o.Spec.NodeName),
-			finished: o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed}
+			finished: o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed, started: podStarted(o)}
+		if p.finished {
+			p.ended = podFinished(o, time.Now())
+		}
 		p.ownerKind, p.ownerName = in.controller(&o.ObjectMeta)
 		for _, ip := range o.Status.PodIPs {
 			p.ips = append(p.ips, ip.IP)

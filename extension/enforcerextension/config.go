@@ -3,6 +3,7 @@ package enforcerextension
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 
@@ -26,13 +27,19 @@ type Config struct {
 	// judges by the spec alone, as the Kubernetes API documents it.
 	DataPlane netpolmatch.DataPlane `mapstructure:"data_plane"`
 
+	// PodGracePeriod is how long a deleted pod stays resolvable by its name
+	// and its addresses, for the flows that arrive after it is gone. A flow
+	// known by its address alone and older than this is not attributed.
+	PodGracePeriod time.Duration `mapstructure:"pod_grace_period"`
+
 	_ struct{}
 }
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		APIConfig:     k8sconfig.Default(),
-		LeaderElector: leaderelectorextension.DefaultReference(),
+		APIConfig:      k8sconfig.Default(),
+		LeaderElector:  leaderelectorextension.DefaultReference(),
+		PodGracePeriod: DefaultPodGracePeriod,
 	}
 }
 
@@ -44,6 +51,9 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("invalid data_plane %q: must be one of %s, %s, %s", c.DataPlane,
 			netpolmatch.DataPlaneIstio, netpolmatch.DataPlaneCalico, netpolmatch.DataPlaneCilium))
+	}
+	if c.PodGracePeriod <= 0 {
+		errs = append(errs, fmt.Errorf("invalid pod_grace_period %s: must be positive", c.PodGracePeriod))
 	}
 	return errors.Join(errs...)
 }

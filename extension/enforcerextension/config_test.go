@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 
@@ -17,13 +18,15 @@ func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), filepath.Join("testdata", "config.yaml"), []configtest.Case{
 		{ID: component.NewID(metadata.Type), Want: createDefaultConfig()},
 		{ID: component.NewIDWithName(metadata.Type, "custom"), Want: &Config{
-			APIConfig:     k8sconfig.APIConfig{AuthType: k8sconfig.AuthTypeKubeConfig},
-			LeaderElector: component.MustNewIDWithName("leader_elector", "primary"),
-			DataPlane:     netpolmatch.DataPlaneCilium,
+			APIConfig:      k8sconfig.APIConfig{AuthType: k8sconfig.AuthTypeKubeConfig},
+			LeaderElector:  component.MustNewIDWithName("leader_elector", "primary"),
+			DataPlane:      netpolmatch.DataPlaneCilium,
+			PodGracePeriod: 2 * time.Minute,
 		}},
 		{ID: component.NewIDWithName(metadata.Type, "bad_auth"), WantErr: []string{
 			`invalid auth_type "token": must be one of serviceAccount, kubeConfig`,
 			`invalid data_plane "flannel": must be one of istio, calico, cilium`,
+			`invalid pod_grace_period 0s: must be positive`,
 		}},
 		{ID: component.NewIDWithName(metadata.Type, "bad_elector"), WantErr: []string{
 			`invalid leader_elector "health_check": must name an extension of type "leader_elector"`,

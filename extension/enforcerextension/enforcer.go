@@ -138,7 +138,7 @@ func (e *enforcer) Start(ctx context.Context, host component.Host) error {
 	if e.cache, err = newCache(rc, scheme); err != nil {
 		return err
 	}
-	st, err := newStores(cs)
+	st, err := newStores(cs, e.cfg.PodGracePeriod)
 	if err != nil {
 		return err
 	}

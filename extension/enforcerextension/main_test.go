@@ -55,7 +55,7 @@ func startReplicaOn(t *testing.T, cp *controlplanetest.Env, lease, replica strin
 // startLoggedReplicaOn is startReplicaOn with the replica's log kept, for a
 // test that waits for what it logs. The replica's leader elector starts
 // first and stops last, as the collector orders them.
-func startLoggedReplicaOn(t *testing.T, cp *controlplanetest.Env, lease, replica string) (*enforcer, *observer.ObservedLogs) {
+func startLoggedReplicaOn(t *testing.T, cp *controlplanetest.Env, lease, replica string, configure ...func(*Config)) (*enforcer, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
 	rc := func(k8sconfig.APIConfig) (*rest.Config, error) { return cp.Config, nil }
@@ -63,7 +63,11 @@ func startLoggedReplicaOn(t *testing.T, cp *controlplanetest.Env, lease, replica
 	set := extension.Settings{ID: component.NewID(metadata.Type), TelemetrySettings: componenttest.NewNopTelemetrySettings(),
 		BuildInfo: component.NewDefaultBuildInfo()}
 	set.Logger = zap.New(core)
-	e := newEnforcer(set, createDefaultConfig().(*Config), rc)
+	cfg := createDefaultConfig().(*Config)
+	for _, c := range configure {
+		c(cfg)
+	}
+	e := newEnforcer(set, cfg, rc)
 	if err := e.Start(context.Background(), electorHost{leaderelectorextension.DefaultReference(): elector}); err != nil {
 		t.Fatal(err)
 	}

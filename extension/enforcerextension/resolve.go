@@ -3,6 +3,7 @@ package enforcerextension
 import (
 	"context"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,37 +21,66 @@ type resolver struct {
 	reader client.Reader
 }
 
-// ResolveIP resolves the running pod that has ip. Pods on the host network
-// share their node's address, so an address that one of them has says nothing
-// about which workload sent or received.
-func (r *resolver) ResolveIP(ip string) (workload.Ref, workload.Unresolved) {
-	pods := r.stores.podsBy(indexPodIP, ip)
-	if len(pods) == 0 {
-		return workload.Ref{}, workload.UnresolvedNoPod
+// ResolveIP resolves the pod that held ip at time at, among the pods that
+// the cache holds and those deleted within their grace period. A pod that
+// started after at, or ended before it, never had the flow; when more than
+// one may have held ip at at, the flow is not attributed
+// (UnresolvedAmbiguousAddress), nor when at is older than what the cache
+// remembers of deleted pods (UnresolvedTooOld). Pods on the host network
+// share their node's address, so an address that one of them has says
+// nothing about which workload sent or received.
+func (r *resolver) ResolveIP(ip string, at time.Time) (workload.Ref, workload.Unresolved) {
+	if at.IsZero() {
+		at = time.Now()
 	}
-	for _, p := range pods {
+	var holder *podInfo
+	held := 0
+	for _, p := range r.stores.ended.withIP(r.stores.podsBy(indexPodIP, ip), ip) {
+		if !p.heldAt(at) {
+			continue
+		}
 		if p.hostNetwork {
 			return workload.Ref{}, workload.UnresolvedHostNetwork
 		}
+		if holder == nil || holder.UID != p.UID {
+			held++
+		}
+		holder = p
 	}
-	return r.resolvePod(pods[0])
+	switch {
+	case at.Before(r.stores.ended.remembersFrom()):
+		return workload.Ref{}, workload.UnresolvedTooOld
+	case held == 0:
+		return workload.Ref{}, workload.UnresolvedNoPod
+	case held > 1:
+		return workload.Ref{}, workload.UnresolvedAmbiguousAddress
+	}
+	return r.resolvePod(holder)
 }
 
-// ResolvePod resolves a pod by name, or Goldmane's "<generateName>*" through any
-// pod of that generateName: they all belong to one ReplicaSet, Job or DaemonSet.
+// ResolvePod resolves a pod by name, a deleted one within its grace period
+// included, or Goldmane's "<generateName>*" through any pod of that
+// generateName: they all belong to one ReplicaSet, Job or DaemonSet.
 func (r *resolver) ResolvePod(namespace, name string) (workload.Ref, workload.Unresolved) {
 	if prefix, ok := strings.CutSuffix(name, "*"); ok {
-		pods := r.stores.podsBy(indexGenerateName, namespace+"/"+prefix)
-		if len(pods) == 0 {
-			return workload.Ref{}, workload.UnresolvedNoPod
+		if pods := r.stores.podsBy(indexGenerateName, namespace+"/"+prefix); len(pods) > 0 {
+			return r.resolvePod(pods[0])
 		}
-		return r.resolvePod(pods[0])
+		if p := r.stores.ended.generated(namespace, prefix); p != nil {
+			return r.resolvePod(p)
+		}
+		return workload.Ref{}, workload.UnresolvedNoPod
 	}
-	p := r.stores.pod(namespace, name)
+	p := r.stores.podOrEnded(namespace, name)
 	if p == nil {
 		return workload.Ref{}, workload.UnresolvedNoPod
 	}
 	return r.resolvePod(p)
+}
+
+// Known reports whether the cache holds workload w.
+func (r *resolver) Known(w workload.Ref) bool {
+	return r.stores.workload(string(w.Kind), w.Namespace, w.Name) != nil
 }
 
 // resolvePod follows the pod's controller to its workload: a ReplicaSet to its

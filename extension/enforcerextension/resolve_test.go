@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -38,7 +39,7 @@ func TestResolveEveryFixturePod(t *testing.T) {
 			}
 		}
 		if p.IP != "" {
-			got, reason := e.ResolveIP(p.IP)
+			got, reason := e.ResolveIP(p.IP, time.Time{})
 			check("IP "+p.IP, got, reason)
 		}
 		got, reason := e.ResolvePod(p.Namespace, p.Name)
@@ -53,7 +54,7 @@ func TestResolveEveryFixturePod(t *testing.T) {
 			t.Errorf("the fixtures' cluster has no %s: the test covers less than it says", k)
 		}
 	}
-	if _, reason := e.ResolveIP("192.0.2.99"); reason != workload.UnresolvedNoPod {
+	if _, reason := e.ResolveIP("192.0.2.99", time.Time{}); reason != workload.UnresolvedNoPod {
 		t.Errorf("an unknown address: %q", reason)
 	}
 }

@@ -3,6 +3,7 @@ package enforcerextension
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -11,7 +12,8 @@ import (
 
 // Index names of the compact stores.
 const (
-	// indexPodIP indexes pods that have not finished by each of their IPs.
+	// indexPodIP indexes pods by each of their IPs, finished ones included:
+	// a finished pod held its address until it ended (podInfo.heldAt).
 	indexPodIP = "podIP"
 	// indexGenerateName indexes pods by "<namespace>/<generateName>", for
 	// Goldmane's aggregates.
@@ -27,9 +29,11 @@ type stores struct {
 	pods       toolscache.SharedIndexInformer
 	namespaces toolscache.SharedIndexInformer
 	workloads  map[string]toolscache.SharedIndexInformer
+	// ended keeps the deleted pods for their grace period.
+	ended *tombstones
 }
 
-func newStores(cs kubernetes.Interface) (*stores, error) {
+func newStores(cs kubernetes.Interface, grace time.Duration) (*stores, error) {
 	in := &interner{}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(in.compact))
 	s := &stores{
@@ -48,7 +52,7 @@ func newStores(cs kubernetes.Interface) (*stores, error) {
 	err := s.pods.AddIndexers(toolscache.Indexers{
 		indexPodIP: func(obj any) ([]string, error) {
 			p, ok := obj.(*podInfo)
-			if !ok || p.finished {
+			if !ok {
 				return nil, nil
 			}
 			return p.ips, nil
@@ -71,7 +75,22 @@ func newStores(cs kubernetes.Interface) (*stores, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod indexes: %w", err)
 	}
+	s.ended = newTombstones(grace, time.Now)
+	if _, err := s.pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: s.podDeleted}); err != nil {
+		return nil, fmt.Errorf("pod deletions: %w", err)
+	}
 	return s, nil
+}
+
+// podDeleted keeps a deleted pod as a tombstone: a flow that it made may
+// still arrive.
+func (s *stores) podDeleted(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if p, ok := obj.(*podInfo); ok {
+		s.ended.deleted(p)
+	}
 }
 
 // start runs the informers until ctx ends and waits for their first lists.
@@ -85,6 +104,7 @@ func (s *stores) start(ctx, syncCtx context.Context) error {
 	return nil
 }
 
+// pod returns the pod namespace/name that the cache holds.
 func (s *stores) pod(namespace, name string) *podInfo {
 	obj, ok, err := s.pods.GetIndexer().GetByKey(namespace + "/" + name)
 	if err != nil || !ok {
@@ -92,6 +112,15 @@ func (s *stores) pod(namespace, name string) *podInfo {
 	}
 	p, _ := obj.(*podInfo)
 	return p
+}
+
+// podOrEnded returns the pod namespace/name, or the deleted one within its
+// grace period.
+func (s *stores) podOrEnded(namespace, name string) *podInfo {
+	if p := s.pod(namespace, name); p != nil {
+		return p
+	}
+	return s.ended.pod(namespace, name)
 }
 
 func (s *stores) podsBy(index, value string) []*podInfo {

@@ -24,7 +24,7 @@ func ClassOf(reason workload.Unresolved) v1alpha1.PeerClass {
 		return v1alpha1.PeerClassNode
 	case workload.UnresolvedBarePod:
 		return v1alpha1.PeerClassBarePod
-	case workload.UnresolvedNoPod, workload.UnresolvedUnsupportedOwner:
+	case workload.UnresolvedNoPod, workload.UnresolvedUnsupportedOwner, workload.UnresolvedAmbiguousAddress, workload.UnresolvedTooOld:
 		return v1alpha1.PeerClassUnidentified
 	}
 	return v1alpha1.PeerClassUnidentified
@@ -56,6 +56,15 @@ func JudgeSpec(labels workload.Labeler, spec *v1alpha1.PolicySpec, namespace str
 	sc := netpolmatch.SelectorCache{}
 	spec = spec.DeepCopy()
 	return func(k *Key) (string, bool) {
-		return netpolmatch.MatchSpec(spec, namespace, dp, PeerOf(labels, k), k.Protocol, k.Port, sc)
+		return MatchKey(labels, spec, namespace, dp, k, sc)
 	}
+}
+
+// MatchKey judges one observed edge k by spec, a policy's or a proposal's
+// in namespace, as the data plane dp enforces its object: the one verdict
+// of an edge, which the preview of a proposal, the evidence of a policy and
+// the monitor violations judged in software all read.
+func MatchKey(labels workload.Labeler, spec *v1alpha1.PolicySpec, namespace string, dp netpolmatch.DataPlane, k *Key,
+	sc netpolmatch.SelectorCache) (rule string, allowed bool) {
+	return netpolmatch.MatchSpec(spec, namespace, dp, PeerOf(labels, k), k.Protocol, k.Port, sc)
 }

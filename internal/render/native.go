@@ -119,6 +119,17 @@ func RenderProposal(ctx context.Context, r client.Reader, proposal *v1alpha1.Wor
 	return RenderPolicy(ctx, r, PromotedPolicy(proposal, mode))
 }
 
+// JudgedInSoftware reports whether the flows of policy p are judged against
+// its spec by Network Enforcer rather than by the data plane: its backend
+// renders no object in p's mode (monitor on kubernetes and cilium, which
+// have no per-policy audit mode), so nothing in the data plane says what
+// the policy would do. Istio's monitor mode is a dry-run object that
+// ztunnel evaluates, and protect mode is enforced, on every backend.
+func JudgedInSoftware(p *v1alpha1.WorkloadNetworkPolicy) bool {
+	k := kindWith(p.Spec.Backend, nil)
+	return k != nil && !k.wanted(p)
+}
+
 // renderScheme is the scheme of the enforcer's client, which sets the owner
 // reference's apiVersion and kind.
 var renderScheme = sync.OnceValues(NewScheme)

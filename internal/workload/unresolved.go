@@ -1,5 +1,7 @@
 package workload
 
+import "time"
+
 // Unresolved says why a flow's end has no workload; empty when it has one.
 type Unresolved string
 
@@ -29,17 +31,44 @@ const (
 	// UnresolvedAPIServer: the end is the Kubernetes API server, as the data
 	// plane says.
 	UnresolvedAPIServer Unresolved = "apiserver"
+	// UnresolvedAmbiguousAddress: the end is known by its address only, and
+	// more than one pod may have held that address at the flow's time (one
+	// ended while the next started): which one sent or received is not
+	// certain.
+	UnresolvedAmbiguousAddress Unresolved = "ambiguous_address"
+	// UnresolvedTooOld: the end is known by its address only, and the flow is
+	// older than what the cache remembers of ended pods (their grace period,
+	// or its own start): a pod that held the address then may be forgotten.
+	UnresolvedTooOld Unresolved = "too_old"
 )
 
-// Resolver finds the workload of a running pod. The enforcer extension
-// implements it from the shared cache.
+// Unattributed reports whether an end with reason u is a pod of the cluster
+// that could not be told with certainty (gone past its grace period, not yet
+// known, or its address held by more than one pod at the flow's time): its
+// flows are a coverage gap of the workloads concerned, never learned.
+func (u Unresolved) Unattributed() bool {
+	return u == UnresolvedNoPod || u == UnresolvedAmbiguousAddress || u == UnresolvedTooOld
+}
+
+// Resolver finds the workload of a pod, as the cluster stood at a flow's
+// time. The enforcer extension implements it from the shared cache, which
+// keeps an ended pod (deleted or finished) for a grace period.
 type Resolver interface {
-	// ResolveIP resolves the pod that has ip to its workload.
-	ResolveIP(ip string) (Ref, Unresolved)
-	// ResolvePod resolves a pod by namespace and name to its workload. A name
-	// ending in "*" is Goldmane's aggregate "<generateName>*", resolved through
-	// the pods it matches.
+	// ResolveIP resolves the pod that held ip at time at to its workload:
+	// never a pod that started after at or ended before it, and no pod
+	// when more than one held ip then (UnresolvedAmbiguousAddress) or at is
+	// older than what the cache remembers (UnresolvedTooOld). A zero at is
+	// now.
+	ResolveIP(ip string, at time.Time) (Ref, Unresolved)
+	// ResolvePod resolves a pod by namespace and name to its workload, a
+	// pod that ended within the grace period included. A name ending in "*"
+	// is Goldmane's aggregate "<generateName>*", resolved through the pods
+	// it matches.
 	ResolvePod(namespace, name string) (Ref, Unresolved)
+	// Known reports whether the workload w exists: a flow that names its
+	// pod's workload (Hubble's workloads) is attributed to it by that name
+	// when the pod itself is no longer known.
+	Known(w Ref) bool
 }
 
 // Labeler gives the labels that a policy's selectors match a workload by.

@@ -43,22 +43,6 @@ func (p *learningProcessor) gap(lr plog.LogRecord, sl plog.ScopeLogs, c *counts)
 	}
 }
 
-// dataPlaneWorkload is the workload that the data plane names for end, when
-// the end is a pod: the owner of a pod that the enforcer's cache does not
-// know (Hubble's workloads, from the pod's owner references). Zero when the
-// data plane names none, or a kind that no proposal can target.
-func dataPlaneWorkload(end *flow.Endpoint) workload.Ref {
-	if end.External != "" || end.Namespace == "" || end.Pod == "" || end.WorkloadName == "" {
-		return workload.Ref{}
-	}
-	switch k := v1alpha1.WorkloadKind(end.WorkloadKind); k {
-	case v1alpha1.WorkloadKindDeployment, v1alpha1.WorkloadKindStatefulSet, v1alpha1.WorkloadKindDaemonSet,
-		v1alpha1.WorkloadKindJob, v1alpha1.WorkloadKindCronJob:
-		return workload.Ref{Namespace: end.Namespace, Kind: k, Name: end.WorkloadName}
-	}
-	return workload.Ref{}
-}
-
 // unattributedKey is a workload and direction whose flows the batch could not
 // attribute, and the backend of its proposals.
 type unattributedKey struct {

@@ -88,11 +88,13 @@ func TestGapCounts(t *testing.T) {
 	(&flow.Gap{Provider: flow.ProviderCilium, Cause: flow.GapLostEvents, Node: "worker-1", Lost: 5}).AppendTo(sl)
 	(&flow.Gap{Provider: flow.ProviderCilium, Cause: flow.GapNodeUnreadable, Node: "worker-9"}).AppendTo(sl)
 	(&flow.Gap{Provider: flow.ProviderCilium}).AppendTo(sl)
-	gone := unknownPod("orders", 3)
+	gone := unknownPod("ghost", 3)
 	gone.AppendTo(sl)
 	_, c := lp.learnBatch(ld)
+	// The flows to the unknown pod count once for its workload's ingress
+	// and once for frontend's egress, which misses its peer.
 	want := map[v1alpha1.CoverageGapCause]int64{v1alpha1.CoverageLostEvents: 1, v1alpha1.CoverageNodeUnreadable: 1,
-		v1alpha1.CoverageUnattributed: 3}
+		v1alpha1.CoverageUnattributed: 6}
 	if fmt.Sprint(c.gaps) != fmt.Sprint(want) || c.dropped[reasonMalformedGap] != 1 {
 		t.Fatalf("gap counts %v, dropped %v; want %v and one malformed gap", c.gaps, c.dropped, want)
 	}
@@ -111,9 +113,11 @@ func unknownPod(name string, n int64) flow.Record {
 }
 
 // TestUnattributedFlowsAreGapsOfTheirWorkload: flows to a pod that the cache
-// does not know are a coverage gap of the workload that the data plane names
-// for it, one a batch counting them all; a pod that the data plane names no
-// workload of, or of a kind no proposal targets, is no one's.
+// does not know, of a workload that it does not know either, are a coverage
+// gap of the workload that the data plane names for it, one a batch counting
+// them all; a pod that the data plane names no workload of, or of a kind no
+// proposal targets, is no one's. Each is a gap of the caller's egress too,
+// whose peer could not be told; and none is learned.
 func TestUnattributedFlowsAreGapsOfTheirWorkload(t *testing.T) {
 	fake := fixtureEnforcer()
 	p, sink := fake.StartLogsProcessor(t, NewFactory())
@@ -121,9 +125,37 @@ func TestUnattributedFlowsAreGapsOfTheirWorkload(t *testing.T) {
 	nameless.Destination.WorkloadKind, nameless.Destination.WorkloadName = "", ""
 	replicaSet := unknownPod("shard", 1)
 	replicaSet.Destination.WorkloadKind = "ReplicaSet"
-	consume(t, p, unknownPod("orders", 2), unknownPod("orders", 1), nameless, replicaSet)
-	want := []string{"shop/Deployment/orders Ingress kubernetes Unattributed  3"}
+	consume(t, p, unknownPod("ghost", 2), unknownPod("ghost", 1), nameless, replicaSet)
+	want := []string{"shop/Deployment/frontend Egress kubernetes Unattributed  5", "shop/Deployment/ghost Ingress kubernetes Unattributed  3"}
 	if got := gapsHandedOn(sink); !slices.Equal(got, want) {
 		t.Fatalf("gaps %q, want %q", got, want)
+	}
+	if edges, _ := emitted(sink); len(edges) != 0 {
+		t.Fatalf("edges learned from flows that could not be attributed: %+v", edges)
+	}
+}
+
+// TestAGonePodOfAKnownWorkloadIsItsWorkloads: a flow that names a pod that
+// the cache no longer knows, and the pod's workload (Hubble's workloads),
+// is attributed to that workload by name when the cache knows it; never by
+// the pod's address, which another pod may hold by now.
+func TestAGonePodOfAKnownWorkloadIsItsWorkloads(t *testing.T) {
+	fake := fixtureEnforcer()
+	p, sink := fake.StartLogsProcessor(t, NewFactory())
+	gone := unknownPod("cart", 1)
+	gone.Destination.Address = "10.0.2.45" // now the address of an orders pod
+	consume(t, p, gone)
+	if got := gapsHandedOn(sink); len(got) != 0 {
+		t.Fatalf("gaps %q, want none", got)
+	}
+	var peers []string
+	edges, _ := emitted(sink)
+	for _, e := range edges {
+		peers = append(peers, fmt.Sprintf("%s %s %s", e.Workload, e.Direction, e.Peer))
+	}
+	slices.Sort(peers)
+	want := []string{"shop/Deployment/cart Ingress shop/Deployment/frontend", "shop/Deployment/frontend Egress shop/Deployment/cart"}
+	if !slices.Equal(peers, want) {
+		t.Fatalf("learned %q, want %q", peers, want)
 	}
 }

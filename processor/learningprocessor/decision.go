@@ -38,7 +38,7 @@ type flowKey struct {
 func keyOf(rec *flow.Record) flowKey {
 	k := flowKey{
 		provider: rec.Provider, outcome: rec.Outcome, transport: rec.Transport, port: rec.Destination.Port,
-		source: endKeyOf(&rec.Source), destination: endKeyOf(&rec.Destination),
+		source: endKeyOf(&rec.Source, rec.Time), destination: endKeyOf(&rec.Destination, rec.Time),
 	}
 	if rec.Outcome != flow.OutcomeAllowed {
 		k.policyNamespace, k.policyName = rec.Policy.Namespace, rec.Policy.Name

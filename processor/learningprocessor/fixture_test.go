@@ -92,6 +92,10 @@ func fixtureEnforcer() *enforcerextensiontest.Enforcer {
 		default:
 			w := workload.Ref{Namespace: p.Namespace, Kind: v1alpha1.WorkloadKind(p.WorkloadKind), Name: p.WorkloadName}
 			fake.AddWorkload(w, enforcerextensiontest.WorkloadInfo{}, p.IP)
+			fake.AddPod(w, p.Name)
+			if p.GenerateName != "" {
+				fake.AddPod(w, p.GenerateName+"*")
+			}
 		}
 	}
 	fake.SetPolicy(ordersIngress())

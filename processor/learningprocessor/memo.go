@@ -2,6 +2,7 @@ package learningprocessor
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flow"
@@ -40,6 +41,10 @@ type memo struct {
 type endKey struct {
 	external                flow.External
 	namespace, pod, address string
+	// at is the flow's time, for an end known by its address alone, which
+	// resolves to the pod that held the address then; zero for the others,
+	// which resolve alike whenever the batch's flows were.
+	at int64
 }
 
 type resolved struct {
@@ -56,17 +61,21 @@ func newMemo(p *learningProcessor) *memo {
 	return &memo{p: p, flows: map[flowKey]decisions{}, ends: map[endKey]resolved{}, policies: map[policyKey]bool{}, edges: map[learning.Edge]int{}}
 }
 
-// endKeyOf is what of an end its resolution reads.
-func endKeyOf(e *flow.Endpoint) endKey {
-	return endKey{external: e.External, namespace: e.Namespace, pod: e.Pod, address: e.Address}
+// endKeyOf is what of an end of a flow at time at its resolution reads.
+func endKeyOf(e *flow.Endpoint, at time.Time) endKey {
+	k := endKey{external: e.External, namespace: e.Namespace, pod: e.Pod, address: e.Address}
+	if e.External == "" && e.Pod == "" {
+		k.at = at.UnixNano()
+	}
+	return k
 }
 
-func (m *memo) resolve(e *flow.Endpoint) (workload.Ref, workload.Unresolved) {
-	k := endKeyOf(e)
+func (m *memo) resolve(e *flow.Endpoint, at time.Time) (workload.Ref, workload.Unresolved) {
+	k := endKeyOf(e, at)
 	if r, ok := m.ends[k]; ok {
 		return r.workload, r.reason
 	}
-	w, reason := flow.ResolveEndpoint(m.p.enforcer, e)
+	w, reason := flow.ResolveEndpoint(m.p.enforcer, e, at)
 	m.ends[k] = resolved{workload: w, reason: reason}
 	return w, reason
 }

@@ -78,11 +78,11 @@ func (m *memo) learnedName(e *learning.Edge, sl plog.ScopeLogs) {
 // end, that learning leaves out: it did not resolve to a workload for reason
 // ("" for an Istio workload without an identity), and is not learned as an
 // address block.
-func (m *memo) unlearned(e learning.Edge, end *flow.Endpoint, reason workload.Unresolved) int {
+func (m *memo) unlearned(e learning.Edge, end *flow.Endpoint, reason workload.Unresolved, at time.Time) int {
 	k := unlearnedKey{class: observed.ClassOf(reason)}
 	if reason == "" {
 		k.class = v1alpha1.PeerClassUnidentified
-		w, _ := m.resolve(end)
+		w, _ := m.resolve(end, at)
 		e.Peer = w
 	} else if k.class == v1alpha1.PeerClassBarePod {
 		e.Peer = workload.Ref{Namespace: end.Namespace, Kind: observed.KindPod, Name: end.Pod}

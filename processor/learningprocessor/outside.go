@@ -2,6 +2,7 @@ package learningprocessor
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flow"
@@ -66,9 +67,12 @@ func (p *learningProcessor) outsideBlock(end *flow.Endpoint, reason workload.Unr
 	}
 	switch reason {
 	case workload.UnresolvedExternal, workload.UnresolvedHost, workload.UnresolvedRemoteNode, workload.UnresolvedAPIServer, workload.UnresolvedHostNetwork:
-	case workload.UnresolvedNoPod:
+	case workload.UnresolvedNoPod, workload.UnresolvedTooOld:
+		// An Istio source without an identity is outside the mesh, wherever
+		// it was; any other end is a pod the cache does not know (yet, or
+		// any more). Whether the address is a pod's now is checked below.
 		if !istio {
-			return "", drop // a pod the cache does not know yet, perhaps
+			return "", drop
 		}
 	default:
 		return "", drop // a pod of the cluster (bare, unsupported owner), or an istio workload
@@ -102,8 +106,10 @@ func (m *memo) podAddress(addr netip.Addr) bool {
 	if m.pods == nil {
 		m.pods = map[netip.Addr]bool{}
 	}
-	_, r := m.p.enforcer.ResolveIP(addr.String())
-	pod := r == "" || r == workload.UnresolvedBarePod || r == workload.UnresolvedUnsupportedOwner
+	// As the cache stands now: an address that a pod holds, or that more
+	// than one pod held, is a pod's.
+	_, r := m.p.enforcer.ResolveIP(addr.String(), time.Time{})
+	pod := r == "" || r == workload.UnresolvedBarePod || r == workload.UnresolvedUnsupportedOwner || r == workload.UnresolvedAmbiguousAddress
 	m.pods[addr] = pod
 	return pod
 }

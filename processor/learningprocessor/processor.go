@@ -152,16 +152,17 @@ func (p *learningProcessor) learn(rec *flow.Record, lr plog.LogRecord, sl plog.S
 // candidate when a policy governs the target, a learned edge (handed on the
 // first time the batch sees it), or a reason to drop it.
 func (p *learningProcessor) decide(rec *flow.Record, s side, sl plog.ScopeLogs, m *memo) decision {
-	target, reason := m.resolve(s.target)
+	target, reason := m.resolve(s.target, rec.Time)
 	if reason != "" {
 		if ref, ok := p.namedTarget(rec, s.direction); ok {
 			return candidate(ref, s.direction)
 		}
 		d := dropped("target_" + string(reason))
-		if reason == workload.UnresolvedNoPod {
-			// A pod the cache does not know (yet, or any more): its
-			// workload's learning misses the flow.
-			d.unattributed, d.direction = dataPlaneWorkload(s.target), s.direction
+		if reason.Unattributed() {
+			// A pod the cache does not know (yet, or any more), or
+			// cannot tell by its address: its workload's learning
+			// misses the flow.
+			d.unattributed, d.direction = flow.NamedWorkload(s.target), s.direction
 		}
 		return d
 	}
@@ -183,12 +184,12 @@ func (p *learningProcessor) decide(rec *flow.Record, s side, sl plog.ScopeLogs, 
 	var peer workload.Ref
 	var peerReason workload.Unresolved
 	if !istio || s.peer.Identity == "" {
-		peer, peerReason = m.resolve(s.peer)
+		peer, peerReason = m.resolve(s.peer, rec.Time)
 	}
 	if istio && s.peer.Identity == "" || !istio && peerReason != "" {
 		names, drop := p.outside(&edge, s.peer, peerReason, istio, m)
 		if drop != "" {
-			return p.leftOut(edge, s.peer, peerReason, m, drop)
+			return p.leftOut(edge, s.peer, peerReason, rec.Time, m, drop)
 		}
 		class = observed.ClassOf(peerReason)
 		// Each further name of the peer is learned too, without evidence
@@ -211,10 +212,16 @@ func (p *learningProcessor) decide(rec *flow.Record, s side, sl plog.ScopeLogs, 
 // leftOut drops a flow side whose peer learning leaves out for drop, and
 // observes it, so that the proposal shows it as an edge that protect would
 // block.
-func (p *learningProcessor) leftOut(edge learning.Edge, peer *flow.Endpoint, reason workload.Unresolved, m *memo, drop string) decision {
+func (p *learningProcessor) leftOut(edge learning.Edge, peer *flow.Endpoint, reason workload.Unresolved, at time.Time, m *memo, drop string) decision {
 	d := dropped(drop)
+	if reason.Unattributed() && edge.Backend != v1alpha1.BackendIstio {
+		// A pod that could not be told: the target's learning misses the
+		// edge. (An Istio source without an identity is outside the mesh:
+		// the evidence shows it as an edge that protect would block.)
+		d.unattributed, d.direction = edge.Workload, edge.Direction
+	}
 	if p.cfg.Observe {
-		d.observation = m.unlearned(edge, peer, reason)
+		d.observation = m.unlearned(edge, peer, reason, at)
 	}
 	return d
 }

@@ -1,9 +1,10 @@
 package violationprocessor
 
 import (
+	"time"
+
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flow"
-	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/observed"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
@@ -17,36 +18,27 @@ func target(ref workload.Ref, end *flow.Endpoint) v1alpha1.ViolationEndpoint {
 }
 
 // other resolves the end at the other side of the flow: as a violation record
-// names it, as a NetworkPolicy rule matches it, and as the policy's observed
-// edges list it (the peer part of the key). A pod without a workload is
-// named as the pod; an end outside the cluster by its address.
-func other(e interface {
-	workload.Resolver
-	workload.Labeler
-}, end *flow.Endpoint) (v1alpha1.ViolationEndpoint, *netpolmatch.Peer, observed.Key) {
+// names it, and as the policy's observed edges list it (the peer part of the
+// key), which the spec judges it by (observed.MatchKey). A pod without a
+// workload is named as the pod; an end outside the cluster by its address.
+func other(e workload.Resolver, end *flow.Endpoint, at time.Time) (v1alpha1.ViolationEndpoint, observed.Key) {
 	v := v1alpha1.ViolationEndpoint{Identity: end.Identity}
-	p := &netpolmatch.Peer{Address: end.Address, Principal: end.Identity}
-	w, reason := flow.ResolveEndpoint(e, end)
+	w, reason := flow.ResolveEndpoint(e, end, at)
 	k := observed.Key{Class: observed.ClassOf(reason), Principal: end.Identity}
 	switch {
 	case reason == "":
 		v.Namespace, v.Kind, v.Name = w.Namespace, string(w.Kind), w.Name
 		k.Namespace, k.Kind, k.Name = w.Namespace, string(w.Kind), w.Name
-		p.Namespace = w.Namespace
-		p.PodLabels, p.NamespaceLabels, _ = e.Labels(w)
-		return v, p, k
+		return v, k
 	case end.External == "" && end.Namespace != "" && end.Pod != "":
 		v.Namespace, v.Kind, v.Name = end.Namespace, KindPod, end.Pod
 		k.Namespace, k.Kind, k.Name = end.Namespace, KindPod, end.Pod
-		p.Namespace = end.Namespace
 	default:
 		v.Name = end.Address
 	}
 	k.SetAddress(end.Address)
-	p.Class = k.Class
 	if len(end.Names) > 0 {
-		p.DNSNames = end.Names
 		k.DNSName = end.Names[0] // as learning names it
 	}
-	return v, p, k
+	return v, k
 }

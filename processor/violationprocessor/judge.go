@@ -5,6 +5,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/render"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -80,10 +81,11 @@ func owner(c *candidate, policies []v1alpha1.WorkloadNetworkPolicy) (*v1alpha1.W
 // actionOf decides whether a flow violates policy p, and how. The data plane's
 // verdict decides for what it enforces or dry-runs: ztunnel's dry-run matches
 // are monitor violations, its denials and a CNI's policy drops protect ones. A
-// kubernetes-backend policy in monitor mode has no object in the data plane, so
-// the flow is judged against spec.kubernetes here: allowed is the matcher's
-// verdict (netpolmatch.MatchSpec), the one that the policy's observed edges
-// show too.
+// policy that has no object in the data plane in its mode (monitor on the
+// kubernetes and cilium backends: render.JudgedInSoftware) is judged here:
+// allowed is the verdict that the policy's observed edges show for the flow's
+// edge (observed.MatchKey), so that its evidence and its violations cannot
+// disagree.
 func actionOf(c *candidate, p *v1alpha1.WorkloadNetworkPolicy, allowed bool) (v1alpha1.PolicyMode, bool) {
 	switch c.rec.Outcome {
 	case flow.OutcomeDryRunDenied:
@@ -94,7 +96,7 @@ func actionOf(c *candidate, p *v1alpha1.WorkloadNetworkPolicy, allowed bool) (v1
 		}
 	case flow.OutcomeAllowed, flow.OutcomeAudit: // judged by spec below
 	}
-	if p.Spec.Backend != v1alpha1.BackendKubernetes || p.Spec.Mode != v1alpha1.PolicyModeMonitor || allowed {
+	if allowed || !render.JudgedInSoftware(p) {
 		return "", false
 	}
 	return v1alpha1.PolicyModeMonitor, true

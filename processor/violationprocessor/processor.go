@@ -175,11 +175,11 @@ func (p *violationProcessor) observe(c *candidate, m *memo) (observation, string
 	if c.direction == v1alpha1.DirectionEgress {
 		targetEnd, otherEnd = otherEnd, targetEnd
 	}
-	otherView, otherPeer, edge := other(p.enforcer, otherEnd)
+	otherView, edge := other(p.enforcer, otherEnd, c.rec.Time)
 	port := int32(c.rec.Destination.Port)
-	_, allowed := netpolmatch.MatchSpec(&pol.Spec.PolicySpec, pol.Namespace, p.enforcer.DataPlane(), otherPeer, proto, port, m.selectors)
+	edge.Protocol, edge.Port = proto, port
+	_, allowed := observed.MatchKey(p.enforcer, &pol.Spec.PolicySpec, pol.Namespace, p.enforcer.DataPlane(), &edge, m.selectors)
 	if p.cfg.Observe {
-		edge.Protocol, edge.Port = proto, port
 		p.observeEdge(pol, &edge, c.rec)
 	}
 	action, ok := actionOf(c, pol, allowed)

@@ -169,10 +169,12 @@ func known(fake *enforcerextensiontest.Enforcer, ep *flowpb.Endpoint, ip string)
 		return
 	case len(ep.GetWorkloads()) == 0:
 		fake.Unresolved(ip, workload.UnresolvedBarePod)
+		fake.UnresolvedPod(ep.GetNamespace(), ep.GetPodName(), workload.UnresolvedBarePod)
 	default:
 		w := ep.GetWorkloads()[0]
 		ref := workload.Ref{Namespace: ep.GetNamespace(), Kind: v1alpha1.WorkloadKind(w.GetKind()), Name: w.GetName()}
 		fake.AddWorkload(ref, enforcerextensiontest.WorkloadInfo{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.GetName()}}}, ip)
+		fake.AddPod(ref, ep.GetPodName())
 	}
 }

@@ -164,15 +164,16 @@ func TestCoverageFollowsTheDataPlanesGaps(t *testing.T) {
 		}
 	}
 
-	// worker-3 cannot be read; a pod of cart that the cache does not know
-	// receives a flow from frontend; worker-2 loses events again, so that its
-	// gap does not end while this step waits for the others.
-	unknown := dataplanetest.End{Namespace: "shop", Pod: "cart-7f8e9d0c1-gone1", IP: "10.0.9.99", Workload: "cart", Identity: 51235}
-	front := dataplanetest.End{Namespace: "shop", Pod: "frontend-6d5f7b8c9-abcde", IP: "10.0.1.10", Workload: "frontend", Identity: 51234}
+	// worker-3 cannot be read; a pod that the cache does not know, of a
+	// workload that it does not know either, calls cart: cart's ingress
+	// misses a peer that could not be told; worker-2 loses events again, so
+	// that its gap does not end while this step waits for the others.
+	unknown := dataplanetest.End{Namespace: "shop", Pod: "ghost-7f8e9d0c1-gone1", IP: "10.0.9.99", Workload: "ghost", Identity: 51299}
+	cartEnd := dataplanetest.End{Namespace: "shop", Pod: "cart-7f8e9d0c1-fghij", IP: "10.0.1.11", Workload: "cart", Identity: 51235}
 	lastGapAt := time.Now()
 	relay.Push(&observer.GetFlowsResponse{Time: timestamppb.Now(), ResponseTypes: &observer.GetFlowsResponse_NodeStatus{
 		NodeStatus: &relaypb.NodeStatusEvent{StateChange: relaypb.NodeState_NODE_UNAVAILABLE, NodeNames: []string{"worker-3"}}}})
-	relay.Push(dataplanetest.NewHubbleConnection(front, unknown, 41000, 8080, dataplanetest.ConnectionUnenforced)...)
+	relay.Push(dataplanetest.NewHubbleConnection(unknown, cartEnd, 41000, 8080, dataplanetest.ConnectionUnenforced)...)
 	relay.Push(lostOnWorker2())
 	cart := workload.Ref{Namespace: "shop", Kind: v1alpha1.WorkloadKindDeployment, Name: "cart"}
 	maps.Copy(want, expectNotCovered(states, string(v1alpha1.CoverageNodeUnreadable), onWorker3...))
@@ -183,9 +184,9 @@ func TestCoverageFollowsTheDataPlanesGaps(t *testing.T) {
 		return maps.Equal(got, want)
 	})
 	if _, ok := got["shop/deployment-cart-egress"]; ok || !slices.Contains(workloadsOnNode("worker-1"), cart) {
-		t.Errorf("cart's egress not covered, or cart not on worker-1: the unattributed ingress flow is cart's ingress alone")
+		t.Errorf("cart's egress not covered, or cart not on worker-1: the unattributed ingress peer is cart's ingress's alone")
 	}
-	t.Logf("then worker-3 unreadable and an unknown pod of cart: %d of %d proposals not covered: %v", len(got), len(states), got)
+	t.Logf("then worker-3 unreadable and an unknown pod calling cart: %d of %d proposals not covered: %v", len(got), len(states), got)
 
 	// No gap for the window: every proposal is covered again, and Ready is
 	// as its four conditions say.

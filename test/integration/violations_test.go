@@ -200,6 +200,53 @@ func TestMonitorViolationsOfAKubernetesPolicy(t *testing.T) {
 	}
 }
 
+// TestMonitorViolationsOfACiliumPolicy: a cilium-backend policy in monitor
+// mode has no object in the data plane either (Cilium has no per-policy audit
+// mode), so its flows are judged against its spec, as the kubernetes
+// backend's are: the violations are in its status and sent as events, and
+// its evidence says WouldBlock for the same edges.
+func TestMonitorViolationsOfACiliumPolicy(t *testing.T) {
+	controlplanetest.Require(t)
+	fresh(t)
+	sink := &consumertest.LogsSink{}
+	p := pipelinetest.StartPipeline(t, pipelinetest.Options{Violations: sink, StatusSyncInterval: time.Second})
+	pol := apiIngressPolicy("deployment-api-ingress", v1alpha1.PolicyModeMonitor)
+	pol.Spec.Backend = v1alpha1.BackendCilium
+	createPolicy(t, p, pol)
+
+	send(t, p,
+		cilium(guardedClient, guardedAPI, 8080, flow.OutcomeAllowed),   // allowed by the policy
+		cilium(guardedIntruder, guardedAPI, 8080, flow.OutcomeAllowed), // a peer it does not allow
+		cilium(guardedClient, guardedAPI, 9090, flow.OutcomeAllowed),   // a port it does not allow
+	)
+	if observed := events(sink, violationevent.Observed); len(observed) != 2 {
+		t.Fatalf("%d observed events, want 2: %v", len(observed), observed)
+	}
+	waitUntil(t, "the status sync", 20*time.Second, func() bool {
+		pol = policyNow(t, "deployment-api-ingress")
+		return pol.Status.ViolationCount == 2 && pol.Status.WouldBlockEdges > 0
+	})
+	got := map[string]bool{}
+	for _, r := range pol.Status.Violations {
+		if r.Action != v1alpha1.PolicyModeMonitor {
+			t.Errorf("record %+v: action %s, want monitor", r, r.Action)
+		}
+		got[fmt.Sprintf("%s:%d", r.Source.Name, r.DstPort)] = true
+	}
+	if !got["intruder:8080"] || !got["client:9090"] || len(got) != 2 {
+		t.Errorf("violations %v, want intruder:8080 and client:9090", got)
+	}
+	blocked := map[string]bool{}
+	for _, o := range pol.Status.Observed {
+		if o.Verdict == v1alpha1.VerdictWouldBlock {
+			blocked[fmt.Sprintf("%s:%d", o.Peer.Name, o.Port)] = true
+		}
+	}
+	if fmt.Sprint(blocked) != fmt.Sprint(got) {
+		t.Errorf("evidence WouldBlock %v, violations %v: they disagree", blocked, got)
+	}
+}
+
 // TestProtectViolationsAndAttribution: in protect mode the data plane's
 // denials are the violations, at the end that enforces them; a flow the policy
 // allows is none. With two policies for one workload and direction, a denial

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -101,8 +102,9 @@ func compare(a, b string) int {
 	return 0
 }
 
-// ResolveIP resolves what AddWorkload and Unresolved said.
-func (e *Enforcer) ResolveIP(ip string) (workload.Ref, workload.Unresolved) {
+// ResolveIP resolves what AddWorkload and Unresolved said, whatever the
+// time.
+func (e *Enforcer) ResolveIP(ip string, _ time.Time) (workload.Ref, workload.Unresolved) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if r, ok := e.reasons[ip]; ok {
@@ -114,9 +116,45 @@ func (e *Enforcer) ResolveIP(ip string) (workload.Ref, workload.Unresolved) {
 	return workload.Ref{}, workload.UnresolvedNoPod
 }
 
-// ResolvePod resolves no pod by name: the fake knows pods by address only.
-func (e *Enforcer) ResolvePod(string, string) (workload.Ref, workload.Unresolved) {
+// ResolvePod resolves the pods that AddPod named.
+func (e *Enforcer) ResolvePod(namespace, name string) (workload.Ref, workload.Unresolved) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.podReasons[namespace+"/"+name]; ok {
+		return workload.Ref{}, r
+	}
+	if w, ok := e.byPod[namespace+"/"+name]; ok {
+		return w, ""
+	}
 	return workload.Ref{}, workload.UnresolvedNoPod
+}
+
+// UnresolvedPod makes the pod namespace/name resolve to nothing, for reason.
+func (e *Enforcer) UnresolvedPod(namespace, name string, reason workload.Unresolved) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.podReasons == nil {
+		e.podReasons = map[string]workload.Unresolved{}
+	}
+	e.podReasons[namespace+"/"+name] = reason
+}
+
+// AddPod names a pod of w, which must be known (AddWorkload).
+func (e *Enforcer) AddPod(w workload.Ref, name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.byPod == nil {
+		e.byPod = map[string]workload.Ref{}
+	}
+	e.byPod[w.Namespace+"/"+name] = w
+}
+
+// Known reports whether AddWorkload made w known.
+func (e *Enforcer) Known(w workload.Ref) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.workloads[w]
+	return ok
 }
 
 // HasPolicy reports whether a set policy targets w in direction d.

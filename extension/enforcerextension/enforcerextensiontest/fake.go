@@ -47,10 +47,12 @@ type Event struct {
 
 // Enforcer is the fake. Its zero value is not usable: use New.
 type Enforcer struct {
-	mu        sync.Mutex
-	byIP      map[string]workload.Ref
-	reasons   map[string]workload.Unresolved
-	workloads map[workload.Ref]WorkloadInfo
+	mu         sync.Mutex
+	byIP       map[string]workload.Ref
+	byPod      map[string]workload.Ref
+	podReasons map[string]workload.Unresolved
+	reasons    map[string]workload.Unresolved
+	workloads  map[workload.Ref]WorkloadInfo
 	// nodes are the workloads that run on each node.
 	nodes     map[string][]workload.Ref
 	policies  map[types.NamespacedName]*v1alpha1.WorkloadNetworkPolicy
