@@ -6,29 +6,12 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/observed"
-	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // observedKey is the key, among a proposal's observed edges, of an
-// observation; false for a protocol that no policy names.
-func observedKey(o *learning.Observation) (observed.Key, bool) {
-	proto, ok := observed.ProtocolOf(o.Protocol)
-	if !ok {
-		return observed.Key{}, false
-	}
-	k := observed.Key{Class: o.Class, Principal: o.Principal, Address: o.PeerAddress, DNSName: o.PeerDNSName,
-		Protocol: proto, Port: int32(o.Port)}
-	if o.PeerCIDR != "" {
-		k.Address = o.PeerCIDR // the block it is learned as, which the spec allows
-	}
-	if o.PeerName != "" {
-		k.DNSName = o.PeerName // the name it is learned by, which spec.outside allows
-	}
-	if o.Peer != (workload.Ref{}) {
-		k.Namespace, k.Kind, k.Name = o.Peer.Namespace, string(o.Peer.Kind), o.Peer.Name
-	}
-	return k, true
-}
+// observation (learning.Observation.Key); false for a protocol that no
+// policy names.
+func observedKey(o *learning.Observation) (observed.Key, bool) { return o.Key() }
 
 // judge judges p's observed edges by its spec as it is now.
 func (w *writer) judge(p *v1alpha1.WorkloadNetworkPolicyProposal) observed.Judge {

@@ -55,7 +55,7 @@ func appendCandidate(sl plog.ScopeLogs, srcPort uint32, at time.Duration) {
 	}
 	f := plog.NewLogRecord()
 	rec.WriteTo(f)
-	learning.AppendCandidate(sl, f, web, v1alpha1.DirectionIngress)
+	learning.AppendCandidate(sl, f, web, v1alpha1.DirectionIngress, nil)
 }
 
 // newScope returns logs of one resource and scope, and that scope.

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/observed"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -94,4 +95,46 @@ func (o *Observation) ReadFrom(lr plog.LogRecord) (learned, ok bool) {
 	}
 	o.Flows = flows.Int()
 	return learned, true
+}
+
+// putPeer writes the peer of o: each of its edge's peer fields and its
+// address and name that is set.
+func (o *Observation) putPeer(a pcommon.Map) {
+	for _, kv := range [...]struct{ k, v string }{
+		{AttrPeerPrincipal, o.Principal}, {AttrPeerCIDR, o.PeerCIDR}, {AttrPeerEntity, string(o.PeerEntity)},
+		{AttrPeerName, o.PeerName}, {AttrPeerAddress, o.PeerAddress}, {AttrPeerDNSName, o.PeerDNSName},
+	} {
+		if kv.v != "" {
+			a.PutStr(kv.k, kv.v)
+		}
+	}
+	if o.Peer != (workload.Ref{}) {
+		a.PutStr(AttrPeerWorkload, o.Peer.String())
+	}
+}
+
+// Key is the key of o among an object's observed edges: its peer as
+// learning learned it (the workload, the principal, the block, the name
+// that the spec allows) or left it out (its class, address and name), its
+// protocol and port. It is the one key of an edge: the proposal writer
+// counts a proposal's flows under it, and the policy status owner a
+// policy's, so that a policy's counts go on from its proposal's. False for
+// a protocol that no policy names.
+func (o *Observation) Key() (observed.Key, bool) {
+	proto, ok := observed.ProtocolOf(o.Protocol)
+	if !ok {
+		return observed.Key{}, false
+	}
+	k := observed.Key{Class: o.Class, Principal: o.Principal, Address: o.PeerAddress, DNSName: o.PeerDNSName,
+		Protocol: proto, Port: int32(o.Port)}
+	if o.PeerCIDR != "" {
+		k.Address = o.PeerCIDR // the block it is learned as, which the spec allows
+	}
+	if o.PeerName != "" {
+		k.DNSName = o.PeerName // the name it is learned by, which spec.outside allows
+	}
+	if o.Peer != (workload.Ref{}) {
+		k.Namespace, k.Kind, k.Name = o.Peer.Namespace, string(o.Peer.Kind), o.Peer.Name
+	}
+	return k, true
 }

@@ -78,6 +78,8 @@ type decision struct {
 	// observation is the index, in the memo's observations, of the edge the
 	// side's flows are counted on; -1 for none.
 	observation int
+	// peer is a candidate's peer, as the target's evidence counts it.
+	peer learning.Observation
 }
 
 // decisions are what learning did with each side of a flow.
@@ -92,7 +94,7 @@ type decisions struct {
 func (d *decision) apply(rec *flow.Record, lr plog.LogRecord, sl plog.ScopeLogs, c *counts, m *memo) {
 	switch d.kind {
 	case decidedCandidate:
-		learning.AppendCandidate(sl, lr, d.target, d.direction)
+		learning.AppendCandidate(sl, lr, d.target, d.direction, &d.peer)
 		c.candidates++
 	case decidedDrop:
 		c.drop(d.drop)

@@ -79,6 +79,23 @@ func (m *memo) learnedName(e *learning.Edge, sl plog.ScopeLogs) {
 // ("" for an Istio workload without an identity), and is not learned as an
 // address block.
 func (m *memo) unlearned(e learning.Edge, end *flow.Endpoint, reason workload.Unresolved, at time.Time) int {
+	o, k := m.unlearnedObservation(e, end, reason, at)
+	i, ok := m.unlearnedEdges[k]
+	if !ok {
+		if m.unlearnedEdges == nil {
+			m.unlearnedEdges = map[unlearnedKey]int{}
+		}
+		i = len(m.observations)
+		m.unlearnedEdges[k] = i
+		m.observations = append(m.observations, observation{Observation: o, record: -1})
+	}
+	return i
+}
+
+// unlearnedObservation is the observation, and its key in the batch, of the
+// edge e of a peer, end, that learning leaves out (unlearned): the peer by
+// its class, address and name, a bare pod by its name.
+func (m *memo) unlearnedObservation(e learning.Edge, end *flow.Endpoint, reason workload.Unresolved, at time.Time) (learning.Observation, unlearnedKey) {
 	k := unlearnedKey{class: observed.ClassOf(reason)}
 	if reason == "" {
 		k.class = v1alpha1.PeerClassUnidentified
@@ -92,17 +109,7 @@ func (m *memo) unlearned(e learning.Edge, end *flow.Endpoint, reason workload.Un
 	k.address, k.dnsName = peer.Address, peer.DNSName
 	e.Principal, e.PeerCIDR = "", ""
 	k.edge = e
-	i, ok := m.unlearnedEdges[k]
-	if !ok {
-		if m.unlearnedEdges == nil {
-			m.unlearnedEdges = map[unlearnedKey]int{}
-		}
-		i = len(m.observations)
-		m.unlearnedEdges[k] = i
-		m.observations = append(m.observations, observation{Observation: learning.Observation{
-			Edge: e, Class: k.class, PeerAddress: k.address, PeerDNSName: k.dnsName}, record: -1})
-	}
-	return i
+	return learning.Observation{Edge: e, Class: k.class, PeerAddress: k.address, PeerDNSName: k.dnsName}, k
 }
 
 // flushObservations writes the batch's counts: onto each learned edge's

@@ -155,7 +155,7 @@ func (p *learningProcessor) decide(rec *flow.Record, s side, sl plog.ScopeLogs, 
 	target, reason := m.resolve(s.target, rec.Time)
 	if reason != "" {
 		if ref, ok := p.namedTarget(rec, s.direction); ok {
-			return candidate(ref, s.direction)
+			return p.candidateOf(rec, s, ref, m)
 		}
 		d := dropped("target_" + string(reason))
 		if reason.Unattributed() {
@@ -167,7 +167,7 @@ func (p *learningProcessor) decide(rec *flow.Record, s side, sl plog.ScopeLogs, 
 		return d
 	}
 	if m.hasPolicy(target, s.direction) {
-		return candidate(target, s.direction)
+		return p.candidateOf(rec, s, target, m)
 	}
 	if rec.Outcome != flow.OutcomeAllowed {
 		return dropped(reasonNotAllowed) // another policy decided it; nothing to learn
@@ -175,38 +175,75 @@ func (p *learningProcessor) decide(rec *flow.Record, s side, sl plog.ScopeLogs, 
 	if rec.Destination.Port == 0 {
 		return dropped(reasonNoPort)
 	}
-	edge := learning.Edge{
+	sp := p.peerOf(rec, s, target, m)
+	if sp.drop != "" {
+		return p.leftOut(sp.edge, s.peer, sp.reason, rec.Time, m, sp.drop)
+	}
+	// Each further name of the peer is learned too, without evidence of
+	// its own: the data plane gives every name that the address has, and
+	// the workload may have looked up any of them.
+	for _, name := range sp.names {
+		other := sp.edge
+		other.PeerName = name
+		m.learnedName(&other, sl)
+	}
+	return decision{kind: decidedEdge, observation: m.learned(&sp.edge, sp.class, sl)}
+}
+
+// sidePeer is how learning takes the peer of a flow side: the edge with its
+// peer, or why it leaves the peer out.
+type sidePeer struct {
+	edge  learning.Edge
+	class v1alpha1.PeerClass
+	// names are the peer's further DNS names, learned too.
+	names []string
+	// reason is why the peer did not resolve to a workload.
+	reason workload.Unresolved
+	// drop is why the peer is left out; empty when it is learned.
+	drop string
+}
+
+// peerOf works out the peer of side s of target's edge: a workload, an
+// Istio principal, or an outside peer as outside_peers says. It hands
+// nothing on: a learned edge and a violation candidate name their peer
+// alike through it.
+func (p *learningProcessor) peerOf(rec *flow.Record, s side, target workload.Ref, m *memo) sidePeer {
+	sp := sidePeer{class: v1alpha1.PeerClassWorkload, edge: learning.Edge{
 		Backend: p.backendOf(rec.Provider), Workload: target, Direction: s.direction,
 		Protocol: string(rec.Transport), Port: rec.Destination.Port,
-	}
-	class := v1alpha1.PeerClassWorkload
-	istio := edge.Backend == v1alpha1.BackendIstio
+	}}
+	istio := sp.edge.Backend == v1alpha1.BackendIstio
 	var peer workload.Ref
-	var peerReason workload.Unresolved
 	if !istio || s.peer.Identity == "" {
-		peer, peerReason = m.resolve(s.peer, rec.Time)
+		peer, sp.reason = m.resolve(s.peer, rec.Time)
 	}
-	if istio && s.peer.Identity == "" || !istio && peerReason != "" {
-		names, drop := p.outside(&edge, s.peer, peerReason, istio, m)
-		if drop != "" {
-			return p.leftOut(edge, s.peer, peerReason, rec.Time, m, drop)
+	if istio && s.peer.Identity == "" || !istio && sp.reason != "" {
+		sp.names, sp.drop = p.outside(&sp.edge, s.peer, sp.reason, istio, m)
+		if sp.drop != "" {
+			return sp
 		}
-		class = observed.ClassOf(peerReason)
-		// Each further name of the peer is learned too, without evidence
-		// of its own: the data plane gives every name that the address has,
-		// and the workload may have looked up any of them.
-		for _, name := range names {
-			other := edge
-			other.PeerName = name
-			m.learnedName(&other, sl)
-		}
+		sp.class = observed.ClassOf(sp.reason)
 	}
 	if istio {
-		edge.Principal = s.peer.Identity
+		sp.edge.Principal = s.peer.Identity
 	} else {
-		edge.Peer = peer
+		sp.edge.Peer = peer
 	}
-	return decision{kind: decidedEdge, observation: m.learned(&edge, class, sl)}
+	return sp
+}
+
+// candidateOf is a violation candidate of target for side s, with its peer
+// as target's evidence counts it: as learning would learn it, or leave it
+// out.
+func (p *learningProcessor) candidateOf(rec *flow.Record, s side, target workload.Ref, m *memo) decision {
+	d := candidate(target, s.direction)
+	sp := p.peerOf(rec, s, target, m)
+	if sp.drop != "" {
+		d.peer, _ = m.unlearnedObservation(sp.edge, s.peer, sp.reason, rec.Time)
+	} else {
+		d.peer = learning.Observation{Edge: sp.edge, Class: sp.class}
+	}
+	return d
 }
 
 // leftOut drops a flow side whose peer learning leaves out for drop, and

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/render"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
@@ -33,6 +34,9 @@ type candidate struct {
 	rec       *flow.Record
 	target    workload.Ref
 	direction v1alpha1.Direction
+	// peer is the flow's other end as learning names it in the target's
+	// evidence; nil for a candidate that carries none.
+	peer *learning.Observation
 }
 
 // judgedHere reports whether the flow was reported where the candidate's side

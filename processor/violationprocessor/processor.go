@@ -109,6 +109,9 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 		}
 		rec.ReadFrom(lr)
 		cand := candidate{rec: &rec, target: target, direction: direction}
+		if peer, hasPeer := learning.ReadCandidatePeer(lr); hasPeer {
+			cand.peer = &peer
+		}
 		o, reason := p.observe(&cand, m)
 		switch reason {
 		case "":
@@ -176,6 +179,11 @@ func (p *violationProcessor) observe(c *candidate, m *memo) (observation, string
 		targetEnd, otherEnd = otherEnd, targetEnd
 	}
 	otherView, edge := other(p.enforcer, otherEnd, c.rec.Time)
+	if c.peer != nil {
+		// The key that learning gave the peer: the proposal's evidence
+		// counted the edge under it, and the policy's goes on from there.
+		edge, _ = c.peer.Key()
+	}
 	port := int32(c.rec.Destination.Port)
 	edge.Protocol, edge.Port = proto, port
 	_, allowed := observed.MatchKey(p.enforcer, &pol.Spec.PolicySpec, pol.Namespace, p.enforcer.DataPlane(), &edge, m.selectors)

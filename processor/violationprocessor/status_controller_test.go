@@ -70,7 +70,7 @@ func sendCandidate(t *testing.T, p processor.Logs, port uint32) {
 	rec.AppendTo(flows.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty())
 	ld := plog.NewLogs()
 	learning.AppendCandidate(ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty(),
-		flows.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0), cart, v1alpha1.DirectionIngress)
+		flows.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0), cart, v1alpha1.DirectionIngress, nil)
 	if err := p.ConsumeLogs(context.Background(), ld); err != nil {
 		t.Fatal(err)
 	}

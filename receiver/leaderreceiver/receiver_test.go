@@ -337,7 +337,7 @@ func appendCandidate(sl plog.ScopeLogs, srcPort uint32, at time.Duration) {
 	}
 	f := plog.NewLogRecord()
 	rec.WriteTo(f)
-	learning.AppendCandidate(sl, f, web, v1alpha1.DirectionIngress)
+	learning.AppendCandidate(sl, f, web, v1alpha1.DirectionIngress, nil)
 }
 
 // TestProgressIsCountedOnceThePipelineTookTheBatch: a source's progress in a
