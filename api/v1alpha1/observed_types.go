@@ -247,7 +247,7 @@ func (p ObservedPeer) String() string {
 	if p.Namespace != "" || p.Name != "" {
 		w := p.Name
 		if p.Kind != "" {
-			w = strings.ToLower(p.Kind) + "/" + p.Name
+			w = p.Kind + "/" + p.Name
 		}
 		parts = append(parts, strings.Trim(p.Namespace+"/"+w, "/"))
 	}

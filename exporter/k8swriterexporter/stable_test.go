@@ -21,7 +21,7 @@ func TestStableCondition(t *testing.T) {
 
 	c, recheck := stableCondition(p, edge, 24*time.Hour, t0.Add(2*time.Hour))
 	if c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonLearning || c.ObservedGeneration != 3 ||
-		c.Message != "the last new edge, TCP/5432 with Workload data/statefulset/postgres, was learned at 2026-12-04T11:00:00Z: "+
+		c.Message != "the last new edge, TCP/5432 with Workload data/StatefulSet/postgres, was learned at 2026-12-04T11:00:00Z: "+
 			"stable once no new edge is learned for 24h0m0s, at 2026-12-05T11:00:00Z" {
 		t.Errorf("within the window: %+v", c)
 	}

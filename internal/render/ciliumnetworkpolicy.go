@@ -202,7 +202,7 @@ func ciliumSpec(ps *v1alpha1.PolicySpec) (*cnpSpec, error) {
 		}
 		rules = append(rules, r)
 	}
-	if names {
+	if names && !proxyLookups(rules) {
 		rules = append(rules, clusterDNS)
 	}
 	if ps.Direction == v1alpha1.DirectionIngress {
@@ -285,6 +285,43 @@ func ciliumPorts(ports []networkingv1.NetworkPolicyPort) []cnpPortRule {
 		pr.Ports = append(pr.Ports, cp)
 	}
 	return []cnpPortRule{pr}
+}
+
+// proxyLookups sends the lookups that the rules allow through Cilium's DNS
+// proxy, as toFQDNs needs: the port 53 of each rule that allows it (the rule
+// that learning learned towards the cluster's DNS) gets the DNS rule of
+// clusterDNS, in a port rule of its own, so that no other port of the rule
+// goes through the proxy. It reports whether any rule allows port 53; when
+// none does, clusterDNS is the one rule towards the cluster's DNS, and a
+// policy never has two.
+func proxyLookups(rules []cnpRule) bool {
+	found := false
+	for i := range rules {
+		var kept, dns []cnpPortRule
+		for _, pr := range rules[i].ToPorts {
+			var other, lookups []cnpPort
+			for _, p := range pr.Ports {
+				if p.Port == "53" && p.EndPort == 0 {
+					lookups = append(lookups, p)
+				} else {
+					other = append(other, p)
+				}
+			}
+			if len(lookups) == 0 || pr.Rules != nil {
+				kept = append(kept, pr)
+				continue
+			}
+			if len(other) > 0 {
+				kept = append(kept, cnpPortRule{Ports: other})
+			}
+			dns = append(dns, cnpPortRule{Ports: lookups, Rules: clusterDNS.ToPorts[0].Rules})
+		}
+		if len(dns) > 0 {
+			kept = append(kept, dns...)
+			rules[i].ToPorts, found = kept, true
+		}
+	}
+	return found
 }
 
 // fqdnSelector is the toFQDNs selector of a DNS name of spec.outside: a

@@ -21,12 +21,14 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
+// tcp is a NetworkPolicy's ports for TCP port n.
+func tcp(n int32) []networkingv1.NetworkPolicyPort {
+	return []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(n))}}
+}
+
 // ciliumEgress is a cilium-backend egress spec of shop/web with a workload
 // peer, an address block, the API server, the nodes and two DNS names.
 func ciliumEgress() v1alpha1.PolicySpec {
-	tcp := func(n int32) []networkingv1.NetworkPolicyPort {
-		return []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(n))}}
-	}
 	return v1alpha1.PolicySpec{
 		Backend: v1alpha1.BackendCilium, Direction: v1alpha1.DirectionEgress,
 		TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.WorkloadKindDeployment, Name: "web"},
@@ -80,6 +82,32 @@ egress:
     rules:
       dns: [{matchPattern: "*"}]
 `
+
+// TestCiliumSpecOneDNSRule: a policy that learned its lookups to the
+// cluster's DNS and names outside services by DNS name has one rule towards
+// the cluster's DNS: the learned one, whose port 53 goes through Cilium's DNS
+// proxy, and whose other ports do not.
+func TestCiliumSpecOneDNSRule(t *testing.T) {
+	spec := ciliumEgress()
+	dns := networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "kube-system"}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+	}
+	spec.Kubernetes.Egress = []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{dns},
+		Ports: append(tcp(9153), networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(intstr.FromInt32(53))})}}
+	spec.Outside = []v1alpha1.OutsidePeer{{DNSName: "api.example.com", Ports: tcp(443)}}
+	got, err := ciliumSpec(&spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"endpointSelector":{"matchLabels":{"app":"web"}},"egress":[` +
+		`{"toEndpoints":[{"matchLabels":{"io.cilium.k8s.namespace.labels.kubernetes.io/metadata.name":"kube-system","k8s-app":"kube-dns"}}],` +
+		`"toPorts":[{"ports":[{"port":"9153","protocol":"TCP"}]},{"ports":[{"port":"53","protocol":"UDP"}],"rules":{"dns":[{"matchPattern":"*"}]}}]},` +
+		`{"toFQDNs":[{"matchName":"api.example.com"}],"toPorts":[{"ports":[{"port":"443","protocol":"TCP"}]}]}]}`
+	if g := mustJSON(t, got); g != want {
+		t.Fatalf("rendered\n%s\nwant\n%s", g, want)
+	}
+}
 
 func TestCiliumSpec(t *testing.T) {
 	spec := ciliumEgress()
