@@ -58,7 +58,7 @@ func addNode(t *testing.T, name, address string) {
 
 // TestRenderEntitiesAsAddresses: backend kubernetes renders spec.outside's
 // API server as address blocks of the default/kubernetes EndpointSlices on
-// their ports, and the nodes as their internal addresses on the entity's
+// their ports and the entity's own, and the nodes as their internal addresses on the entity's
 // ports; a new node and a new API server address reach the NetworkPolicy
 // without a change to the policy.
 func TestRenderEntitiesAsAddresses(t *testing.T) {
@@ -92,7 +92,9 @@ func TestRenderEntitiesAsAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, policy) })
-	want := []string{"[" + apiBlock + "] [" + apiPort + "]", "[192.0.2.21/32] [TCP/10250]"}
+	// Towards the API server: the port it listens on, and the one that was
+	// learned for it.
+	want := []string{"[" + apiBlock + "] [" + apiPort + " TCP/1]", "[192.0.2.21/32] [TCP/10250]"}
 	waitRules := func(what string, want []string) time.Duration {
 		t.Helper()
 		began := time.Now()
@@ -127,6 +129,6 @@ func TestRenderEntitiesAsAddresses(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), extra) })
 	blocks := []string{apiBlock, "192.0.2.50/32"}
 	slices.Sort(blocks)
-	took = waitRules("a new API server address", []string{"[" + join(blocks) + "] [" + apiPort + "]", "[192.0.2.21/32 192.0.2.22/32] [TCP/10250]"})
+	took = waitRules("a new API server address", []string{"[" + join(blocks) + "] [" + apiPort + " TCP/1]", "[192.0.2.21/32 192.0.2.22/32] [TCP/10250]"})
 	t.Logf("from a changed default/kubernetes EndpointSlice to the updated NetworkPolicy: %s", took.Round(time.Millisecond))
 }

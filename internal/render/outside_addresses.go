@@ -129,6 +129,24 @@ func appendBlock(blocks []string, address string) []string {
 	return append(blocks, netip.PrefixFrom(a, a.BitLen()).String())
 }
 
+// unionPorts is ports and each of more that it lacks, in order.
+func unionPorts(ports, more []networkingv1.NetworkPolicyPort) []networkingv1.NetworkPolicyPort {
+	out := slices.Clone(ports)
+	for _, m := range more {
+		if !slices.ContainsFunc(out, func(have networkingv1.NetworkPolicyPort) bool { return samePort(have, m) }) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// samePort reports whether two ports of a NetworkPolicy name the same port
+// or range of one protocol.
+func samePort(a, b networkingv1.NetworkPolicyPort) bool {
+	return protocolOf(a.Protocol) == protocolOf(b.Protocol) && (a.Port == nil) == (b.Port == nil) &&
+		(a.Port == nil || a.Port.String() == b.Port.String()) && ptr.Equal(a.EndPort, b.EndPort)
+}
+
 func protocolOf(p *corev1.Protocol) corev1.Protocol {
 	if p == nil {
 		return corev1.ProtocolTCP
@@ -176,10 +194,17 @@ func outsideWatches(r client.Reader) []termcontroller.Watch {
 // entityRule is the address blocks and ports that backends kubernetes and
 // istio render an entity of spec.outside as in direction d, with the
 // addresses it has now: towards the API server, its endpoints' ports (where
-// it listens now); else the entity's own. No blocks when it has no address.
+// it listens now, which a call to the kubernetes Service reaches after its
+// translation) and each port of the entity's own (what was seen, such as
+// another port of the node that the API server runs on, which the data
+// plane names the API server too); else the entity's own. No blocks when it
+// has no address.
 func (a *outsideAddresses) entityRule(o *v1alpha1.OutsidePeer, d v1alpha1.Direction) (blocks []string, ports []networkingv1.NetworkPolicyPort) {
 	switch o.Entity {
 	case v1alpha1.EntityAPIServer:
+		if d == v1alpha1.DirectionEgress && len(o.Ports) > 0 {
+			return a.apiServer, unionPorts(a.apiServerPorts, o.Ports)
+		}
 		if d == v1alpha1.DirectionEgress {
 			return a.apiServer, a.apiServerPorts
 		}

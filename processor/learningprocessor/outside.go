@@ -19,9 +19,10 @@ const reasonPodAddress = "peer_pod_address"
 // reason, as outside_peers says: it sets the edge's entity, DNS name or address
 // block, and returns the peer's further DNS names, which are learned too; drop
 // is the reason to count when the peer is not learned. With entities, the API
-// server and the nodes are learned as what they are, an outside service by the
-// first of the names that the data plane gives for it, and anything else as
-// ip_blocks would; never a pod's address.
+// server and the nodes are learned as what they are, an outside service by
+// each of the names that the data plane gives for it (its flows counted on
+// the first in alphabetical order, as the flow holds them), and anything
+// else as ip_blocks would; never a pod's address.
 func (p *learningProcessor) outside(edge *learning.Edge, end *flow.Endpoint, reason workload.Unresolved, istio bool, m *memo) (more []string, drop string) {
 	if p.cfg.OutsidePeers == OutsidePeersEntities {
 		switch reason {
