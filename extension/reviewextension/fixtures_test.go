@@ -8,6 +8,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
@@ -126,6 +127,9 @@ func newFixtures(now time.Time) fixtures {
 			edge(v1alpha1.ObservedPeer{Class: v1alpha1.PeerClassHost, Address: "192.168.1.10/32"}, 8443, 5, allowed, now),
 		)},
 	}
+	// The nodes' calls, which the policy allows beside its rule.
+	api.Spec.Outside = []v1alpha1.OutsidePeer{{Entity: v1alpha1.EntityNodes,
+		Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(8443))}}}}
 	f.policies = []v1alpha1.WorkloadNetworkPolicy{db, api}
 	return f
 }

@@ -84,11 +84,7 @@ type policyData struct {
 
 func newObjectData(kind, namespace, name string, spec v1alpha1.PolicySpec, conds []metav1.Condition, t v1alpha1.ObservedTraffic) objectData {
 	d := objectData{Kind: kind, Namespace: namespace, Name: name, Spec: spec, Conditions: conds, Traffic: t}
-	var rules any = spec.Kubernetes
-	if spec.Backend == v1alpha1.BackendIstio {
-		rules = spec.Istio
-	}
-	if b, err := yaml.Marshal(rules); err == nil {
+	if b, err := yaml.Marshal(rulesOf(&spec)); err == nil {
 		d.Rules = string(b)
 	} else {
 		d.Rules = err.Error()
@@ -99,6 +95,25 @@ func newObjectData(kind, namespace, name string, spec v1alpha1.PolicySpec, conds
 		}
 	}
 	return d
+}
+
+// specRules is every rule of a spec, under the spec's own field names, as
+// kubectl shows them: the backend's (kubernetes or istio) and the peers
+// beyond the workloads (outside). A reviewer sees all that the object allows.
+type specRules struct {
+	Kubernetes any                    `json:"kubernetes,omitempty"`
+	Istio      any                    `json:"istio,omitempty"`
+	Outside    []v1alpha1.OutsidePeer `json:"outside,omitempty"`
+}
+
+func rulesOf(spec *v1alpha1.PolicySpec) specRules {
+	r := specRules{Outside: spec.Outside}
+	if spec.Backend == v1alpha1.BackendIstio {
+		r.Istio = spec.Istio
+	} else {
+		r.Kubernetes = spec.Kubernetes
+	}
+	return r
 }
 
 func (p *pages) proposal(w http.ResponseWriter, r *http.Request) {

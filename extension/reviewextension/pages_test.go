@@ -89,6 +89,9 @@ func TestPagesOnLoopback(t *testing.T) {
 			`<p class="note" id="native-monitor-none">monitor mode: no NetworkPolicy; flows are judged against spec.kubernetes</p>`,
 			"kubectl get wnpp -n shop deployment-web-ingress -o yaml | network-enforcer render --mode protect",
 		},
+		// Every rule that the policy allows: its NetworkPolicy rules and
+		// the peers beyond the workloads.
+		"/policies/pay/deployment-api-ingress": {"kubernetes:", "ingress:", "outside:", "entity: Nodes"},
 		"/policies/shop/statefulset-db-ingress": {
 			`kubectl patch wnp -n shop statefulset-db-ingress --type merge -p &#39;{&#34;spec&#34;:{&#34;mode&#34;:&#34;protect&#34;}}&#39;`,
 			"kubectl annotate wnp -n shop statefulset-db-ingress networkenforcer.kubewarden.io/acknowledge-2=&#39;&lt;reason&gt;&#39;",
