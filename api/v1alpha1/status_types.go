@@ -85,28 +85,56 @@ type RuleUse struct {
 	LastUsed *metav1.Time `json:"lastUsed,omitempty"`
 }
 
-// ViolationEndpoint is one end of a violating flow.
+// ViolationEndpoint is one end of a violating flow: a workload, or a pod
+// without one, by its namespace, kind and name; any other peer by its
+// class, address, DNS name and entity, as the policy's observed edges name
+// it.
 type ViolationEndpoint struct {
-	// namespace of the workload.
+	// class of the end, as the policy's observed edges give it (Workload,
+	// External, Host, RemoteNode, Node, APIServer, BarePod, Unidentified);
+	// unset on records of earlier versions.
+	// +optional
+	Class PeerClass `json:"class,omitempty"`
+
+	// namespace of the workload, or of the pod without one.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
 
-	// kind of the workload (Deployment, StatefulSet, ...).
+	// kind of the workload (Deployment, StatefulSet, ...), or Pod for a pod
+	// without one.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind,omitempty"`
 
-	// name of the workload.
+	// name of the workload, or of the pod without one.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
 
 	// identity of the workload as the data plane saw it, for example an Istio
-	// principal (cluster.local/ns/shop/sa/web).
+	// principal (cluster.local/ns/shop/sa/web) or a Cilium security identity.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Identity string `json:"identity,omitempty"`
+
+	// address of a peer that is not a workload, or the address block that it
+	// is learned as.
+	// +optional
+	// +kubebuilder:validation:MaxLength=43
+	Address string `json:"address,omitempty"`
+
+	// dnsName is the DNS name that the data plane gave a peer outside the
+	// cluster (the first in alphabetical order), or a Goldmane network set's
+	// name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	DNSName string `json:"dnsName,omitempty"`
+
+	// entity is what a peer beyond the workloads is, where the data plane
+	// names it so: APIServer, or Nodes for a node or a host-network pod.
+	// +optional
+	Entity Entity `json:"entity,omitempty"`
 }
 
 // PolicyReference names a policy in the data plane.

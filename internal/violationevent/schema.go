@@ -39,8 +39,22 @@ const (
 	AttrDestinationPort        = "destination.port"
 	AttrPolicyNamespace        = flow.AttrPolicyNamespace
 	AttrPolicyName             = flow.AttrPolicyName
-	attributeCount             = 15
+	attributeCount             = 23
 	acknowledgedAttributeCount = attributeCount + 2
+)
+
+// Attribute keys of what an end is, beside its workload: its class, and for
+// a peer that is not a workload its address, DNS name and entity, as the
+// policy's observed edges name it. Each is there when the record has it.
+const (
+	AttrSourceClass        = "source.class"
+	AttrSourceAddress      = "source.address"
+	AttrSourceDNSName      = "source.dns.name"
+	AttrSourceEntity       = "source.entity"
+	AttrDestinationClass   = "destination.class"
+	AttrDestinationAddress = "destination.address"
+	AttrDestinationDNSName = "destination.dns.name"
+	AttrDestinationEntity  = "destination.entity"
 )
 
 // Attribute keys of Acknowledged events only.
@@ -78,5 +92,18 @@ func Append(sl plog.ScopeLogs, name string, provider flow.Provider, r *v1alpha1.
 	a.PutInt(AttrDestinationPort, int64(r.DstPort))
 	a.PutStr(AttrPolicyNamespace, r.Policy.Namespace)
 	a.PutStr(AttrPolicyName, r.Policy.Name)
+	putEnd(a, &r.Source, AttrSourceClass, AttrSourceAddress, AttrSourceDNSName, AttrSourceEntity)
+	putEnd(a, &r.Destination, AttrDestinationClass, AttrDestinationAddress, AttrDestinationDNSName, AttrDestinationEntity)
 	return lr
+}
+
+// putEnd puts what end e is under the keys given, each that it has.
+func putEnd(a pcommon.Map, e *v1alpha1.ViolationEndpoint, class, address, dnsName, entity string) {
+	for _, kv := range [...]struct{ k, v string }{
+		{class, string(e.Class)}, {address, e.Address}, {dnsName, e.DNSName}, {entity, string(e.Entity)},
+	} {
+		if kv.v != "" {
+			a.PutStr(kv.k, kv.v)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
-	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
@@ -161,7 +161,7 @@ func peerAddress(p v1alpha1.ObservedPeer) string {
 
 // violationAddress names a violation record's source as peerAddress does.
 func violationAddress(v v1alpha1.ViolationEndpoint) string {
-	return peerAddress(v1alpha1.ObservedPeer{Name: v.Name, Address: v.Name})
+	return peerAddress(v1alpha1.ObservedPeer{Name: v.Name, Address: v.Address})
 }
 
 // sendFlow hands the processor a flow from peer to cart on port with the
@@ -174,12 +174,67 @@ func sendFlow(t *testing.T, p interface {
 	rec := flow.Record{Time: time.Now(), Provider: provider, Outcome: outcome, Reporter: flow.ReporterDestination,
 		Direction: flow.DirectionIngress, Transport: flow.TransportTCP, Count: 1,
 		Source: peer, Destination: flow.Endpoint{Address: "10.0.0.2", Port: port, Identity: "cluster.local/ns/shop/sa/cart"}}
-	flows := plog.NewLogs()
-	rec.AppendTo(flows.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty())
-	ld := plog.NewLogs()
-	learning.AppendCandidate(ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty(),
-		flows.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0), cart, v1alpha1.DirectionIngress, nil)
-	if err := p.ConsumeLogs(context.Background(), ld); err != nil {
-		t.Fatal(err)
+	consumeCandidate(t, p, &rec, v1alpha1.DirectionIngress)
+}
+
+// TestViolationRecordNamesThePeer: a violation record and its event name a
+// peer beyond the workloads as the policy's evidence does: by its class, its
+// address, its DNS name and its entity, never by an address put in the
+// workload's name or a data plane's number for it. Two peers that differ in
+// their name alone are two records.
+func TestViolationRecordNamesThePeer(t *testing.T) {
+	fake := enforcerextensiontest.New()
+	fake.Plane = netpolmatch.DataPlaneCilium
+	fake.AddWorkload(cart, enforcerextensiontest.WorkloadInfo{PodLabels: map[string]string{"app": "cart"}}, "10.0.0.2")
+	fake.Unresolved("172.18.0.5", workload.UnresolvedAPIServer)
+	fake.Unresolved("198.51.100.77", workload.UnresolvedExternal)
+	pol := agreementPolicy(v1alpha1.BackendCilium, v1alpha1.PolicyModeMonitor)
+	pol.Spec.Direction = v1alpha1.DirectionEgress
+	pol.Spec.Kubernetes.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+	pol.Spec.Kubernetes.Ingress = nil
+	pol.Spec.Outside = []v1alpha1.OutsidePeer{{DNSName: "api.allowed.example"}}
+	fake.SetPolicy(pol)
+	p, sink := fake.StartLogsProcessor(t, newFactory(enforcerextensiontest.FindWriting))
+	fake.Lead()
+
+	apiServer := flow.Endpoint{Address: "172.18.0.5", Port: 6443, External: flow.ExternalAPIServer, Identity: "7"}
+	named := func(name string) flow.Endpoint {
+		return flow.Endpoint{Address: "198.51.100.77", Port: 443, External: flow.ExternalWorld, Identity: "2", Names: []string{name}}
+	}
+	for _, dst := range []flow.Endpoint{apiServer, named("other.vendor.example"), named("more.vendor.example"), named("api.allowed.example")} {
+		rec := flow.Record{Time: time.Now(), Provider: flow.ProviderCilium, Outcome: flow.OutcomeAllowed, Reporter: flow.ReporterSource,
+			Direction: flow.DirectionEgress, Transport: flow.TransportTCP, Count: 1,
+			Source: flow.Endpoint{Address: "10.0.0.2", Identity: "51234"}, Destination: dst}
+		consumeCandidate(t, p, &rec, v1alpha1.DirectionEgress)
+	}
+	if errs := fake.Drain(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	var got []string
+	for _, v := range fake.PolicyNow(cartPolicy).Status.Violations {
+		d := v.Destination
+		got = append(got, fmt.Sprintf("class=%s name=%q identity=%q address=%s dnsName=%s entity=%s port=%d",
+			d.Class, d.Name, d.Identity, d.Address, d.DNSName, d.Entity, v.DstPort))
+	}
+	slices.Sort(got)
+	want := []string{
+		`class=APIServer name="" identity="" address=172.18.0.5 dnsName= entity=APIServer port=6443`,
+		`class=External name="" identity="" address=198.51.100.77 dnsName=more.vendor.example entity= port=443`,
+		`class=External name="" identity="" address=198.51.100.77 dnsName=other.vendor.example entity= port=443`,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("records\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var events []string
+	for _, ld := range sink.AllLogs() {
+		flow.EachLogRecord(ld, func(lr plog.LogRecord) {
+			a := lr.Attributes().AsRaw()
+			if lr.EventName() == "policy_violation_observed" && a["destination.entity"] == "APIServer" {
+				events = append(events, fmt.Sprint(a["destination.class"], " ", a["destination.address"], " ", a["destination.workload.name"]))
+			}
+		})
+	}
+	if len(events) != 1 || events[0] != "APIServer 172.18.0.5 " {
+		t.Fatalf("the API server's events: %q", events)
 	}
 }

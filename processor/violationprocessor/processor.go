@@ -207,7 +207,7 @@ func (p *violationProcessor) observe(c *candidate, m *memo) (observation, string
 	if o.time.IsZero() {
 		o.time = time.Now()
 	}
-	o.key.Source, o.key.Destination = otherView, target(c.target, targetEnd)
+	o.key.Source, o.key.Destination = named(otherView, &edge), target(c.target, targetEnd)
 	if c.direction == v1alpha1.DirectionEgress {
 		o.key.Source, o.key.Destination = o.key.Destination, o.key.Source
 	}

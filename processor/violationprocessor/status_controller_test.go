@@ -66,11 +66,21 @@ func sendCandidate(t *testing.T, p processor.Logs, port uint32) {
 	rec := flow.Record{Time: time.Now(), Provider: flow.ProviderCilium, Outcome: flow.OutcomeAllowed, Reporter: flow.ReporterDestination,
 		Direction: flow.DirectionIngress, Transport: flow.TransportTCP, Count: 1,
 		Source: flow.Endpoint{Address: "10.0.0.3"}, Destination: flow.Endpoint{Address: "10.0.0.2", Port: port}}
+	consumeCandidate(t, p, &rec, v1alpha1.DirectionIngress)
+}
+
+// consumeCandidate hands the processor rec as a candidate of cart in
+// direction d, as the learning processor hands on a side that a policy
+// governs (without the peer that learning names: the processor resolves it).
+func consumeCandidate(t *testing.T, p interface {
+	ConsumeLogs(context.Context, plog.Logs) error
+}, rec *flow.Record, d v1alpha1.Direction) {
+	t.Helper()
 	flows := plog.NewLogs()
 	rec.AppendTo(flows.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty())
 	ld := plog.NewLogs()
 	learning.AppendCandidate(ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty(),
-		flows.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0), cart, v1alpha1.DirectionIngress, nil)
+		flows.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0), cart, d, nil)
 	if err := p.ConsumeLogs(context.Background(), ld); err != nil {
 		t.Fatal(err)
 	}

@@ -134,6 +134,7 @@ func TestMonitorViolationsOfAKubernetesPolicy(t *testing.T) {
 		"destination.workload.namespace": "guarded", "destination.workload.kind": "Deployment", "destination.workload.name": "api",
 		"destination.workload.identity": "cluster.local/ns/guarded/sa/api",
 		"policy.ref.namespace":          "guarded", "policy.ref.name": "deployment-api-ingress",
+		"source.class": "Workload", "destination.class": "Workload",
 	}
 	if fmt.Sprint(observed[0]) != fmt.Sprint(want) {
 		t.Errorf("event\n%v\nwant\n%v", observed[0], want)
