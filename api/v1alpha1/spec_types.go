@@ -21,7 +21,7 @@ const (
 
 // Entity is a peer beyond the cluster's workloads that every data plane knows by
 // what it is rather than by an address.
-// +kubebuilder:validation:Enum=APIServer;Nodes
+// +kubebuilder:validation:Enum=APIServer;Nodes;Host;RemoteNodes
 type Entity string
 
 const (
@@ -31,6 +31,14 @@ const (
 	// EntityNodes are the cluster's nodes: the pod's own node, the other
 	// nodes, and the host-network pods on them.
 	EntityNodes Entity = "Nodes"
+	// EntityHost is the node of each of the workload's pods, where the data
+	// plane tells it from the others (Cilium's host). Backends that render
+	// the nodes by their addresses render every node for it.
+	EntityHost Entity = "Host"
+	// EntityRemoteNodes are the nodes other than the pod's own, where the
+	// data plane tells them apart (Cilium's remote-node). Backends that
+	// render the nodes by their addresses render every node for it.
+	EntityRemoteNodes Entity = "RemoteNodes"
 )
 
 // OutsidePeer is one peer beyond the cluster's workloads, by what it is, and the

@@ -9,17 +9,35 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
 
-// EntityOf is the entity of spec.outside that stands for a peer of class, or
-// "" for a class that no entity names.
+// EntityOf is the narrowest entity of spec.outside that stands for a peer of
+// class, or "" for a class that no entity names: the pod's own node (Host),
+// the other nodes (RemoteNodes), a node that a host-network pod's address
+// says nothing more of (Nodes).
 func EntityOf(class v1alpha1.PeerClass) v1alpha1.Entity {
 	switch class {
 	case v1alpha1.PeerClassAPIServer:
 		return v1alpha1.EntityAPIServer
-	case v1alpha1.PeerClassHost, v1alpha1.PeerClassRemoteNode, v1alpha1.PeerClassNode:
+	case v1alpha1.PeerClassHost:
+		return v1alpha1.EntityHost
+	case v1alpha1.PeerClassRemoteNode:
+		return v1alpha1.EntityRemoteNodes
+	case v1alpha1.PeerClassNode:
 		return v1alpha1.EntityNodes
 	default:
 		return ""
 	}
+}
+
+// Covers reports whether entity e of spec.outside stands for a peer of
+// class: Nodes for every node, Host and RemoteNodes for theirs alone.
+func Covers(e v1alpha1.Entity, class v1alpha1.PeerClass) bool {
+	switch e {
+	case v1alpha1.EntityNodes:
+		return class == v1alpha1.PeerClassHost || class == v1alpha1.PeerClassRemoteNode || class == v1alpha1.PeerClassNode
+	case v1alpha1.EntityAPIServer, v1alpha1.EntityHost, v1alpha1.EntityRemoteNodes:
+		return e == EntityOf(class)
+	}
+	return false
 }
 
 // Rendered reports whether a spec of backend renders the outside peer o in
@@ -50,11 +68,10 @@ func Rendered(backend v1alpha1.Backend, dp DataPlane, o *v1alpha1.OutsidePeer) (
 // that allows the flow with p on protocol and port, as the backend renders it
 // on data plane dp; -1 when none does.
 func matchOutside(spec *v1alpha1.PolicySpec, dp DataPlane, p *Peer, protocol corev1.Protocol, port int32) int {
-	entity := EntityOf(p.Class)
 	for i := range spec.Outside {
 		o := &spec.Outside[i]
 		switch {
-		case o.Entity != "" && o.Entity != entity:
+		case o.Entity != "" && !Covers(o.Entity, p.Class):
 			continue
 		case o.DNSName != "" && !slices.ContainsFunc(p.DNSNames, func(n string) bool { return NameMatches(o.DNSName, n) }):
 			continue
@@ -106,11 +123,11 @@ func WhyBlocked(spec *v1alpha1.PolicySpec, dp DataPlane) func(v1alpha1.PeerClass
 		}
 		entity := EntityOf(class)
 		for i := range spec.Outside {
-			if o := &spec.Outside[i]; o.Entity == entity {
+			if o := &spec.Outside[i]; Covers(o.Entity, class) {
 				if ok, why := Rendered(spec.Backend, dp, o); !ok {
 					return why
 				}
-				return "spec.outside allows the " + string(entity) + " on other ports only"
+				return "spec.outside allows the " + string(o.Entity) + " on other ports only"
 			}
 		}
 		if cidrBlind(dp, class) && spec.Backend != v1alpha1.BackendCilium {

@@ -1,6 +1,7 @@
 package netpolmatch
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -149,6 +150,33 @@ func TestWhyBlocked(t *testing.T) {
 		spec := &v1alpha1.PolicySpec{Backend: c.backend, Outside: c.outside}
 		if got := WhyBlocked(spec, c.dp)(v1alpha1.PeerClassAPIServer); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestCoversTheClassesOfEachEntity: Nodes stands for every node, Host and
+// RemoteNodes for the pod's own node and the others alone, and each is the
+// narrowest entity of its class.
+func TestCoversTheClassesOfEachEntity(t *testing.T) {
+	classes := []v1alpha1.PeerClass{v1alpha1.PeerClassHost, v1alpha1.PeerClassRemoteNode, v1alpha1.PeerClassNode,
+		v1alpha1.PeerClassAPIServer, v1alpha1.PeerClassExternal}
+	want := map[v1alpha1.Entity][]v1alpha1.PeerClass{
+		v1alpha1.EntityNodes:       {v1alpha1.PeerClassHost, v1alpha1.PeerClassRemoteNode, v1alpha1.PeerClassNode},
+		v1alpha1.EntityHost:        {v1alpha1.PeerClassHost},
+		v1alpha1.EntityRemoteNodes: {v1alpha1.PeerClassRemoteNode},
+		v1alpha1.EntityAPIServer:   {v1alpha1.PeerClassAPIServer},
+		"":                         nil,
+	}
+	for e, covered := range want {
+		for _, c := range classes {
+			if got := Covers(e, c); got != slices.Contains(covered, c) {
+				t.Errorf("Covers(%q, %s) = %v", e, c, got)
+			}
+		}
+	}
+	for _, c := range []v1alpha1.PeerClass{v1alpha1.PeerClassHost, v1alpha1.PeerClassRemoteNode, v1alpha1.PeerClassNode, v1alpha1.PeerClassAPIServer} {
+		if e := EntityOf(c); !Covers(e, c) || (e == v1alpha1.EntityNodes) != (c == v1alpha1.PeerClassNode) {
+			t.Errorf("EntityOf(%s) = %s", c, e)
 		}
 	}
 }

@@ -78,8 +78,10 @@ const (
 
 // Cilium's entities for the outside peers.
 var ciliumEntities = map[v1alpha1.Entity][]string{
-	v1alpha1.EntityAPIServer: {"kube-apiserver"},
-	v1alpha1.EntityNodes:     {"host", "remote-node"},
+	v1alpha1.EntityAPIServer:   {"kube-apiserver"},
+	v1alpha1.EntityNodes:       {"host", "remote-node"},
+	v1alpha1.EntityHost:        {"host"},
+	v1alpha1.EntityRemoteNodes: {"remote-node"},
 }
 
 // clusterDNS is the rule that a policy with DNS names needs towards the

@@ -209,7 +209,10 @@ func (a *outsideAddresses) entityRule(o *v1alpha1.OutsidePeer, d v1alpha1.Direct
 			return a.apiServer, a.apiServerPorts
 		}
 		return a.apiServer, o.Ports
-	case v1alpha1.EntityNodes:
+	case v1alpha1.EntityNodes, v1alpha1.EntityHost, v1alpha1.EntityRemoteNodes:
+		// A NetworkPolicy or an AuthorizationPolicy selects the workload's
+		// pods on every node: the pods' own node and the others are every
+		// node's address to it.
 		return a.nodes, o.Ports
 	default:
 		return nil, nil

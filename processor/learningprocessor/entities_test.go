@@ -54,10 +54,11 @@ func edgeList(edges []learning.Edge) []string {
 }
 
 // TestEntitiesLearnOutsidePeersAsWhatTheyAre: with entities, the API server
-// is learned as the API server, the local host, a remote node and a
-// host-network pod as the nodes, an outside service by each of the names the
-// data plane gives for it, and an outside address without a name as its
-// block; the edges have the Cilium backend configured.
+// is learned as the API server, the pod's own node (calling or called) as the
+// Host, a remote node as the RemoteNodes, a host-network pod as the nodes,
+// an outside service by each of the names the data plane gives for it, and
+// an outside address without a name as its block: no node entity wider than
+// what was seen. The edges have the Cilium backend configured.
 func TestEntitiesLearnOutsidePeersAsWhatTheyAre(t *testing.T) {
 	p, sink := startEntities(t, v1alpha1.BackendCilium)
 	named := external("10.0.0.1", "203.0.113.7", "", flow.ExternalWorld)
@@ -65,6 +66,7 @@ func TestEntitiesLearnOutsidePeersAsWhatTheyAre(t *testing.T) {
 	consume(t, p,
 		external("10.0.0.1", "192.0.2.10", "", flow.ExternalAPIServer),
 		external("192.0.2.11", "10.0.0.2", flow.ExternalHost, ""),
+		external("10.0.0.1", "192.0.2.11", "", flow.ExternalHost),
 		external("192.0.2.12", "10.0.0.2", flow.ExternalRemoteNode, ""),
 		ciliumFlow("10.0.0.9", "10.0.0.2", 443, flow.OutcomeAllowed), // host network
 		named,
@@ -72,9 +74,12 @@ func TestEntitiesLearnOutsidePeersAsWhatTheyAre(t *testing.T) {
 	)
 	edges, _ := emitted(sink)
 	want := []string{
+		"shop/Deployment/cart/Ingress entity Host cilium",
 		"shop/Deployment/cart/Ingress entity Nodes cilium",
+		"shop/Deployment/cart/Ingress entity RemoteNodes cilium",
 		"shop/Deployment/frontend/Egress block 198.51.100.4/32 cilium",
 		"shop/Deployment/frontend/Egress entity APIServer cilium",
+		"shop/Deployment/frontend/Egress entity Host cilium",
 		"shop/Deployment/frontend/Egress name api.example.com cilium",
 		"shop/Deployment/frontend/Egress name cdn.example.net cilium",
 	}
@@ -85,7 +90,8 @@ func TestEntitiesLearnOutsidePeersAsWhatTheyAre(t *testing.T) {
 
 // TestEntitiesEvidence: a named outside peer's flows are counted once, on
 // its first name's edge, whose class is External; the API server's edge is
-// of class APIServer, a remote node's of class RemoteNode.
+// of class APIServer, a remote node's (entity RemoteNodes) of class
+// RemoteNode.
 func TestEntitiesEvidence(t *testing.T) {
 	p, sink := startEntities(t, v1alpha1.BackendKubernetes)
 	named := external("10.0.0.1", "203.0.113.7", "", flow.ExternalWorld)
@@ -112,7 +118,7 @@ func TestEntitiesEvidence(t *testing.T) {
 		"name api.example.com": {v1alpha1.PeerClassExternal, 2},
 		"name cdn.example.net": {"none", 0},
 		"entity APIServer":     {v1alpha1.PeerClassAPIServer, 1},
-		"entity Nodes":         {v1alpha1.PeerClassRemoteNode, 1},
+		"entity RemoteNodes":   {v1alpha1.PeerClassRemoteNode, 1},
 	} {
 		o, ok := observed[peer]
 		if !ok || o.Class != want.class || o.Flows != want.flows {

@@ -19,17 +19,37 @@ const reasonPodAddress = "peer_pod_address"
 // reason, as outside_peers says: it sets the edge's entity, DNS name or address
 // block, and returns the peer's further DNS names, which are learned too; drop
 // is the reason to count when the peer is not learned. With entities, the API
-// server and the nodes are learned as what they are, an outside service by
+// server and the nodes are learned as what they are (the pod's own node, the
+// other nodes, or the nodes, as narrowly as the data plane tells them), an
+// outside service by
 // each of the names that the data plane gives for it (its flows counted on
 // the first in alphabetical order, as the flow holds them), and anything
 // else as ip_blocks would; never a pod's address.
-func (p *learningProcessor) outside(edge *learning.Edge, end *flow.Endpoint, reason workload.Unresolved, istio bool, m *memo) (more []string, drop string) {
+func (p *learningProcessor) outside(edge *learning.Edge, end *flow.Endpoint, reason workload.Unresolved, provider flow.Provider,
+	m *memo) (more []string, drop string) {
+	cilium := provider == flow.ProviderCilium
+	istio := provider == flow.ProviderIstio
 	if p.cfg.OutsidePeers == OutsidePeersEntities {
 		switch reason {
 		case workload.UnresolvedAPIServer:
 			edge.PeerEntity = v1alpha1.EntityAPIServer
 			return nil, ""
-		case workload.UnresolvedHost, workload.UnresolvedRemoteNode, workload.UnresolvedHostNetwork:
+		case workload.UnresolvedHost:
+			// Only Cilium tells the pod's own node from the others. Its
+			// calls into the pod (the kubelet's probes) pass on Cilium
+			// whatever the policy says, and the evidence says so (the rule
+			// data-plane); the rule learned for them allows no more than
+			// that, and keeps the workload's direction in a proposal, which
+			// a workload that only the kubelet calls would not have.
+			edge.PeerEntity = v1alpha1.EntityNodes
+			if cilium {
+				edge.PeerEntity = v1alpha1.EntityHost
+			}
+			return nil, ""
+		case workload.UnresolvedRemoteNode:
+			edge.PeerEntity = v1alpha1.EntityRemoteNodes
+			return nil, ""
+		case workload.UnresolvedHostNetwork:
 			edge.PeerEntity = v1alpha1.EntityNodes
 			return nil, ""
 		case workload.UnresolvedExternal:

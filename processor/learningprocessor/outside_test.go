@@ -49,20 +49,23 @@ func cidrEdges(t *testing.T, edges []learning.Edge) map[string]bool {
 }
 
 // TestIPBlocksLearnOutsidePeersAsAddresses: with ip_blocks, an external source
-// (IPv4), an external destination (IPv6), a node and a host-network pod are
-// learned as the one address each; the outside end's own side teaches nothing.
+// (IPv4), an external destination (IPv6), a node (calling and called) and a
+// host-network pod are learned as the one address each; the outside end's
+// own side teaches nothing.
 func TestIPBlocksLearnOutsidePeersAsAddresses(t *testing.T) {
 	p, sink := startOutside(t, 32, 128)
 	consume(t, p,
 		external("203.0.113.7", "10.0.0.2", flow.ExternalWorld, ""),
 		external("10.0.0.1", "2001:db8::1", "", flow.ExternalWorld),
 		external("192.168.1.5", "10.0.0.2", flow.ExternalHost, ""),
+		external("10.0.0.1", "192.168.1.6", "", flow.ExternalHost),
 		ciliumFlow("10.0.0.9", "10.0.0.2", 443, flow.OutcomeAllowed), // host network
 	)
 	edges, _ := emitted(sink)
 	want := map[string]bool{
 		"shop/Deployment/cart/Ingress 203.0.113.7/32":     true,
 		"shop/Deployment/frontend/Egress 2001:db8::1/128": true,
+		"shop/Deployment/frontend/Egress 192.168.1.6/32":  true,
 		"shop/Deployment/cart/Ingress 192.168.1.5/32":     true,
 		"shop/Deployment/cart/Ingress 10.0.0.9/32":        true,
 	}

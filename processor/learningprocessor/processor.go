@@ -218,7 +218,7 @@ func (p *learningProcessor) peerOf(rec *flow.Record, s side, target workload.Ref
 		peer, sp.reason = m.resolve(s.peer, rec.Time)
 	}
 	if istio && s.peer.Identity == "" || !istio && sp.reason != "" {
-		sp.names, sp.drop = p.outside(&sp.edge, s.peer, sp.reason, istio, m)
+		sp.names, sp.drop = p.outside(&sp.edge, s.peer, sp.reason, rec.Provider, m)
 		if sp.drop != "" {
 			return sp
 		}

@@ -68,14 +68,14 @@ const (
 	newName     = "other.outside.test:8080"
 )
 
-// waitForViolation waits for a protect violation on port in the policy's
-// status.
-func waitForViolation(t *testing.T, ns, policy string, port int) {
+// waitForViolation waits for a violation of action (monitor or protect) on
+// port in the policy's status.
+func waitForViolation(t *testing.T, ns, policy, action string, port int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("a protect violation on port %d in %s", port, policy), 90*time.Second, func() bool {
+	waitFor(t, fmt.Sprintf("a %s violation on port %d in %s", action, port, policy), 90*time.Second, func() bool {
 		out, _ := kubectlErr("", "-n", ns, "get", "workloadnetworkpolicy", policy,
 			"-o", `jsonpath={range .status.violations[*]}{.action} {.dstPort}{"\n"}{end}`)
-		return slices.Contains(strings.Split(out, "\n"), fmt.Sprintf("protect %d", port))
+		return slices.Contains(strings.Split(out, "\n"), fmt.Sprintf("%s %d", action, port))
 	})
 }
 
@@ -214,15 +214,40 @@ func entitiesJourney(t *testing.T, backend string, port int) {
 	if !strings.HasPrefix(spec, backend+" ") || !strings.Contains(spec, `"entity":"APIServer"`) || !strings.Contains(spec, `"dnsName":"shop.outside.test"`) {
 		t.Errorf("%s: the proposal's backend and outside peers %s, want backend %s with the API server and shop.outside.test", backend, spec, backend)
 	}
-	// The kubelet's probes come from the node into caller: the nodes, which
-	// Cilium lets in whatever the policy (Allowed on either backend).
+	// The kubelet's probes come from the node into caller, which Cilium lets
+	// in whatever the policy (Allowed on either backend): learned as the
+	// pod's own node (Host), never as every node, which would let the other
+	// nodes in too.
 	const ingress = "deployment-caller-ingress"
-	waitFor(t, "the nodes in "+ingress, 2*time.Minute, func() bool {
+	waitFor(t, "the pod's own node in "+ingress, 2*time.Minute, func() bool {
 		out, _ := kubectlErr("", "-n", ns, "get", "workloadnetworkpolicyproposal", ingress, "-o", "jsonpath={.spec.outside} {.status.wouldBlockEdges}")
-		return strings.Contains(out, `"entity":"Nodes"`) && strings.HasSuffix(strings.TrimSpace(out), " 0")
+		return strings.Contains(out, `"entity":"Host"`) && !strings.Contains(out, `"entity":"Nodes"`) && strings.HasSuffix(strings.TrimSpace(out), " 0")
 	})
 
-	// Promote every proposal of the namespace to protect.
+	// Monitor mode first, for caller's egress: on either backend it has no
+	// object in the data plane (Cilium has no per-policy audit mode), so the
+	// enforcer judges the flows against the spec, by the verdict that its
+	// evidence shows. A port of the node that day 1 never used still opens,
+	// and is reported as a monitor violation; protect, below, refuses the
+	// same connection, and reports it as protect.
+	newPort := fmt.Sprintf("%s:%d", node, port+1)
+	promoteRendered(t, ns, proposal, "monitor")
+	waitFor(t, "the policy "+proposal+" in monitor mode", time.Minute, func() bool {
+		out, err := kubectlErr("", "-n", ns, "get", "workloadnetworkpolicy", proposal, "-o", "jsonpath={.spec.mode}")
+		return err == nil && out == "monitor"
+	})
+	if d := connect(t, caller, newPort); d.Error != "" {
+		t.Fatalf("%s: monitor mode refused %s: %s", backend, newPort, d.Error)
+	}
+	waitForViolation(t, ns, proposal, "monitor", port+1)
+	kubectl(t, "-n", ns, "patch", "workloadnetworkpolicy", proposal, "--type", "merge", "-p", `{"spec":{"mode":"protect"}}`)
+	waitFor(t, "the promoted proposal "+proposal+" to go", time.Minute, func() bool {
+		_, err := kubectlErr("", "-n", ns, "get", "workloadnetworkpolicyproposal", proposal)
+		return err != nil
+	})
+	t.Logf("%s: monitor reported the connection to %s, which it let through; %s now in protect", backend, newPort, proposal)
+
+	// Promote every other proposal of the namespace to protect.
 	names := strings.Fields(kubectl(t, "-n", ns, "get", "workloadnetworkpolicyproposals", "-o", "jsonpath={.items[*].metadata.name}"))
 	kind := map[string]string{"cilium": "ciliumnetworkpolicy", "kubernetes": "networkpolicy"}[backend]
 	// Each printed by the built binary's render subcommand first, which
@@ -240,17 +265,20 @@ func entitiesJourney(t *testing.T, backend string, port int) {
 		})
 		checkRendered(t, printed[name])
 	}
+	waitFor(t, "the "+kind+" "+proposal, time.Minute, func() bool {
+		_, err := kubectlErr("", "-n", ns, "get", kind, proposal)
+		return err == nil
+	})
 	t.Logf("%s: promoted %v; the largest %s is %d bytes of JSON", backend, names, kind, largest)
 
-	// A port that day 1 never used is refused once Cilium enforces, and
-	// reported.
-	newPort := fmt.Sprintf("%s:%d", node, port+1)
+	// The port that monitor reported is refused once Cilium enforces, and
+	// reported again, as protect.
 	enforced := time.Now()
 	waitFor(t, "Cilium to refuse the node's other port", time.Minute, func() bool {
 		return connect(t, caller, newPort).Error != ""
 	})
 	t.Logf("%s: Cilium enforced %s after the policies appeared", backend, time.Since(enforced).Round(100*time.Millisecond))
-	waitForViolation(t, ns, proposal, port+1)
+	waitForViolation(t, ns, proposal, "protect", port+1)
 
 	// A name that day 1 never used, at an address that no allowed name
 	// resolves to, and the reverse direction (the outside host calling
@@ -260,11 +288,11 @@ func entitiesJourney(t *testing.T, backend string, port int) {
 	if d := connect(t, caller, newName); d.Error == "" {
 		t.Errorf("%s: protect let caller reach %s, a name that day 1 never used", backend, newName)
 	}
-	waitForViolation(t, ns, proposal, 8080)
+	waitForViolation(t, ns, proposal, "protect", 8080)
 	if err := dialFromOutside(t, net.JoinHostPort(caller.IP, "8080")); err == nil {
 		t.Errorf("%s: protect let the outside host reach caller, which day 1 never saw", backend)
 	}
-	waitForViolation(t, ns, ingress, 8080)
+	waitForViolation(t, ns, ingress, "protect", 8080)
 	t.Logf("%s: the new name and the reverse direction refused and reported", backend)
 
 	// Preview against reality, on fresh connections.
