@@ -108,7 +108,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 				return w.refused(key, p.Spec, nil, nil, err)
 			}
 			w.agg.refuse(key, nil)
-			return w.writeStatus(ctx, pw, p, w.newEdge(p, nil), boundedCondition(b, l.backend, maxPeers, maxPorts), writtenCondition(nil))
+			return w.writeStatus(ctx, pw, p, w.newEdge(p, nil, l.peers), boundedCondition(b, l.backend, maxPeers, maxPorts), writtenCondition(nil))
 		}
 		if err != nil {
 			return err
@@ -139,7 +139,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 			}, err)
 		}
 		w.agg.refuse(key, nil)
-		return w.writeStatus(ctx, pw, &existing, w.newEdge(&existing, &held.Spec), bc, writtenCondition(nil))
+		return w.writeStatus(ctx, pw, &existing, w.newEdge(&existing, &held.Spec, l.peers), bc, writtenCondition(nil))
 	})
 }
 

@@ -6,8 +6,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/observed"
+	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
 // TestStableCondition: False with the edge and the end of the window while
@@ -39,5 +42,30 @@ func TestStableCondition(t *testing.T) {
 	untracked := &v1alpha1.NewEdge{Time: metav1.NewTime(t0)}
 	if c, _ = stableCondition(p, untracked, time.Hour, t0.Add(2*time.Hour)); !strings.Contains(c.Message, "an edge not tracked one by one") {
 		t.Errorf("an edge past the tracking limit: %+v", c)
+	}
+}
+
+// TestNewlyLearnedNamesTheEdge: an edge that a write learned without
+// evidence of its own (a peer's further DNS name) is still named as the last
+// new edge: the first of the learned edges that the spec did not allow before
+// and allows now, never one it allowed already.
+func TestNewlyLearnedNamesTheEdge(t *testing.T) {
+	web := workload.Ref{Namespace: "shop", Kind: v1alpha1.WorkloadKindDeployment, Name: "web"}
+	learned := edgeSet{}
+	learned.add(peerRef{workload: web}, portRef{protocol: "tcp", port: 8080})
+	learned.add(peerRef{dnsName: "models.vendor.example"}, portRef{protocol: "tcp", port: 443})
+	learned.add(peerRef{dnsName: "cdn.vendor.example"}, portRef{protocol: "tcp", port: 443})
+	learned.add(peerRef{entity: v1alpha1.EntityHost}, portRef{protocol: "tcp", port: 10250})
+	allowedBefore := func(k *observed.Key) (string, bool) { return "", k.Name == "web" || k.Class == v1alpha1.PeerClassHost }
+	allowedNow := func(*observed.Key) (string, bool) { return "", true }
+	k, ok := newlyLearned(learned, allowedBefore, allowedNow)
+	if !ok || k.Class != v1alpha1.PeerClassExternal || k.DNSName != "cdn.vendor.example" || k.Port != 443 {
+		t.Fatalf("newly learned %+v (%v), want the first new name on 443", k, ok)
+	}
+	if _, ok := newlyLearned(learned, allowedNow, allowedNow); ok {
+		t.Fatal("an edge named new that the spec allowed before")
+	}
+	if e := (&v1alpha1.NewEdge{Peer: ptr.To(k.Peer()), Protocol: k.Protocol, Port: k.Port}); edgeText(e) != "TCP/443 with External cdn.vendor.example" {
+		t.Fatalf("edge text %q", edgeText(e))
 	}
 }
