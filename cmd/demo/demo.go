@@ -188,12 +188,20 @@ func (p *process) logContains(s string) bool {
 	return strings.Contains(string(b), s)
 }
 
+// logTail is the last n lines of the process's log: what a reader of a
+// failed run needs first, where the log itself may be gone with its folder.
+func (p *process) logTail(n int) string {
+	b, _ := os.ReadFile(p.log)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
 // waitLog waits until the process logs s, failing if it exits first.
 func (d *demo) waitLog(ctx context.Context, p *process, s string, timeout time.Duration) error {
 	return d.poll(ctx, fmt.Sprintf("%q in %s", s, p.log), timeout, func() (bool, error) {
 		select {
 		case <-p.exited:
-			return false, fmt.Errorf("%s exited; see %s", p.name, p.log)
+			return false, fmt.Errorf("%s exited; see %s, which ends:\n%s", p.name, p.log, p.logTail(20))
 		default:
 		}
 		return p.logContains(s), nil
