@@ -234,3 +234,16 @@ func newOwnedPod(namespace, name, generateName string, owner metav1.Object, gvk 
 			Containers: []corev1.Container{{Name: "c", Image: "app:1"}}},
 	}
 }
+
+// TestAGoneJobPodIsItsCronJobs: a flow that names a pod that the cache no
+// longer knows, and its Job (Hubble's workloads), is attributed as resolving
+// the pod would: to the Job's CronJob.
+func TestAGoneJobPodIsItsCronJobs(t *testing.T) {
+	controlplanetest.Require(t)
+	e := startEnforcer(t, "gone-job")
+	end := flow.Endpoint{Address: "10.0.9.77", Namespace: "batch", Pod: "report-29000000-gone1", WorkloadKind: "Job", WorkloadName: "report-29000000"}
+	want := workload.Ref{Namespace: "batch", Kind: v1alpha1.WorkloadKindCronJob, Name: "report"}
+	if got, reason := flow.ResolveEndpoint(e, &end, time.Now()); got != want || reason != "" {
+		t.Fatalf("%v %q, want %v", got, reason, want)
+	}
+}

@@ -78,9 +78,17 @@ func (r *resolver) ResolvePod(namespace, name string) (workload.Ref, workload.Un
 	return r.resolvePod(p)
 }
 
-// Known reports whether the cache holds workload w.
-func (r *resolver) Known(w workload.Ref) bool {
-	return r.stores.workload(string(w.Kind), w.Namespace, w.Name) != nil
+// ResolveWorkload returns w when the cache holds it, a Job of a CronJob as
+// its CronJob, as resolvePod follows a pod's controller.
+func (r *resolver) ResolveWorkload(w workload.Ref) (workload.Ref, bool) {
+	info := r.stores.workload(string(w.Kind), w.Namespace, w.Name)
+	if info == nil {
+		return workload.Ref{}, false
+	}
+	if w.Kind == v1alpha1.WorkloadKindJob && info.ownerKind == "CronJob" {
+		w.Kind, w.Name = v1alpha1.WorkloadKindCronJob, info.ownerName
+	}
+	return w, true
 }
 
 // resolvePod follows the pod's controller to its workload: a ReplicaSet to its

@@ -34,8 +34,10 @@ func ResolveEndpoint(r workload.Resolver, end *Endpoint, at time.Time) (workload
 	if end.Pod != "" && end.Namespace != "" {
 		w, reason := r.ResolvePod(end.Namespace, end.Pod)
 		if reason == workload.UnresolvedNoPod {
-			if named := NamedWorkload(end); named.Name != "" && r.Known(named) {
-				return named, ""
+			if named := NamedWorkload(end); named.Name != "" {
+				if owner, ok := r.ResolveWorkload(named); ok {
+					return owner, ""
+				}
 			}
 		}
 		return w, reason

@@ -65,10 +65,11 @@ type Resolver interface {
 	// is Goldmane's aggregate "<generateName>*", resolved through the pods
 	// it matches.
 	ResolvePod(namespace, name string) (Ref, Unresolved)
-	// Known reports whether the workload w exists: a flow that names its
-	// pod's workload (Hubble's workloads) is attributed to it by that name
-	// when the pod itself is no longer known.
-	Known(w Ref) bool
+	// ResolveWorkload returns the workload that a flow attributes to w, the
+	// workload that the data plane names for its pod (Hubble's workloads),
+	// when the pod itself is no longer known: w, or a Job's CronJob, as
+	// resolving the pod would; false when no such workload exists.
+	ResolveWorkload(w Ref) (Ref, bool)
 }
 
 // Labeler gives the labels that a policy's selectors match a workload by.

@@ -149,12 +149,14 @@ func (e *Enforcer) AddPod(w workload.Ref, name string) {
 	e.byPod[w.Namespace+"/"+name] = w
 }
 
-// Known reports whether AddWorkload made w known.
-func (e *Enforcer) Known(w workload.Ref) bool {
+// ResolveWorkload returns w when AddWorkload made it known.
+func (e *Enforcer) ResolveWorkload(w workload.Ref) (workload.Ref, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, ok := e.workloads[w]
-	return ok
+	if _, ok := e.workloads[w]; !ok {
+		return workload.Ref{}, false
+	}
+	return w, true
 }
 
 // HasPolicy reports whether a set policy targets w in direction d.
