@@ -2,6 +2,7 @@ package enforcerextension
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -25,7 +26,6 @@ var (
 	attrClient = workload.Ref{Namespace: "attr-a", Kind: v1alpha1.WorkloadKindDeployment, Name: "client"}
 	attrServer = workload.Ref{Namespace: "attr-b", Kind: v1alpha1.WorkloadKindDeployment, Name: "server"}
 	attrOther  = workload.Ref{Namespace: "attr-c", Kind: v1alpha1.WorkloadKindDeployment, Name: "other"}
-	attrJob    = workload.Ref{Namespace: "attr-j", Kind: v1alpha1.WorkloadKindJob, Name: "migrate"}
 )
 
 // TestAttributionAtTheFlowsTime: a flow is attributed as the cluster stood
@@ -113,6 +113,9 @@ func TestFinishedJobPodKeepsItsAddressUntilItEnded(t *testing.T) {
 	controlplanetest.Require(t)
 	e := startEnforcer(t, "finished")
 	ctx := context.Background()
+	// A name of its own for each run: a deleted Job lingers while its
+	// dependents go.
+	attrJob := workload.Ref{Namespace: "attr-j", Kind: v1alpha1.WorkloadKindJob, Name: fmt.Sprintf("migrate-%d", time.Now().UnixNano()%1e9)}
 	createNamespace(t, attrJob.Namespace)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: attrJob.Namespace, Name: attrJob.Name},
@@ -123,8 +126,10 @@ func TestFinishedJobPodKeepsItsAddressUntilItEnded(t *testing.T) {
 		}},
 	}
 	must(t, env.Client.Create(ctx, job))
-	pod := newOwnedPod(attrJob.Namespace, "migrate-x1y2z", "migrate-", job, batchv1.SchemeGroupVersion.WithKind("Job"))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), job, &clientDeleteNow) })
+	pod := newOwnedPod(attrJob.Namespace, attrJob.Name+"-x1y2z", attrJob.Name+"-", job, batchv1.SchemeGroupVersion.WithKind("Job"))
 	must(t, env.Client.Create(ctx, pod))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pod, &clientDeleteNow) })
 	running := time.Now()
 	ended := metav1.NewTime(running.Add(time.Second).Truncate(time.Second))
 	pod.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, PodIP: "10.42.3.3", PodIPs: []corev1.PodIP{{IP: "10.42.3.3"}},
