@@ -1,6 +1,7 @@
 package k8swriterexporter
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -38,7 +39,7 @@ func (w *writer) newEdge(p *v1alpha1.WorkloadNetworkPolicyProposal, was *v1alpha
 	return e
 }
 
-// newlyLearned is the first, in the order of their keys, of the learned
+// newlyLearned is the first, by peer, protocol and port, of the learned
 // edges that was did not allow (nil: none) and now does.
 func newlyLearned(learned edgeSet, was, now observed.Judge) (observed.Key, bool) {
 	var keys []observed.Key
@@ -49,7 +50,10 @@ func newlyLearned(learned edgeSet, was, now observed.Judge) (observed.Key, bool)
 			}
 		}
 	}
-	slices.SortFunc(keys, func(a, b observed.Key) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	slices.SortFunc(keys, func(a, b observed.Key) int {
+		return cmp.Or(strings.Compare(a.Peer().String(), b.Peer().String()),
+			strings.Compare(string(a.Protocol), string(b.Protocol)), cmp.Compare(a.Port, b.Port))
+	})
 	for i := range keys {
 		if _, allowed := now(&keys[i]); !allowed {
 			continue

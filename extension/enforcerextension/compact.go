@@ -26,18 +26,19 @@ type podInfo struct {
 	// nodeName is the node the pod is scheduled on: a gap that the data
 	// plane reports for a node concerns the workloads of its pods.
 	nodeName string
-	// finished pods (Succeeded, Failed) have given their address back.
-	finished bool
 	// started is the earliest time the pod can have held its addresses:
 	// when its sandbox was ready (the PodReadyToStartContainers condition),
 	// else its creation. A flow before it is never the pod's.
 	started time.Time
 	// ended is when the pod gave its addresses back: zero while it runs;
-	// for a finished pod, when its last container ended; for a deleted
-	// one (a tombstone), when the cache saw it go, unless it finished
-	// before. A flow after it is never the pod's.
+	// for a finished pod (Succeeded, Failed), when its last container
+	// ended; for a deleted one (a tombstone), when the cache saw it go,
+	// unless it finished before. A flow after it is never the pod's.
 	ended time.Time
 }
+
+// finished reports whether the pod has ended: it runs no more.
+func (p *podInfo) finished() bool { return !p.ended.IsZero() }
 
 // heldAt reports whether the pod may have held its addresses at t.
 func (p *podInfo) heldAt(t time.Time) bool {
@@ -49,10 +50,9 @@ func (p *podInfo) heldAt(t time.Time) bool {
 // network are up, after the CNI gave the pod its address.
 func podStarted(o *corev1.Pod) time.Time {
 	for _, c := range o.Status.Conditions {
-		if c.Type == corev1.PodReadyToStartContainers && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
-			if c.LastTransitionTime.After(o.CreationTimestamp.Time) {
-				return c.LastTransitionTime.Time
-			}
+		if c.Type == corev1.PodReadyToStartContainers && c.Status == corev1.ConditionTrue &&
+			c.LastTransitionTime.After(o.CreationTimestamp.Time) {
+			return c.LastTransitionTime.Time
 		}
 	}
 	return o.CreationTimestamp.Time
@@ -152,8 +152,8 @@ func (in *interner) compact(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		p := &podInfo{ObjectMeta: in.meta(&o.ObjectMeta), hostNetwork: o.Spec.HostNetwork, nodeName: in.str(o.Spec.NodeName),
-			finished: o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed, started: podStarted(o)}
-		if p.finished {
+			started: podStarted(o)}
+		if o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
 			p.ended = podFinished(o, time.Now())
 		}
 		p.ownerKind, p.ownerName = in.controller(&o.ObjectMeta)

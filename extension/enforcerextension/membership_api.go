@@ -43,7 +43,7 @@ func (e *enforcer) LeaderAddress() (addr, identity string, ok bool) {
 		return "", "", false
 	}
 	p := e.resolver.stores.pod(e.elector.LeaseSettings().LeaseNamespace, name)
-	if p == nil || p.finished || len(p.ips) == 0 {
+	if p == nil || p.finished() || len(p.ips) == 0 {
 		return "", "", false
 	}
 	return p.ips[0], identity, true

@@ -59,7 +59,7 @@ func newStores(cs kubernetes.Interface, grace time.Duration) (*stores, error) {
 		},
 		indexNode: func(obj any) ([]string, error) {
 			p, ok := obj.(*podInfo)
-			if !ok || p.finished || p.nodeName == "" {
+			if !ok || p.finished() || p.nodeName == "" {
 				return nil, nil
 			}
 			return []string{p.nodeName}, nil
@@ -145,7 +145,7 @@ func (s *stores) runningPods(node string) []*podInfo {
 	}
 	var out []*podInfo
 	for _, o := range s.pods.GetIndexer().List() {
-		if p, ok := o.(*podInfo); ok && !p.finished {
+		if p, ok := o.(*podInfo); ok && !p.finished() {
 			out = append(out, p)
 		}
 	}

@@ -30,8 +30,10 @@ type tombstones struct {
 	// byGenerateName holds the newest deleted pod of each
 	// "<namespace>/<generateName>", for Goldmane's aggregates.
 	byGenerateName map[string]*podInfo
-	// order holds the tombstones in the order they were added, which is
-	// the order they expire in.
+	// order holds the tombstones in the order they were added; expire
+	// walks it from the oldest. A pod that finished long before its
+	// deletion may stay past its grace period until those before it go:
+	// the lookups check the period themselves.
 	order []*podInfo
 }
 
