@@ -187,3 +187,36 @@ const (
 	// ReasonRefused: the API server refused the writer's last write.
 	ReasonRefused = "Refused"
 )
+
+// ConditionRevisions, on an amendment, says which releases made its edges:
+// True (NewRevisionsOnly) when every added edge was made by a revision that
+// appeared after the policy's last promotion or amendment; False
+// (LearnedRevision) when a revision that was live while the policy was
+// learned made one. Ready is False then, until a person has looked.
+const ConditionRevisions = "Revisions"
+
+// Reasons of the Revisions condition, and of Ready for an amendment.
+const (
+	// ReasonNewRevisionsOnly: every added edge came with a new release.
+	ReasonNewRevisionsOnly = "NewRevisionsOnly"
+	// ReasonLearnedRevision: a revision that learning saw made an added edge.
+	ReasonLearnedRevision = "LearnedRevision"
+)
+
+// ConditionPromoted, on an amendment, is False when promotion could not
+// merge it (reason Stale: the policy's spec changed after the amendment was
+// built on it; the writer builds it again). On a policy, it is False when a
+// rollback could not be done (reason RollbackFailed), with why.
+const ConditionPromoted = "Promoted"
+
+// Reasons of the Promoted condition.
+const (
+	// ReasonStale: the amended policy changed since the amendment's spec was
+	// built on it.
+	ReasonStale = "Stale"
+	// ReasonRollbackFailed: the revision that a rollback names does not
+	// exist, or its spec could not be applied.
+	ReasonRollbackFailed = "RollbackFailed"
+	// ReasonRolledBack: the last rollback was done.
+	ReasonRolledBack = "RolledBack"
+)

@@ -45,3 +45,52 @@ const (
 	// of a key whose reader was killed counts from it.
 	CountedAnnotation = "networkenforcer.kubewarden.io/counted"
 )
+
+// After promotion: amendments, a policy's revisions and rollback
+// (docs/architecture.md, "After promotion").
+const (
+	// AmendsLabel, set by the writer on a proposal that amends a
+	// WorkloadNetworkPolicy, is the policy's name (cut and hashed as a
+	// proposal's name when longer than a label value may be). The proposal
+	// is owned by that policy, which is the link the enforcer follows; the
+	// label lets `kubectl get wnpp` tell an amendment from a first proposal,
+	// and `-l networkenforcer.kubewarden.io/amends` list them.
+	AmendsLabel = "networkenforcer.kubewarden.io/amends"
+
+	// AmendsGenerationAnnotation, on an amendment, is the generation of the
+	// policy's spec that the amendment's spec was built on. Promotion
+	// merges an amendment only onto that generation: a policy changed since
+	// (by hand, by a rollback) is never overwritten; the writer builds the
+	// amendment again on the policy as it is.
+	AmendsGenerationAnnotation = "networkenforcer.kubewarden.io/amends-generation"
+
+	// RevisionAnnotation, on a WorkloadNetworkPolicy, is the number of the
+	// policy's current revision: every change of its spec (a promotion, an
+	// amendment, a rollback, an edit by hand) is kept as a numbered
+	// revision, a ControllerRevision that the policy owns.
+	RevisionAnnotation = "networkenforcer.kubewarden.io/revision"
+
+	// ChangeCauseAnnotation, on a WorkloadNetworkPolicy's revision (and on
+	// the policy for its current one), says where the change came from:
+	// "promoted from proposal <name>", "amendment <name>", "rollback to
+	// revision <n>", or "edited".
+	ChangeCauseAnnotation = "networkenforcer.kubewarden.io/change-cause"
+
+	// PromotedAtAnnotation, on a WorkloadNetworkPolicy, is when the policy
+	// was last promoted or amended (RFC 3339). A workload revision that
+	// appeared after it is a new release (EdgeOriginNewRevision); one that
+	// was live before it was learned (EdgeOriginLearnedRevision). A policy
+	// written by hand counts from its creation.
+	PromotedAtAnnotation = "networkenforcer.kubewarden.io/promoted-at"
+
+	// RollbackToAnnotation, set on a WorkloadNetworkPolicy by a person, asks
+	// the enforcer to restore the spec of the revision it names (a number),
+	// as `kubectl rollout undo --to-revision` does for a Deployment. The
+	// rollback is itself a new revision; the enforcer removes the
+	// annotation once done, or says on the policy why it could not.
+	RollbackToAnnotation = "networkenforcer.kubewarden.io/rollback-to"
+
+	// PolicyRevisionLabel, on a policy's ControllerRevision, is the policy's
+	// name: the revisions of one policy are listed by it.
+	PolicyRevisionLabel = "networkenforcer.kubewarden.io/policy"
+)

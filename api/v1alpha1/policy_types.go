@@ -37,6 +37,7 @@ type WorkloadNetworkPolicySpec struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=wnp,categories=networkenforcer
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.metadata.annotations.networkenforcer\.kubewarden\.io/revision`,description="The policy's current revision: see its ControllerRevisions"
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backend`
 // +kubebuilder:printcolumn:name="Active Violations",type=integer,JSONPath=`.status.activeViolationCount`
 // +kubebuilder:printcolumn:name="Would Block",type=integer,JSONPath=`.status.wouldBlockEdges`

@@ -33,9 +33,142 @@ type WorkloadNetworkPolicyProposalStatus struct {
 	// +kubebuilder:validation:MaxItems=3
 	CoverageGaps []CoverageGap `json:"coverageGaps,omitempty"`
 
+	// amendment is set on a proposal that amends a WorkloadNetworkPolicy:
+	// the edges that it adds, each tied to the workload revisions that made
+	// it, and the policy's rules that it removes.
+	// +optional
+	Amendment *AmendmentStatus `json:"amendment,omitempty"`
+
 	// The observed traffic of the workload and direction, with the verdict of
 	// the current spec on each edge.
 	ObservedTraffic `json:",inline"`
+}
+
+// MaxAmendedEdges is how many edges an amendment's status lists: the first
+// ones learned. Its spec holds every one.
+const MaxAmendedEdges = 128
+
+// AmendmentStatus says what an amendment changes in the policy it amends.
+// Its spec is the policy's spec with these changes made: promoting it makes
+// that the policy's spec.
+type AmendmentStatus struct {
+	// policy is the name of the WorkloadNetworkPolicy, in the proposal's
+	// namespace, that this proposal amends.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Policy string `json:"policy"`
+
+	// since is when the policy was last promoted or amended: an edge made by
+	// a revision that appeared after it is a NewRevision edge.
+	// +required
+	Since metav1.Time `json:"since"`
+
+	// added are the edges that the policy does not allow and its workload
+	// made: the violations (monitor) and refused connections (protect) that
+	// the amendment's spec allows, oldest first.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=128
+	Added []AmendedEdge `json:"added,omitempty"`
+
+	// newRevisionEdges and learnedRevisionEdges count the added edges of
+	// each origin.
+	// +optional
+	NewRevisionEdges int32 `json:"newRevisionEdges,omitempty"`
+	// +optional
+	LearnedRevisionEdges int32 `json:"learnedRevisionEdges,omitempty"`
+
+	// removed are the policy's rules that no traffic used for the writer's
+	// unused_rule_age: the amendment's spec leaves them out.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=512
+	Removed []RuleUse `json:"removed,omitempty"`
+}
+
+// EdgeOrigin says which release made an amended edge.
+// +kubebuilder:validation:Enum=NewRevision;LearnedRevision
+type EdgeOrigin string
+
+const (
+	// EdgeOriginNewRevision: the edge was first made by a revision that
+	// appeared after the policy's last promotion or amendment; a release is
+	// expected to bring such edges.
+	EdgeOriginNewRevision EdgeOrigin = "NewRevision"
+	// EdgeOriginLearnedRevision: the edge was made by a revision that was
+	// already live while the policy was learned. Learning missed a rare path,
+	// or a pod does what it never did: a reviewer looks at these first.
+	EdgeOriginLearnedRevision EdgeOrigin = "LearnedRevision"
+)
+
+// AmendedEdge is one edge that an amendment adds, with the revisions that
+// made it.
+type AmendedEdge struct {
+	// peer is the other end of the edge.
+	// +required
+	Peer ObservedPeer `json:"peer"`
+
+	// protocol of the edge.
+	// +optional
+	Protocol corev1.Protocol `json:"protocol,omitempty"`
+
+	// port of the edge, at the destination.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+
+	// origin is NewRevision or LearnedRevision: for an egress edge, by the
+	// revision of the policy's workload; for an ingress edge, by the
+	// client's revision when the client is a workload (which release
+	// brought a new client), else by the workload's own.
+	// +required
+	Origin EdgeOrigin `json:"origin"`
+
+	// firstSeen is the time of the first flow of the edge that the policy
+	// did not allow.
+	// +required
+	FirstSeen metav1.Time `json:"firstSeen"`
+
+	// targetRevision is the revision of the policy's workload whose pod made
+	// the edge first.
+	// +optional
+	TargetRevision *WorkloadRevision `json:"targetRevision,omitempty"`
+
+	// peerRevision is the revision of the peer, when the peer is a workload.
+	// +optional
+	PeerRevision *WorkloadRevision `json:"peerRevision,omitempty"`
+}
+
+// WorkloadRevision is one revision of a workload: a pod template, as its
+// controller keeps it.
+type WorkloadRevision struct {
+	// name of the revision: a Deployment's ReplicaSet, a StatefulSet's or
+	// DaemonSet's ControllerRevision, or <cronjob>-<hash> for a CronJob's
+	// Job template.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// hash is the pods' pod-template-hash (Deployment) or
+	// controller-revision-hash (StatefulSet, DaemonSet) label, or the hash
+	// of a CronJob's Job template.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Hash string `json:"hash,omitempty"`
+
+	// created is when the revision appeared: its ReplicaSet's or
+	// ControllerRevision's creation, or the first Job of that template.
+	// +optional
+	Created *metav1.Time `json:"created,omitempty"`
+
+	// images are the container images that the revision's pod template
+	// asks for (spec.containers[].image, not the digest that ran).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=512
+	Images []string `json:"images,omitempty"`
 }
 
 // CoverageGapCause is why learning may have missed flows.
@@ -127,6 +260,8 @@ type NewEdge struct {
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backend`
 // +kubebuilder:printcolumn:name="Direction",type=string,JSONPath=`.spec.direction`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`
+// +kubebuilder:printcolumn:name="Amends",type=string,JSONPath=`.status.amendment.policy`,description="The policy that this proposal amends; empty for a first proposal"
+// +kubebuilder:printcolumn:name="Learned Rev",type=integer,JSONPath=`.status.amendment.learnedRevisionEdges`,priority=1,description="Edges made by a revision that was live while the policy was learned: review these first"
 // +kubebuilder:printcolumn:name="Observed",type=integer,JSONPath=`.status.observedEdges`
 // +kubebuilder:printcolumn:name="Would Block",type=integer,JSONPath=`.status.wouldBlockEdges`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Stable, covered, with complete evidence, and protect would block nothing observed: see the Ready condition"

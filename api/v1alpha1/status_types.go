@@ -135,6 +135,12 @@ type ViolationEndpoint struct {
 	// names it so: APIServer, or Nodes for a node or a host-network pod.
 	// +optional
 	Entity Entity `json:"entity,omitempty"`
+
+	// revision of the workload whose pod this end was: its ReplicaSet,
+	// ControllerRevision, or CronJob template (see WorkloadRevision).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Revision string `json:"revision,omitempty"`
 }
 
 // PolicyReference names a policy in the data plane.
