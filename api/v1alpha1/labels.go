@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "time"
+
 const (
 	// PromoteLabel, set on a proposal by a person, asks the enforcer to turn the
 	// proposal into a WorkloadNetworkPolicy in the mode the value names
@@ -94,3 +96,13 @@ const (
 	// name: the revisions of one policy are listed by it.
 	PolicyRevisionLabel = "networkenforcer.kubewarden.io/policy"
 )
+
+// PromotedAt is when policy p was last promoted or amended: its
+// PromotedAtAnnotation, else (a policy written by hand, or one of an earlier
+// version) its creation.
+func PromotedAt(p *WorkloadNetworkPolicy) time.Time {
+	if t, err := time.Parse(time.RFC3339, p.Annotations[PromotedAtAnnotation]); err == nil {
+		return t
+	}
+	return p.CreationTimestamp.Time
+}

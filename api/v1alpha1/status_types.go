@@ -83,6 +83,12 @@ type RuleUse struct {
 	// traffic has used it yet.
 	// +optional
 	LastUsed *metav1.Time `json:"lastUsed,omitempty"`
+
+	// unused is true when no traffic used the rule for the unused rule age
+	// (the UnusedRules condition names it): the policy's amendment removes
+	// it.
+	// +optional
+	Unused bool `json:"unused,omitempty"`
 }
 
 // ViolationEndpoint is one end of a violating flow: a workload, or a pod

@@ -134,17 +134,22 @@ func (u *Update) MergeRuleUse(cur []v1alpha1.RuleUse, names []string) []v1alpha1
 
 // UnusedRulesCondition is the UnusedRules condition of rules, the rule use of
 // a policy created at created, at now: a rule is unused when it was last used
-// (or, never used, the policy was created) more than age ago. next is when
-// the next rule turns unused, zero when none will without a change.
+// (or, never used, the policy was created) more than age ago. It marks each
+// such rule Unused (and the others not), so that the condition and the
+// policy's amendment, which removes them, say the same. next is when the
+// next rule turns unused, zero when none will without a change.
 func UnusedRulesCondition(rules []v1alpha1.RuleUse, created, now time.Time, age time.Duration, generation int64) (c metav1.Condition, next time.Time) {
 	c = metav1.Condition{Type: v1alpha1.ConditionUnusedRules, ObservedGeneration: generation}
 	var unused []string
-	for _, r := range rules {
+	for i := range rules {
+		r := &rules[i]
 		since := created
 		if r.LastUsed != nil {
 			since = r.LastUsed.Time
 		}
-		if turns := since.Add(age); !turns.After(now) {
+		turns := since.Add(age)
+		r.Unused = !turns.After(now)
+		if r.Unused {
 			if r.LastUsed == nil {
 				unused = append(unused, r.Rule+" (never used)")
 			} else {

@@ -88,7 +88,7 @@ func (p *violationProcessor) setObserved(fresh *v1alpha1.WorkloadNetworkPolicy, 
 	setCondition(st, o.update.WouldBlockCondition(fresh.Generation, netpolmatch.WhyBlocked(&fresh.Spec.PolicySpec, p.enforcer.DataPlane())))
 	setCondition(st, o.update.EvidenceCompleteCondition(fresh.Generation))
 	var unused metav1.Condition
-	unused, o.next = observed.UnusedRulesCondition(st.RuleUse, fresh.CreationTimestamp.Time, now, p.cfg.UnusedRuleAge, fresh.Generation)
+	unused, o.next = observed.UnusedRulesCondition(st.RuleUse, v1alpha1.PromotedAt(fresh), now, p.cfg.UnusedRuleAge, fresh.Generation)
 	setCondition(st, unused)
 
 	specEdited := judged == nil || judged.ObservedGeneration != fresh.Generation
