@@ -18,10 +18,11 @@ import (
 
 // The enforcer extension offers the other components small interfaces, one per
 // need, and each component asks Find for the union of those it uses: the flow
-// path resolves (workload.Resolver, workload.Labeler) and reads policies
-// (PolicyReader), the flow sources follow leadership (Leadership), and the
-// writers run their controllers on each term (ProposalWriting,
-// PolicyStatusSyncing). A component's test fakes only what it asks for.
+// path resolves (workload.Resolver, workload.Labeler), finds the revision
+// that a pod ran (workload.Revisions) and reads policies (PolicyReader), the
+// flow sources follow leadership (Leadership), and the writers run their
+// controllers on each term (ProposalWriting, PolicyStatusSyncing). A
+// component's test fakes only what it asks for.
 
 // PolicyReader reads proposals, policies and workloads from the shared cache,
 // on every replica, without a request to the API server.

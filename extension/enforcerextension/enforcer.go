@@ -65,15 +65,16 @@ type enforcer struct {
 
 // The enforcer offers every interface of the extension.
 var (
-	_ workload.Resolver = (*enforcer)(nil)
-	_ workload.Labeler  = (*enforcer)(nil)
-	_ Placement         = (*enforcer)(nil)
-	_ PolicyReader      = (*enforcer)(nil)
-	_ Lister            = (*enforcer)(nil)
-	_ Cluster           = (*enforcer)(nil)
-	_ Selectors         = (*enforcer)(nil)
-	_ Membership        = (*enforcer)(nil)
-	_ LeaderLocator     = (*enforcer)(nil)
+	_ workload.Resolver  = (*enforcer)(nil)
+	_ workload.Labeler   = (*enforcer)(nil)
+	_ workload.Revisions = (*enforcer)(nil)
+	_ Placement          = (*enforcer)(nil)
+	_ PolicyReader       = (*enforcer)(nil)
+	_ Lister             = (*enforcer)(nil)
+	_ Cluster            = (*enforcer)(nil)
+	_ Selectors          = (*enforcer)(nil)
+	_ Membership         = (*enforcer)(nil)
+	_ LeaderLocator      = (*enforcer)(nil)
 
 	_ extensioncapabilities.Dependent = (*enforcer)(nil)
 )
@@ -169,7 +170,7 @@ func (e *enforcer) Start(ctx context.Context, host component.Host) error {
 	if err != nil {
 		cancel()
 		<-e.done
-		return fmt.Errorf("the shared cache did not sync (%w): is the API server reachable, and may the service account list and watch pods, workloads, namespaces, proposals, policies and the policy objects it renders?", err)
+		return fmt.Errorf("the shared cache did not sync (%w): is the API server reachable, and may the service account list and watch pods, workloads, their ControllerRevisions, namespaces, proposals, policies and the policy objects it renders?", err)
 	}
 	e.resolver = &resolver{stores: st, reader: e.cache}
 	e.membership.attach(runCtx, cs, st.pod)

@@ -30,6 +30,16 @@ type resolver struct {
 // share their node's address, so an address that one of them has says
 // nothing about which workload sent or received.
 func (r *resolver) ResolveIP(ip string, at time.Time) (workload.Ref, workload.Unresolved) {
+	p, reason := r.holder(ip, at)
+	if reason != "" {
+		return workload.Ref{}, reason
+	}
+	return r.resolvePod(p)
+}
+
+// holder is the one pod that held ip at time at (now for zero), under the
+// rules of ResolveIP, or the reason why there is none.
+func (r *resolver) holder(ip string, at time.Time) (*podInfo, workload.Unresolved) {
 	if at.IsZero() {
 		at = time.Now()
 	}
@@ -40,7 +50,7 @@ func (r *resolver) ResolveIP(ip string, at time.Time) (workload.Ref, workload.Un
 			continue
 		}
 		if p.hostNetwork {
-			return workload.Ref{}, workload.UnresolvedHostNetwork
+			return nil, workload.UnresolvedHostNetwork
 		}
 		if holder == nil || holder.UID != p.UID {
 			held++
@@ -49,13 +59,13 @@ func (r *resolver) ResolveIP(ip string, at time.Time) (workload.Ref, workload.Un
 	}
 	switch {
 	case at.Before(r.stores.ended.remembersFrom()):
-		return workload.Ref{}, workload.UnresolvedTooOld
+		return nil, workload.UnresolvedTooOld
 	case held == 0:
-		return workload.Ref{}, workload.UnresolvedNoPod
+		return nil, workload.UnresolvedNoPod
 	case held > 1:
-		return workload.Ref{}, workload.UnresolvedAmbiguousAddress
+		return nil, workload.UnresolvedAmbiguousAddress
 	}
-	return r.resolvePod(holder)
+	return holder, ""
 }
 
 // ResolvePod resolves a pod by name, a deleted one within its grace period

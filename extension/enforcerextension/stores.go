@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unique"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -20,15 +21,24 @@ const (
 	indexGenerateName = "generateName"
 	// indexNode indexes pods that have not finished by their node.
 	indexNode = "node"
+	// indexRevisionHash indexes the pods of StatefulSets and DaemonSets by
+	// their controller-revision-hash, for the images of a ControllerRevision
+	// (whose data the cache does not keep).
+	indexRevisionHash = "revisionHash"
+	// indexCronJobRevision indexes the Jobs of CronJobs by
+	// "<namespace>/<cronjob>-<template hash>", the revision that they run.
+	indexCronJobRevision = "cronJobRevision"
 )
 
 // stores are client-go informers whose stores hold compact records: pods,
-// namespaces and the workload kinds, by kind.
+// namespaces, the workload kinds, by kind, and the ControllerRevisions of
+// StatefulSets and DaemonSets.
 type stores struct {
 	factory    informers.SharedInformerFactory
 	pods       toolscache.SharedIndexInformer
 	namespaces toolscache.SharedIndexInformer
 	workloads  map[string]toolscache.SharedIndexInformer
+	revisions  toolscache.SharedIndexInformer
 	// ended keeps the deleted pods for their grace period.
 	ended *tombstones
 }
@@ -48,6 +58,7 @@ func newStores(cs kubernetes.Interface, grace time.Duration) (*stores, error) {
 			"Job":         f.Batch().V1().Jobs().Informer(),
 			"CronJob":     f.Batch().V1().CronJobs().Informer(),
 		},
+		revisions: f.Apps().V1().ControllerRevisions().Informer(),
 	}
 	err := s.pods.AddIndexers(toolscache.Indexers{
 		indexPodIP: func(obj any) ([]string, error) {
@@ -71,9 +82,28 @@ func newStores(cs kubernetes.Interface, grace time.Duration) (*stores, error) {
 			}
 			return []string{p.Namespace + "/" + p.GenerateName}, nil
 		},
+		indexRevisionHash: func(obj any) ([]string, error) {
+			p, ok := obj.(*podInfo)
+			if !ok || p.revision == (unique.Handle[template]{}) {
+				return nil, nil
+			}
+			return []string{p.revision.Value().hash}, nil
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pod indexes: %w", err)
+	}
+	err = s.workloads["Job"].AddIndexers(toolscache.Indexers{
+		indexCronJobRevision: func(obj any) ([]string, error) {
+			w, ok := obj.(*workloadInfo)
+			if !ok || w.ownerKind != "CronJob" || w.template == nil {
+				return nil, nil
+			}
+			return []string{w.Namespace + "/" + cronJobRevisionName(w.ownerName, w.template.hash)}, nil
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job indexes: %w", err)
 	}
 	s.ended = newTombstones(grace, time.Now)
 	if _, err := s.pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: s.podDeleted}); err != nil {
@@ -147,6 +177,32 @@ func (s *stores) runningPods(node string) []*podInfo {
 	for _, o := range s.pods.GetIndexer().List() {
 		if p, ok := o.(*podInfo); ok && !p.finished() {
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// controllerRevision returns the ControllerRevision namespace/name that the
+// cache holds.
+func (s *stores) controllerRevision(namespace, name string) *controllerRevisionInfo {
+	obj, ok, err := s.revisions.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	r, _ := obj.(*controllerRevisionInfo)
+	return r
+}
+
+// jobsBy returns the Jobs that the Job store's index holds under value.
+func (s *stores) jobsBy(index, value string) []*workloadInfo {
+	objs, err := s.workloads["Job"].GetIndexer().ByIndex(index, value)
+	if err != nil {
+		return nil
+	}
+	out := make([]*workloadInfo, 0, len(objs))
+	for _, o := range objs {
+		if w, ok := o.(*workloadInfo); ok {
+			out = append(out, w)
 		}
 	}
 	return out

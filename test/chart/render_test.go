@@ -400,20 +400,25 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 	}
 }
 
-// checkRBAC: least privilege. No write to pods or workloads, no Secret in the
-// ClusterRole, Secrets by name only, the Lease by name.
+// checkRBAC: least privilege. The shared cache's kinds read (list and watch)
+// but no write to them, no Secret in the ClusterRole, Secrets by name only,
+// the Lease by name.
 func checkRBAC(t *testing.T, r *rendered, hop flowHop) {
 	t.Helper()
 	writes := []string{"create", "update", "patch", "delete", "deletecollection", "*"}
 	cr := r.must(t, "ClusterRole", "", fullname)
 	rules, _, _ := unstructured.NestedSlice(cr.Object, "rules")
 	apWrites, cnpWrites := false, false
+	// cached are the verbs on each kind that the enforcer's informers watch.
+	cached := map[string][]string{"pods": nil, "namespaces": nil, "replicasets": nil, "deployments": nil, "statefulsets": nil,
+		"daemonsets": nil, "controllerrevisions": nil, "jobs": nil, "cronjobs": nil}
 	for _, rule := range rules {
 		resources := list(rule, "resources")
 		verbs := list(rule, "verbs")
 		for _, res := range resources {
 			switch res {
-			case "pods", "namespaces", "replicasets", "deployments", "statefulsets", "daemonsets", "jobs", "cronjobs":
+			case "pods", "namespaces", "replicasets", "deployments", "statefulsets", "daemonsets", "controllerrevisions", "jobs", "cronjobs":
+				cached[res] = append(cached[res], verbs...)
 				for _, v := range verbs {
 					if slices.Contains(writes, v) {
 						t.Errorf("ClusterRole may %s %s", v, res)
@@ -436,6 +441,11 @@ func checkRBAC(t *testing.T, r *rendered, hop flowHop) {
 		}
 		if slices.Contains(list(rule, "apiGroups"), "*") {
 			t.Errorf("ClusterRole rule for every API group: %v", rule)
+		}
+	}
+	for res, verbs := range cached {
+		if !slices.Contains(verbs, "list") || !slices.Contains(verbs, "watch") {
+			t.Errorf("ClusterRole may not list and watch %s (%v): the shared cache watches them", res, verbs)
 		}
 	}
 	if apWrites != (hop.provider == "istio") {

@@ -149,6 +149,69 @@ func (e *Enforcer) AddPod(w workload.Ref, name string) {
 	e.byPod[w.Namespace+"/"+name] = w
 }
 
+// SetPodRevision makes the pod namespace/name have run rev (PodRevision),
+// and rev known by its name (Revision).
+func (e *Enforcer) SetPodRevision(namespace, name string, rev workload.Revision) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.podRevisions == nil {
+		e.podRevisions = map[string]workload.Revision{}
+	}
+	e.podRevisions[namespace+"/"+name] = cloneRevision(rev)
+	e.setRevision(rev)
+}
+
+// SetIPRevision makes the pod at ip have run rev, whatever the time
+// (IPRevision), and rev known by its name (Revision).
+func (e *Enforcer) SetIPRevision(ip string, rev workload.Revision) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ipRevisions == nil {
+		e.ipRevisions = map[string]workload.Revision{}
+	}
+	e.ipRevisions[ip] = cloneRevision(rev)
+	e.setRevision(rev)
+}
+
+// setRevision makes rev known by its name; called with the lock held.
+func (e *Enforcer) setRevision(rev workload.Revision) {
+	if e.revisions == nil {
+		e.revisions = map[string]workload.Revision{}
+	}
+	e.revisions[rev.Workload.Namespace+"/"+rev.Name] = cloneRevision(rev)
+}
+
+// PodRevision returns what SetPodRevision set for the pod.
+func (e *Enforcer) PodRevision(namespace, name string) (workload.Revision, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rev, ok := e.podRevisions[namespace+"/"+name]
+	return cloneRevision(rev), ok
+}
+
+// IPRevision returns what SetIPRevision set for ip, whatever the time.
+func (e *Enforcer) IPRevision(ip string, _ time.Time) (workload.Revision, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rev, ok := e.ipRevisions[ip]
+	return cloneRevision(rev), ok
+}
+
+// Revision returns the revision of that name in namespace that
+// SetPodRevision or SetIPRevision set.
+func (e *Enforcer) Revision(namespace, name string) (workload.Revision, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rev, ok := e.revisions[namespace+"/"+name]
+	return cloneRevision(rev), ok
+}
+
+// cloneRevision copies rev's images, which the caller may change.
+func cloneRevision(rev workload.Revision) workload.Revision {
+	rev.Images = slices.Clone(rev.Images)
+	return rev
+}
+
 // ResolveWorkload returns w when AddWorkload made it known.
 func (e *Enforcer) ResolveWorkload(w workload.Ref) (workload.Ref, bool) {
 	e.mu.Lock()

@@ -53,6 +53,12 @@ type Enforcer struct {
 	podReasons map[string]workload.Unresolved
 	reasons    map[string]workload.Unresolved
 	workloads  map[workload.Ref]WorkloadInfo
+	// podRevisions and ipRevisions are the revisions of pods, by
+	// "<namespace>/<pod>", and of addresses; revisions are all the
+	// revisions that were set, by "<namespace>/<name>".
+	podRevisions map[string]workload.Revision
+	ipRevisions  map[string]workload.Revision
+	revisions    map[string]workload.Revision
 	// nodes are the workloads that run on each node.
 	nodes     map[string][]workload.Ref
 	policies  map[types.NamespacedName]*v1alpha1.WorkloadNetworkPolicy
@@ -95,6 +101,7 @@ func (e *Enforcer) DataPlane() netpolmatch.DataPlane { return e.Plane }
 var (
 	_ workload.Resolver                 = (*Enforcer)(nil)
 	_ workload.Labeler                  = (*Enforcer)(nil)
+	_ workload.Revisions                = (*Enforcer)(nil)
 	_ enforcerextension.PolicyReader    = (*Enforcer)(nil)
 	_ enforcerextension.Placement       = (*Enforcer)(nil)
 	_ enforcerextension.Lister          = (*Enforcer)(nil)
