@@ -188,11 +188,11 @@ const (
 	ReasonRefused = "Refused"
 )
 
-// ConditionRevisions, on an amendment, says which releases made its edges:
+// ConditionRevisions is, on an amendment, which releases made its edges:
 // True (NewRevisionsOnly) when every added edge was made by a revision that
 // appeared after the policy's last promotion or amendment; False
 // (LearnedRevision) when a revision that was live while the policy was
-// learned made one. Ready is False then, until a person has looked.
+// learned made one. Ready is False while one did.
 const ConditionRevisions = "Revisions"
 
 // Reasons of the Revisions condition, and of Ready for an amendment.
@@ -203,7 +203,7 @@ const (
 	ReasonLearnedRevision = "LearnedRevision"
 )
 
-// ConditionPromoted, on an amendment, is False when promotion could not
+// ConditionPromoted is, on an amendment, False when promotion could not
 // merge it (reason Stale: the policy's spec changed after the amendment was
 // built on it; the writer builds it again). On a policy, it is False when a
 // rollback could not be done (reason RollbackFailed), with why.

@@ -2,6 +2,7 @@ package k8swriterexporter
 
 import (
 	"sync"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -11,10 +12,14 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
-// proposalKey identifies a proposal: one workload, one direction.
+// proposalKey identifies a proposal: one workload, one direction, and for an
+// amendment the policy that it amends.
 type proposalKey struct {
 	workload  workload.Ref
 	direction v1alpha1.Direction
+	// amends is the name of the policy that an amendment amends; empty for
+	// a first proposal.
+	amends string
 }
 
 // peerRef is the other end of an edge: a workload, or an Istio principal.
@@ -45,6 +50,22 @@ type learned struct {
 	// person removed from its spec stays removed (the edge then shows as
 	// WouldBlock in its observed edges).
 	unwritten edgeSet
+	// origins are, for an amendment, the first flow of each edge and the
+	// revisions that made it.
+	origins map[edgeRef]origin
+}
+
+// edgeRef is one edge: a peer, a protocol and a port.
+type edgeRef struct {
+	peer peerRef
+	port portRef
+}
+
+// origin is the first flow of an amendment's edge: when, and the revisions
+// of the pods at its ends.
+type origin struct {
+	first                        time.Time
+	targetRevision, peerRevision string
 }
 
 // edgeSet is a set of edges, by peer.
@@ -95,13 +116,26 @@ func newAggregate() *aggregate {
 
 // nameOf is the name of key's proposal.
 func nameOf(key proposalKey) types.NamespacedName {
+	if key.amends != "" {
+		return types.NamespacedName{Namespace: key.workload.Namespace, Name: AmendmentName(key.amends)}
+	}
 	return types.NamespacedName{Namespace: key.workload.Namespace, Name: ProposalName(key.workload, key.direction)}
 }
 
 // add takes one edge. It returns the proposal's name, and whether the edge
 // made the proposal dirty: then it needs a write, which nobody asked for yet.
 func (a *aggregate) add(e *learning.Edge) (types.NamespacedName, bool) {
-	key := proposalKey{workload: e.Workload, direction: e.Direction}
+	return a.addTo(proposalKey{workload: e.Workload, direction: e.Direction}, e, nil)
+}
+
+// addAmendment takes one edge of a policy's amendment, and the first flow
+// of each edge with the revisions that made it.
+func (a *aggregate) addAmendment(am *learning.Amendment) (types.NamespacedName, bool) {
+	key := proposalKey{workload: am.Workload, direction: am.Direction, amends: am.Policy}
+	return a.addTo(key, &am.Edge, &origin{first: am.Time, targetRevision: am.TargetRevision, peerRevision: am.PeerRevision})
+}
+
+func (a *aggregate) addTo(key proposalKey, e *learning.Edge, o *origin) (types.NamespacedName, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	l := a.learned[key]
@@ -112,6 +146,14 @@ func (a *aggregate) add(e *learning.Edge) (types.NamespacedName, bool) {
 	}
 	peer := peerRef{workload: e.Peer, principal: e.Principal, cidr: e.PeerCIDR, entity: e.PeerEntity, dnsName: e.PeerName}
 	port := portRef{protocol: e.Protocol, port: e.Port}
+	if o != nil {
+		if l.origins == nil {
+			l.origins = map[edgeRef]origin{}
+		}
+		if held, ok := l.origins[edgeRef{peer, port}]; !ok || o.first.Before(held.first) {
+			l.origins[edgeRef{peer, port}] = *o
+		}
+	}
 	if !l.peers.add(peer, port) {
 		return l.name, false
 	}
@@ -146,6 +188,28 @@ func (a *aggregate) take(name types.NamespacedName) (proposalKey, *learned, bool
 		c.peers[p] = cp
 	}
 	return key, c, true
+}
+
+// amendmentOf returns a copy of everything learned for an amendment's key
+// (every edge, written or not) and the origins of its edges.
+func (a *aggregate) amendmentOf(key proposalKey) (edgeSet, map[edgeRef]origin) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.learned[key]
+	if l == nil {
+		return edgeSet{}, nil
+	}
+	all := make(edgeSet, len(l.peers))
+	for p, ports := range l.peers {
+		for port := range ports {
+			all.add(p, port)
+		}
+	}
+	origins := make(map[edgeRef]origin, len(l.origins))
+	for k, o := range l.origins {
+		origins[k] = o
+	}
+	return all, origins
 }
 
 // settle forgets, as unwritten, the edges of taken: the write that took them

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +35,15 @@ import (
 var proposalWatches = []termwriter.Watch{{
 	Object:     &v1alpha1.WorkloadNetworkPolicyProposal{},
 	Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}},
+}, {
+	// A change of a policy's spec (an edit, a rollback, a merged amendment)
+	// leaves its amendment built on a generation that is gone: the writer
+	// builds it again on the policy as it is, from what it learned.
+	Object:     &v1alpha1.WorkloadNetworkPolicy{},
+	Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}},
+	Handler: handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: AmendmentName(o.GetName())}}}
+	}),
 }}
 
 // errWorkloadGone: the workload no longer exists; its proposal goes with it.
@@ -44,8 +55,11 @@ var errWorkloadGone = errors.New("workload gone")
 // run or another leader) is lost; when the union is what the proposal holds,
 // nothing is written.
 func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw termwriter.ProposalWriter) error {
+	if key.amends != "" {
+		return w.reconcileAmendment(ctx, key, l, pw)
+	}
 	if w.enforcer.HasPolicy(key.workload, key.direction) {
-		return nil // a policy governs it: learning for it is over
+		return nil // a policy governs it: what is learned for it goes into its amendment
 	}
 	podSelector, uid, ok := w.enforcer.Selector(ctx, key.workload)
 	if !ok {
@@ -58,26 +72,7 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 			zap.String("workload", key.workload.String()))
 		return nil
 	}
-	learnedRules := rules{}
-	for peer, ports := range l.peers {
-		if peer.cidr != "" {
-			learnedRules.add(ipBlockRule(peer.cidr, ports))
-			continue
-		}
-		if peer.entity != "" || peer.dnsName != "" {
-			learnedRules.add(outsideRule(peer.entity, peer.dnsName, ports))
-			continue
-		}
-		r := &rule{principal: peer.principal, ports: ports}
-		if peer.principal == "" {
-			sel, _, ok := w.enforcer.Selector(ctx, peer.workload)
-			if !ok {
-				continue // the peer is gone: nothing to allow
-			}
-			r.namespace, r.selector = peer.workload.Namespace, sel
-		}
-		learnedRules.add(r)
-	}
+	learnedRules := w.learnedRules(ctx, l.peers)
 	name := ProposalName(key.workload, key.direction)
 	target := v1alpha1.TargetRef{Kind: key.workload.Kind, Name: key.workload.Name}
 	nn := types.NamespacedName{Namespace: key.workload.Namespace, Name: name}
@@ -141,6 +136,32 @@ func (w *writer) reconcile(ctx context.Context, key proposalKey, l *learned, pw 
 		w.agg.refuse(key, nil)
 		return w.writeStatus(ctx, pw, &existing, w.newEdge(&existing, &held.Spec, l.peers), bc, writtenCondition(nil))
 	})
+}
+
+// learnedRules are the rules that allow the learned edges: a workload peer
+// by its selector (none for a peer that is gone), any other by what it is.
+func (w *writer) learnedRules(ctx context.Context, peers edgeSet) rules {
+	rs := rules{}
+	for peer, ports := range peers {
+		if peer.cidr != "" {
+			rs.add(ipBlockRule(peer.cidr, ports))
+			continue
+		}
+		if peer.entity != "" || peer.dnsName != "" {
+			rs.add(outsideRule(peer.entity, peer.dnsName, ports))
+			continue
+		}
+		r := &rule{principal: peer.principal, ports: clonePorts(ports)}
+		if peer.principal == "" {
+			sel, _, ok := w.enforcer.Selector(ctx, peer.workload)
+			if !ok {
+				continue // the peer is gone: nothing to allow
+			}
+			r.namespace, r.selector = peer.workload.Namespace, sel
+		}
+		rs.add(r)
+	}
+	return rs
 }
 
 // reconcileObserved writes the observed edges of a proposal that has nothing

@@ -20,17 +20,22 @@ type readiness struct {
 	condition string
 	want      metav1.ConditionStatus
 	reason    string
+	// optional: a proposal without the condition does not wait for it
+	// (Revisions is an amendment's only).
+	optional bool
 }
 
 // readyNeeds are the conditions of a proposal ready to promote, in the order
 // that Ready's reason names the first one missing: learning settled, nothing
-// says it missed flows, its evidence is exact, and protect would block none of
-// what it saw.
+// says it missed flows, its evidence is exact, protect would block none of
+// what it saw, and for an amendment, a person looked at the edges that a
+// learned revision made.
 var readyNeeds = []readiness{
-	{v1alpha1.ConditionStable, metav1.ConditionTrue, v1alpha1.ReasonNotStable},
-	{v1alpha1.ConditionCoverage, metav1.ConditionTrue, v1alpha1.ReasonNotCovered},
-	{v1alpha1.ConditionEvidenceComplete, metav1.ConditionTrue, v1alpha1.ReasonEvidenceIncomplete},
-	{v1alpha1.ConditionWouldBlock, metav1.ConditionFalse, v1alpha1.ReasonBlocksObserved},
+	{v1alpha1.ConditionStable, metav1.ConditionTrue, v1alpha1.ReasonNotStable, false},
+	{v1alpha1.ConditionCoverage, metav1.ConditionTrue, v1alpha1.ReasonNotCovered, false},
+	{v1alpha1.ConditionEvidenceComplete, metav1.ConditionTrue, v1alpha1.ReasonEvidenceIncomplete, false},
+	{v1alpha1.ConditionWouldBlock, metav1.ConditionFalse, v1alpha1.ReasonBlocksObserved, false},
+	{v1alpha1.ConditionRevisions, metav1.ConditionTrue, v1alpha1.ReasonLearnedRevision, true},
 }
 
 // readyCondition is the Ready condition of a proposal whose other conditions
@@ -42,7 +47,7 @@ func readyCondition(generation int64, conds []metav1.Condition) metav1.Condition
 	var missing []string
 	for _, n := range readyNeeds {
 		have := meta.FindStatusCondition(conds, n.condition)
-		if have != nil && have.Status == n.want {
+		if have != nil && have.Status == n.want || have == nil && n.optional {
 			continue
 		}
 		if c.Reason == "" {

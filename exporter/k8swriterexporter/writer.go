@@ -34,7 +34,11 @@ type enforcer interface {
 	enforcerextension.Selectors
 	workload.Labeler
 	HasPolicy(w workload.Ref, direction v1alpha1.Direction) bool
+	Policies(w workload.Ref, direction v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy
+	Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool)
 	Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool)
+	// Revision reads a workload revision that an amendment edge names.
+	Revision(namespace, name string) (workload.Revision, bool)
 	DataPlane() netpolmatch.DataPlane
 }
 
@@ -112,6 +116,7 @@ func (w *writer) Shutdown(ctx context.Context) error {
 // skipped where the counts include it.
 func (w *writer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	var o learning.Observation
+	var am learning.Amendment
 	var g learning.Gap
 	gaps := false
 	now := time.Now()
@@ -123,6 +128,12 @@ func (w *writer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 				if g.ReadFrom(lr) {
 					w.addGap(&g)
 					gaps = true
+					continue
+				}
+				if am.ReadFrom(lr) {
+					if r, ok := w.readAmendment(&am); ok {
+						seen = append(seen, r)
+					}
 					continue
 				}
 				if r, ok := w.read(&o, lr); ok {
@@ -159,10 +170,27 @@ func (w *writer) addGap(g *learning.Gap) {
 		if g.Direction != "" && d != g.Direction || d == v1alpha1.DirectionEgress && g.Backend == v1alpha1.BackendIstio {
 			continue
 		}
-		name := nameOf(proposalKey{workload: g.Workload, direction: d})
-		w.gaps.add(name, g)
-		w.queue.Enqueue(name, writeInterval)
+		for _, name := range w.learningNames(g.Workload, d) {
+			w.gaps.add(name, g)
+			w.queue.Enqueue(name, writeInterval)
+		}
 	}
+}
+
+// learningNames are the proposals whose learning a gap of workload wl in
+// direction d concerns: its proposal, or once a policy governs it, that
+// policy's amendment.
+func (w *writer) learningNames(wl workload.Ref, d v1alpha1.Direction) []types.NamespacedName {
+	var names []types.NamespacedName
+	if w.enforcer != nil {
+		for _, pol := range w.enforcer.Policies(wl, d) {
+			names = append(names, nameOf(proposalKey{workload: wl, direction: d, amends: pol.Name}))
+		}
+	}
+	if len(names) == 0 {
+		names = append(names, nameOf(proposalKey{workload: wl, direction: d}))
+	}
+	return names
 }
 
 // read takes one record: a learned edge goes into the aggregate at once, an
@@ -187,6 +215,21 @@ func (w *writer) read(o *learning.Observation, lr plog.LogRecord) (observed.Seen
 		name = nameOf(proposalKey{workload: o.Workload, direction: o.Direction})
 	}
 	return observed.Seen{Obj: name, Key: k, Flows: o.Flows, Time: o.Time}, true
+}
+
+// readAmendment takes an amendment edge into the aggregate, and returns its
+// observation for the amendment's observed edges: its evidence, which the
+// amendment's spec judges.
+func (w *writer) readAmendment(am *learning.Amendment) (observed.Seen, bool) {
+	name, dirty := w.agg.addAmendment(am)
+	if dirty {
+		w.queue.Enqueue(name, writeInterval)
+	}
+	k, ok := am.Key()
+	if !ok {
+		return observed.Seen{}, false
+	}
+	return observed.Seen{Obj: name, Key: k, Flows: am.Flows, Time: am.Time}, true
 }
 
 // reconcileKey writes one proposal, as its controller asks. A failure marks it

@@ -77,3 +77,35 @@ func Rules(spec *v1alpha1.PolicySpec) []string {
 	}
 	return names
 }
+
+// WithoutRules returns a copy of spec without the rules that names name
+// (as RuleName and Rules name them, outside[i] included): a policy's
+// amendment leaves out its unused rules.
+func WithoutRules(spec *v1alpha1.PolicySpec, names map[string]bool) v1alpha1.PolicySpec {
+	out := *spec.DeepCopy()
+	if len(names) == 0 {
+		return out
+	}
+	keep := func(i int) bool { return !names[RuleName(spec, i)] }
+	switch {
+	case out.Istio != nil && spec.Backend == v1alpha1.BackendIstio:
+		out.Istio.Rules = kept(out.Istio.Rules, keep)
+	case out.Kubernetes != nil && spec.Direction == v1alpha1.DirectionEgress:
+		out.Kubernetes.Egress = kept(out.Kubernetes.Egress, keep)
+	case out.Kubernetes != nil:
+		out.Kubernetes.Ingress = kept(out.Kubernetes.Ingress, keep)
+	}
+	out.Outside = kept(out.Outside, func(i int) bool { return !names[fmt.Sprintf("outside[%d]", i)] })
+	return out
+}
+
+// kept is the elements of s whose index keep keeps, in order.
+func kept[T any](s []T, keep func(int) bool) []T {
+	var out []T
+	for i := range s {
+		if keep(i) {
+			out = append(out, s[i])
+		}
+	}
+	return out
+}

@@ -39,7 +39,7 @@ const (
 	AttrDestinationPort        = "destination.port"
 	AttrPolicyNamespace        = flow.AttrPolicyNamespace
 	AttrPolicyName             = flow.AttrPolicyName
-	attributeCount             = 23
+	attributeCount             = 25
 	acknowledgedAttributeCount = attributeCount + 2
 )
 
@@ -55,6 +55,11 @@ const (
 	AttrDestinationAddress = "destination.address"
 	AttrDestinationDNSName = "destination.dns.name"
 	AttrDestinationEntity  = "destination.entity"
+	// AttrSourceRevision and AttrDestinationRevision are the revision of the
+	// workload whose pod the end was (its ReplicaSet, ControllerRevision, or
+	// CronJob template): which release made the flow.
+	AttrSourceRevision      = "source.workload.revision"
+	AttrDestinationRevision = "destination.workload.revision"
 )
 
 // Attribute keys of Acknowledged events only.
@@ -92,15 +97,15 @@ func Append(sl plog.ScopeLogs, name string, provider flow.Provider, r *v1alpha1.
 	a.PutInt(AttrDestinationPort, int64(r.DstPort))
 	a.PutStr(AttrPolicyNamespace, r.Policy.Namespace)
 	a.PutStr(AttrPolicyName, r.Policy.Name)
-	putEnd(a, &r.Source, AttrSourceClass, AttrSourceAddress, AttrSourceDNSName, AttrSourceEntity)
-	putEnd(a, &r.Destination, AttrDestinationClass, AttrDestinationAddress, AttrDestinationDNSName, AttrDestinationEntity)
+	putEnd(a, &r.Source, AttrSourceClass, AttrSourceAddress, AttrSourceDNSName, AttrSourceEntity, AttrSourceRevision)
+	putEnd(a, &r.Destination, AttrDestinationClass, AttrDestinationAddress, AttrDestinationDNSName, AttrDestinationEntity, AttrDestinationRevision)
 	return lr
 }
 
 // putEnd puts what end e is under the keys given, each that it has.
-func putEnd(a pcommon.Map, e *v1alpha1.ViolationEndpoint, class, address, dnsName, entity string) {
+func putEnd(a pcommon.Map, e *v1alpha1.ViolationEndpoint, class, address, dnsName, entity, revision string) {
 	for _, kv := range [...]struct{ k, v string }{
-		{class, string(e.Class)}, {address, e.Address}, {dnsName, e.DNSName}, {entity, string(e.Entity)},
+		{class, string(e.Class)}, {address, e.Address}, {dnsName, e.DNSName}, {entity, string(e.Entity)}, {revision, e.Revision},
 	} {
 		if kv.v != "" {
 			a.PutStr(kv.k, kv.v)

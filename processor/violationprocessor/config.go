@@ -40,6 +40,11 @@ type Config struct {
 	// condition names it.
 	UnusedRuleAge time.Duration `mapstructure:"unused_rule_age"`
 
+	// Amend hands each violation that is not acknowledged, and whose peer a
+	// spec can name, on as an edge of the policy's amendment, which the
+	// writer learns: learning goes on after promotion. On by default.
+	Amend bool `mapstructure:"amend"`
+
 	_ struct{}
 }
 
@@ -52,6 +57,7 @@ func createDefaultConfig() component.Config {
 		Observe:            true,
 		Config:             observed.DefaultConfig(),
 		UnusedRuleAge:      7 * 24 * time.Hour,
+		Amend:              true,
 	}
 }
 

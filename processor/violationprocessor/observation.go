@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/learning"
 )
 
 // recordKey identifies a violation record: a repeat of the same source,
@@ -28,6 +29,10 @@ type observation struct {
 	time     time.Time
 	// count is how many connections the observation stands for.
 	count int64
+	// amendment is the edge that the observation teaches the policy's
+	// amendment; nil when it teaches none (an acknowledged violation, a
+	// peer that no spec can name, amendments off).
+	amendment *learning.Amendment
 }
 
 // record is the status record of the observation, without its id.

@@ -28,6 +28,7 @@ import (
 type enforcer interface {
 	workload.Resolver
 	workload.Labeler
+	workload.Revisions
 	Policies(w workload.Ref, direction v1alpha1.Direction) []v1alpha1.WorkloadNetworkPolicy
 	Policy(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, bool)
 	Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicyProposal, bool)
@@ -124,6 +125,9 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 		}
 		c.observe(string(o.key.Action))
 		appendObserved(sl, &o)
+		if o.amendment != nil {
+			m.amendments.add(o.amendment)
+		}
 		ok, first := p.buffer.add(&o)
 		switch {
 		case !ok:
@@ -132,6 +136,7 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 			p.status.Enqueue(o.policy, p.cfg.StatusSyncInterval)
 		}
 	})
+	m.amendments.appendTo(sl)
 	p.telemetry.record(ctx, &c)
 	if sl.LogRecords().Len() == 0 {
 		return out, processorhelper.ErrSkipProcessingData
@@ -144,6 +149,8 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 type memo struct {
 	policies  map[policyKey][]v1alpha1.WorkloadNetworkPolicy
 	selectors netpolmatch.SelectorCache
+	// amendments are the batch's amendment edges, each once.
+	amendments amendments
 }
 
 type policyKey struct {
@@ -208,6 +215,17 @@ func (p *violationProcessor) observe(c *candidate, m *memo) (observation, string
 		o.time = time.Now()
 	}
 	o.key.Source, o.key.Destination = named(otherView, &edge), target(c.target, targetEnd)
+	o.key.Destination.Revision = p.revision(targetEnd, c.rec.Time)
+	if o.key.Source.Class == v1alpha1.PeerClassWorkload {
+		o.key.Source.Revision = p.revision(otherEnd, c.rec.Time)
+	}
+	if p.cfg.Amend && c.peer != nil && c.peer.Learnable() && !acknowledged(pol, &o.key) {
+		o.amendment = &learning.Amendment{Observation: *c.peer, Policy: pol.Name,
+			TargetRevision: o.key.Destination.Revision, PeerRevision: o.key.Source.Revision}
+		o.amendment.Flows, o.amendment.Time = o.count, o.time
+		// The candidate names the peer; the edge is the policy's.
+		o.amendment.Workload, o.amendment.Direction, o.amendment.Backend = c.target, c.direction, pol.Spec.Backend
+	}
 	if c.direction == v1alpha1.DirectionEgress {
 		o.key.Source, o.key.Destination = o.key.Destination, o.key.Source
 	}

@@ -455,7 +455,7 @@ func TestOptionalParts(t *testing.T) {
 	if str(t, cfg, "service", "telemetry", "metrics", "level") != "none" || r.get("Service", namespace, fullname+"-metrics") != nil {
 		t.Error("the collector's metrics are exposed while off")
 	}
-	if got := list(cfg, "service", "pipelines", "logs/events", "exporters"); !slices.Equal(got, []string{"nop"}) {
+	if got := list(cfg, "service", "pipelines", "logs/events", "exporters"); !slices.Equal(got, []string{"nop", "k8swriter"}) {
 		t.Errorf("events exporters %v", got)
 	}
 }

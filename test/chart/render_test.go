@@ -354,7 +354,7 @@ func checkEnforcerConfig(t *testing.T, r *rendered, hop flowHop, strategy string
 
 	pipelines := map[string][3][]string{
 		"logs/flows":  {{receiver}, {"memory_limiter", "learning"}, {"k8swriter", "forward/violations"}},
-		"logs/events": {{"forward/violations"}, {"violation"}, {events}},
+		"logs/events": {{"forward/violations"}, {"violation"}, {events, "k8swriter"}},
 	}
 	if got := keysOf(cfg, "service", "pipelines"); !slices.Equal(got, []string{"logs/events", "logs/flows"}) {
 		t.Errorf("pipelines %v", got)

@@ -157,8 +157,14 @@ func StartPipeline(tb testing.TB, opts Options) *Learning {
 		if opts.ObservedInterval > 0 {
 			vcfg.ObservedInterval = opts.ObservedInterval
 		}
+		// As the chart's events pipeline: the events to their exporter,
+		// and the amendment edges to the writer.
+		events, err := consumer.NewLogs(func(ctx context.Context, ld plog.Logs) error {
+			return errors.Join(opts.Violations.ConsumeLogs(ctx, ld), writer.ConsumeLogs(ctx, ld))
+		})
+		must(tb, err)
 		violations, err := vf.CreateLogs(ctx, processor.Settings{ID: component.NewID(vf.Type()), TelemetrySettings: l.Settings, BuildInfo: build},
-			vcfg, opts.Violations)
+			vcfg, events)
 		must(tb, err)
 		started = append(started, violations)
 		// As the forward connector fans a pipeline out in the collector.
