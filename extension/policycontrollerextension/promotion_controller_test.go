@@ -35,6 +35,19 @@ func TestPromotion(t *testing.T) {
 	controlplanetest.Require(t)
 	ctx := context.Background()
 	r := startReplica(t, "promotion")
+	// What the test makes goes at its end, so that it runs again
+	// (-count): the policies, and the proposal named like the hand-made one.
+	t.Cleanup(func() {
+		for _, name := range []string{"promote-monitor", "promote-protect", "hand-made"} {
+			key := types.NamespacedName{Namespace: "shop", Name: name}
+			_ = env.Client.Delete(ctx, &v1alpha1.WorkloadNetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+			waitFor(t, "the policy "+name+" to go", 20*time.Second, func() bool {
+				return apierrors.IsNotFound(env.Client.Get(ctx, key, &v1alpha1.WorkloadNetworkPolicy{}))
+			})
+		}
+		_ = env.Client.Delete(ctx, proposal("hand-made", nil))
+		waitFor(t, "the proposal hand-made to go", 20*time.Second, gone("hand-made"))
+	})
 	for _, mode := range []v1alpha1.PolicyMode{v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect} {
 		name := "promote-" + string(mode)
 		p := proposal(name, nil)
