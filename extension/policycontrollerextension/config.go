@@ -2,6 +2,7 @@ package policycontrollerextension
 
 import (
 	"errors"
+	"fmt"
 
 	"go.opentelemetry.io/collector/component"
 
@@ -19,17 +20,34 @@ type Config struct {
 	// controllers.
 	LeaderElector component.ID `mapstructure:"leader_elector"`
 
+	// RevisionHistoryLimit is how many revisions of each policy are kept,
+	// its current one included: the oldest beyond it are deleted. A rollback
+	// can go back to the revisions kept.
+	RevisionHistoryLimit int `mapstructure:"revision_history_limit"`
+
 	_ struct{}
 }
+
+// defaultRevisionHistoryLimit is the revisions kept of each policy by
+// default, as many as a Deployment keeps of its ReplicaSets.
+const defaultRevisionHistoryLimit = 10
 
 func createDefaultConfig() component.Config {
 	return &Config{
 		Enforcer:      enforcerextension.DefaultReference(),
 		LeaderElector: leaderelectorextension.DefaultReference(),
+
+		RevisionHistoryLimit: defaultRevisionHistoryLimit,
 	}
 }
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	return errors.Join(enforcerextension.ValidateReference(c.Enforcer), leaderelectorextension.ValidateReference(c.LeaderElector))
+	errs := []error{enforcerextension.ValidateReference(c.Enforcer), leaderelectorextension.ValidateReference(c.LeaderElector)}
+	if c.RevisionHistoryLimit < 1 {
+		// The newest revision is what the recorder compares a policy's spec
+		// with: it is always kept.
+		errs = append(errs, fmt.Errorf("revision_history_limit must be at least 1, got %d", c.RevisionHistoryLimit))
+	}
+	return errors.Join(errs...)
 }

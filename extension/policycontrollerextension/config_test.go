@@ -17,10 +17,15 @@ func TestLoadConfig(t *testing.T) {
 		{ID: component.NewIDWithName(metadata.Type, "custom"), Want: &Config{
 			Enforcer:      component.MustNewIDWithName("enforcer", "primary"),
 			LeaderElector: component.MustNewIDWithName("leader_elector", "primary"),
+
+			RevisionHistoryLimit: 3,
 		}},
 		{ID: component.NewIDWithName(metadata.Type, "bad_references"), WantErr: []string{
 			`invalid enforcer "health_check": must name an extension of type "enforcer"`,
 			`invalid leader_elector "health_check": must name an extension of type "leader_elector"`,
+		}},
+		{ID: component.NewIDWithName(metadata.Type, "no_revisions"), WantErr: []string{
+			"revision_history_limit must be at least 1, got 0",
 		}},
 	})
 }

@@ -23,15 +23,18 @@ type Renderer interface {
 	RenderProposal(proposal *v1alpha1.WorkloadNetworkPolicyProposal, mode v1alpha1.PolicyMode) (render.Native, error)
 }
 
-// policyController is the extension: the promotion and render controllers,
-// registered with the leader elector at Start and ended at Shutdown.
+// policyController is the extension: the promotion, revision and render
+// controllers, registered with the leader elector at Start and ended at
+// Shutdown.
 type policyController struct {
 	cfg *Config
 	set extension.Settings
 
 	cluster enforcerextension.Cluster
-	// promotion is the promotion controller, whose rounds tests count.
+	// promotion and revision are the promotion controller and the revision
+	// recorder, whose rounds tests count.
 	promotion   *termcontroller.Controller
+	revision    *termcontroller.Controller
 	controllers []*termcontroller.Controller
 }
 
@@ -61,9 +64,12 @@ func (p *policyController) Start(_ context.Context, host component.Host) error {
 		return err
 	}
 	p.cluster = cluster
-	p.promotion = newPromotionController(p.set.Logger, cluster.Cache(), cluster.Client(), cluster.Recorder())
+	revs := &revisions{logger: p.set.Logger, client: cluster.Client(), limit: p.cfg.RevisionHistoryLimit}
+	p.promotion = newPromotionController(p.set.Logger, cluster.Cache(), cluster.Client(), cluster.Recorder(), revs)
+	p.revision = newRevisionController(p.set.Logger, cluster.Client(), cluster.Recorder(), revs)
 	p.controllers = []*termcontroller.Controller{
 		p.promotion,
+		p.revision,
 		render.NewController(p.set.Logger, cluster.Cache(), cluster.Client(), cluster.Recorder(), cluster.Served()),
 	}
 	termcontroller.OnTerms(elector, termcontroller.Env{Logger: p.set.Logger, Informers: cluster.Cache(), Reconciled: cluster.Reconciled},

@@ -1,8 +1,10 @@
 // Package policycontrollerextension is the policy controller extension: the
 // controllers that act on what a person decided, and consume no telemetry. The
 // promotion controller turns a proposal labelled for promotion into a
-// WorkloadNetworkPolicy; the render controller keeps each policy rendered as
-// the native object of its backend (internal/render). Both run while this
+// WorkloadNetworkPolicy, and merges a labelled amendment into its policy; the
+// revision recorder keeps each policy's spec as numbered revisions and rolls
+// a policy back on request; the render controller keeps each policy rendered
+// as the native object of its backend (internal/render). They run while this
 // replica leads, on the terms of the leader elector, and read and watch
 // through the enforcer extension's shared cache.
 package policycontrollerextension

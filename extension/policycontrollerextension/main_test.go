@@ -20,8 +20,9 @@ var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
 	// The extensions read $KUBECONFIG with auth_type kubeConfig, as they do
-	// outside a cluster.
-	controlplanetest.Main(m, controlplanetest.Options{}, &env, func(e *controlplanetest.Env) error {
+	// outside a cluster. The garbage collector deletes a policy's revisions
+	// with it.
+	controlplanetest.Main(m, controlplanetest.Options{ControllerManager: true}, &env, func(e *controlplanetest.Env) error {
 		if err := e.UseKubeconfig(); err != nil {
 			return err
 		}
@@ -42,9 +43,15 @@ type replica struct {
 // collector's order.
 func startReplica(t *testing.T, lease string) *replica {
 	t.Helper()
+	return startReplicaWith(t, lease, createDefaultConfig().(*Config))
+}
+
+// startReplicaWith is startReplica with the policy controller's cfg.
+func startReplicaWith(t *testing.T, lease string, cfg *Config) *replica {
+	t.Helper()
 	controlplanetest.Require(t)
 	r := enforcerextensiontest.StartReplica(t, env.Config, lease, leaderelectorextension.ReplicaName())
-	pc := newPolicyController(enforcerextensiontest.Settings(component.NewID(metadata.Type)), createDefaultConfig().(*Config))
+	pc := newPolicyController(enforcerextensiontest.Settings(component.NewID(metadata.Type)), cfg)
 	if err := pc.Start(context.Background(), r.Host); err != nil {
 		t.Fatal(err)
 	}

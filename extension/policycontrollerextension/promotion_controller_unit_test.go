@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/render"
@@ -26,10 +28,17 @@ func newUnitPromoter(t *testing.T, objs ...client.Object) (*promoter, client.Cli
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithStatusSubresource(&v1alpha1.WorkloadNetworkPolicy{}, &v1alpha1.WorkloadNetworkPolicyProposal{}).Build()
+		WithStatusSubresource(&v1alpha1.WorkloadNetworkPolicy{}, &v1alpha1.WorkloadNetworkPolicyProposal{}).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			// A new object's first generation, as the API server gives it
+			// and the revisions count on; the in-memory client gives none.
+			obj.SetGeneration(1)
+			return c.Create(ctx, obj, opts...)
+		}}).Build()
 	rec := record.NewFakeRecorder(10)
 	return &promoter{logger: zap.NewNop(), reader: c, client: c, recorder: rec,
-		queue: termcontroller.New("promotion", nil, nil)}, c, rec
+		revisions: &revisions{logger: zap.NewNop(), client: c, limit: defaultRevisionHistoryLimit},
+		queue:     termcontroller.New("promotion", nil, nil), now: time.Now}, c, rec
 }
 
 func TestPromoteLogic(t *testing.T) {

@@ -173,6 +173,8 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 	for _, reason := range []string{v1alpha1.EventReasonPromoted, v1alpha1.EventReasonModeChanged} {
 		waitKubeEvent(t, policy, reason)
 	}
+	// Its revisions: the promotion, and the mode change by hand.
+	waitRevisions(t, map[int64]string{1: "promoted from proposal " + policyName, 2: "edited"})
 
 	// 6. A protect violation.
 	dp.violation(t, intruder, api, 8080, v1alpha1.PolicyModeProtect)
@@ -243,6 +245,7 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 	waitFor(t, "the native object to be collected", time.Minute, func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, apiPolicy, nativeObject(dp.backend())))
 	})
+	waitRevisions(t, map[int64]string{})
 	// The native object's collection does not say that the enforcer's cache
 	// saw the policy go: a flow judged against the policy still in it is a
 	// violation candidate of a policy that is gone, which teaches nothing. So
