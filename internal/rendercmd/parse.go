@@ -27,8 +27,9 @@ const maxInput = 64 << 20
 // List (kind List, as kubectl prints several, or the kinds' own lists) or
 // several YAML documents. Anything else is an error that says where: an
 // object of another kind, an unknown field (a version of the CRDs that this
-// binary does not know; status aside, which rendering does not read), an
-// object without a namespace or a name, and input with no object at all.
+// binary does not know; status aside, which rendering does not read), a
+// proposal's status.amendment that is not one (--diff reads it), an object
+// without a namespace or a name, and input with no object at all.
 func Parse(r io.Reader) ([]Object, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
 	if err != nil {
@@ -106,6 +107,7 @@ func parseDocument(raw json.RawMessage, listAllowed bool) ([]Object, error) {
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return nil, err
 	}
+	status := fields["status"]
 	delete(fields, "status")
 	body, err := json.Marshal(fields)
 	if err != nil {
@@ -127,6 +129,11 @@ func parseDocument(raw json.RawMessage, listAllowed bool) ([]Object, error) {
 	}
 	var namespace, name string
 	if o.Proposal != nil {
+		a, err := amendmentStatus(status)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", tm.Kind, err)
+		}
+		o.Proposal.Status.Amendment = a
 		namespace, name = o.Proposal.Namespace, o.Proposal.Name
 	} else {
 		namespace, name = o.Policy.Namespace, o.Policy.Name
@@ -135,4 +142,23 @@ func parseDocument(raw json.RawMessage, listAllowed bool) ([]Object, error) {
 		return nil, fmt.Errorf("%s %q without metadata.namespace or metadata.name", tm.Kind, namespace+"/"+name)
 	}
 	return []Object{o}, nil
+}
+
+// amendmentStatus is a proposal's status.amendment, which --diff reads (what
+// each added edge was made by, the rules removed); nil when there is none.
+// The rest of the status is left unread, whatever its fields.
+func amendmentStatus(status json.RawMessage) (*v1alpha1.AmendmentStatus, error) {
+	var st struct {
+		Amendment json.RawMessage `json:"amendment"`
+	}
+	// A status that is not an object is left unread, as the rest of it is.
+	_ = json.Unmarshal(status, &st)
+	if isNull(st.Amendment) {
+		return nil, nil
+	}
+	var a v1alpha1.AmendmentStatus
+	if err := json.Unmarshal(st.Amendment, &a); err != nil {
+		return nil, fmt.Errorf("status.amendment: %w", err)
+	}
+	return &a, nil
 }

@@ -1,13 +1,16 @@
 // Package rendercmd is the distribution's render subcommand:
 //
-//	network-enforcer render [--mode monitor|protect] [-f FILE|-] [--kubeconfig FILE] [--context NAME]
+//	network-enforcer render [--mode monitor|protect] [--diff] [-f FILE|-] [--kubeconfig FILE] [--context NAME]
 //
 // It reads WorkloadNetworkPolicyProposals and WorkloadNetworkPolicies, as
 // `kubectl get -o yaml` (or -o json) prints them, one object, a List or
 // several YAML documents, and prints the native object that the render
 // controller creates for each, by the controller's own code
-// (enforcerextension.RenderPolicy): for a proposal, the object of the policy
-// that its promotion in --mode would create.
+// (render.RenderPolicy): for a proposal, the object of the policy that its
+// promotion in --mode would create. With --diff it prints, for each
+// amendment, the unified diff of its policy's native object as the policy is
+// and as the amendment would make it (render.AmendmentDiff, which the review
+// page shows too).
 //
 // ocb generates the distribution's main, which runs the collector only: the
 // build puts _render_main.go beside it, whose init calls Main before the
@@ -26,7 +29,8 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/client-go/kubernetes/scheme"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,14 +61,33 @@ func Main() {
 	os.Exit(0)
 }
 
-const usage = `Usage: network-enforcer render [--mode monitor|protect] [-f FILE|-] [--kubeconfig FILE] [--context NAME]
+const usage = `Usage: network-enforcer render [--mode monitor|protect] [--diff] [-f FILE|-] [--kubeconfig FILE] [--context NAME]
 
 Prints, as YAML, the native object (NetworkPolicy, AuthorizationPolicy or
 CiliumNetworkPolicy) that the render controller creates for each
 WorkloadNetworkPolicyProposal or WorkloadNetworkPolicy read from FILE, or from
 standard input when FILE is - or not given, as kubectl get -o yaml (or -o json)
 prints them. A proposal is rendered as the policy that its promotion in --mode
-would create; a policy in its spec.mode, or in --mode when given.
+would create (an amendment as the policy that it amends, with its spec); a
+policy in its spec.mode, or in --mode when given.
+
+With --diff, for each amendment read (a proposal with the label
+networkenforcer.kubewarden.io/amends: what learning adds to a policy and removes
+from it), it prints the unified diff of the native object of its policy as the
+policy is (its revision) and as the promotion of the amendment would make it,
+both in the policy's spec.mode or in --mode; then, on lines that start with #,
+each edge that the amendment adds with the workload revisions that made it
+(LearnedRevision first: a revision that was live while the policy was learned
+made it, so review it first) and each rule that it removes with its last use.
+The policy is the one of that name read beside the amendment, else the one in
+the cluster of the kubeconfig:
+
+  kubectl get -n NS wnp/POLICY wnpp/AMENDMENT -o yaml | network-enforcer render --diff
+
+A mode without an object (monitor for backends kubernetes and cilium) prints
+the comments alone and says so on standard error; --mode protect diffs the
+object that protect mode creates. A first proposal is said on standard error;
+input without an amendment is an error.
 
 Backends kubernetes and istio render spec.outside's entities (the API server,
 the nodes) as their addresses in the cluster: those are read from the cluster
@@ -82,6 +105,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := flag.NewFlagSet(Name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	mode := fs.String("mode", "", "the mode to render in: monitor or protect; required for a proposal, a policy's spec.mode otherwise")
+	diff := fs.Bool("diff", false, "print what each amendment changes in its policy's native object, as a unified diff")
 	file := fs.String("f", "-", "the file to read, - for standard input")
 	kubeconfig := fs.String("kubeconfig", "", "the kubeconfig of the cluster to read entities' addresses from")
 	kubeContext := fs.String("context", "", "the kubeconfig context to use")
@@ -112,7 +136,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	return Render(ctx, objs, m, &cluster{kubeconfig: *kubeconfig, context: *kubeContext}, stdout, stderr)
+	c := &cluster{kubeconfig: *kubeconfig, context: *kubeContext}
+	if *diff {
+		return Diff(ctx, objs, m, c, stdout, stderr)
+	}
+	return Render(ctx, objs, m, c, stdout, stderr)
 }
 
 // parseMode returns the mode that --mode names; "" when not given.
@@ -168,6 +196,10 @@ func renderObject(ctx context.Context, o Object, mode v1alpha1.PolicyMode, r cli
 			return render.Native{}, fmt.Errorf("a proposal is rendered as the policy that its promotion creates: give its mode with --mode %s or --mode %s",
 				v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect)
 		}
+		if render.AmendedPolicyName(o.Proposal) != "" {
+			// Its promotion changes the policy that it amends.
+			return render.RenderPolicy(ctx, r, render.AmendmentPolicy(o.Proposal, mode))
+		}
 		return render.RenderProposal(ctx, r, o.Proposal, mode)
 	}
 	p := o.Policy
@@ -176,6 +208,86 @@ func renderObject(ctx context.Context, o Object, mode v1alpha1.PolicyMode, r cli
 		p.Spec.Mode = mode
 	}
 	return render.RenderPolicy(ctx, r, p)
+}
+
+// Diff prints, for each amendment among objs, what it changes in the policy
+// it amends (render.AmendmentDiff.Text): the unified diff of the policy's
+// native object as it is and as the amendment would make it, both in mode
+// (the policy's spec.mode when ""), and the attribution of each added edge and
+// removed rule as comments; one amendment after another, a blank line
+// between. The policy is the one among objs of the amendment's namespace and
+// policy name, else the one that r reads. What has nothing to diff (a first
+// proposal, a mode without an object) is said on stderr; input without an
+// amendment is an error. It diffs every amendment before it prints any: an
+// error prints nothing.
+func Diff(ctx context.Context, objs []Object, mode v1alpha1.PolicyMode, r client.Reader, stdout, stderr io.Writer) error {
+	policies := map[types.NamespacedName]*v1alpha1.WorkloadNetworkPolicy{}
+	for _, o := range objs {
+		if o.Policy != nil {
+			policies[types.NamespacedName{Namespace: o.Policy.Namespace, Name: o.Policy.Name}] = o.Policy
+		}
+	}
+	var texts, notes []string
+	for _, o := range objs {
+		if o.Proposal == nil {
+			continue
+		}
+		name := render.AmendedPolicyName(o.Proposal)
+		if name == "" {
+			notes = append(notes, fmt.Sprintf("%s: a first proposal, not an amendment: nothing to diff (render it without --diff)", o))
+			continue
+		}
+		key := types.NamespacedName{Namespace: o.Proposal.Namespace, Name: name}
+		policy, ok := policies[key]
+		if !ok {
+			var err error
+			if policy, err = readPolicy(ctx, r, key); err != nil {
+				return fmt.Errorf("%s: %w", o, err)
+			}
+		}
+		d, err := render.NewAmendmentDiff(policy, o.Proposal, mode, func(p *v1alpha1.WorkloadNetworkPolicy) (render.Native, error) {
+			return render.RenderPolicy(ctx, r, p)
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", o, err)
+		}
+		if d.None != "" {
+			hint := ""
+			if d.Mode != v1alpha1.PolicyModeProtect {
+				hint = ": give --mode protect to diff the " + d.Kind + " that protect mode creates"
+			}
+			notes = append(notes, fmt.Sprintf("%s: no %s to diff: %s%s", o, d.Kind, d.None, hint))
+		}
+		texts = append(texts, d.Text())
+	}
+	if len(texts) == 0 {
+		return fmt.Errorf("no amendment among the objects read: --diff shows what an amendment (a proposal with the label %s) changes in its policy",
+			v1alpha1.AmendsLabel)
+	}
+	for _, note := range notes {
+		fmt.Fprintln(stderr, note)
+	}
+	_, err := io.WriteString(stdout, strings.Join(texts, "\n"))
+	return err
+}
+
+// readPolicy reads the policy key from the cluster, when it was not read
+// beside its amendment.
+func readPolicy(ctx context.Context, r client.Reader, key types.NamespacedName) (*v1alpha1.WorkloadNetworkPolicy, error) {
+	get := fmt.Sprintf("kubectl get -n %s wnp/%s -o yaml", key.Namespace, key.Name)
+	if r == nil {
+		return nil, fmt.Errorf("it amends WorkloadNetworkPolicy %s, which is not among the objects read: give it beside the amendment (%s)", key, get)
+	}
+	var p v1alpha1.WorkloadNetworkPolicy
+	err := r.Get(ctx, key, &p)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("it amends WorkloadNetworkPolicy %s, which is neither among the objects read nor in the cluster", key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("it amends WorkloadNetworkPolicy %s, which is not among the objects read (give it beside the amendment: %s), "+
+			"and reading it from the cluster: %w", key, get, err)
+	}
+	return &p, nil
 }
 
 // cluster is the cluster of the kubeconfig, as kubectl finds it, which it
@@ -197,7 +309,7 @@ func (c *cluster) connect() (client.Client, error) {
 		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
 			&clientcmd.ConfigOverrides{CurrentContext: c.context}).ClientConfig()
 		if clientcmd.IsEmptyConfig(err) {
-			c.err = errors.New("no cluster to read them from: give its kubeconfig with --kubeconfig FILE (or set KUBECONFIG)")
+			c.err = errors.New("no cluster to read from: give its kubeconfig with --kubeconfig FILE (or set KUBECONFIG)")
 			return
 		}
 		if err != nil {
@@ -205,7 +317,13 @@ func (c *cluster) connect() (client.Client, error) {
 			return
 		}
 		cfg.UserAgent = "network-enforcer-render"
-		c.client, c.err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+		// The scheme knows the policies, which --diff reads.
+		s, err := render.NewScheme()
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.client, c.err = client.New(cfg, client.Options{Scheme: s})
 	})
 	return c.client, c.err
 }

@@ -211,16 +211,17 @@ func TestErrors(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	_, stderr, err := run(t, "", "-h")
-	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "Usage: network-enforcer render") || !strings.Contains(stderr, "-kubeconfig") {
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "Usage: network-enforcer render") || !strings.Contains(stderr, "-kubeconfig") ||
+		!strings.Contains(stderr, "-diff") {
 		t.Errorf("-h: %v\n%s", err, stderr)
 	}
 }
 
-// FuzzParse: whatever the input, Parse and Render return an error or
+// FuzzParse: whatever the input, Parse, Render and Diff return an error or
 // objects, and never panic; an object that Parse returns has a namespace and
 // a name.
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"proposal.yaml", "list.yaml", "entities.yaml"} {
+	for _, name := range []string{"proposal.yaml", "list.yaml", "entities.yaml", "amendment.kubernetes.yaml", "amendment.cilium.yaml", "amendment.istio.yaml"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
@@ -244,6 +245,7 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, mode := range []v1alpha1.PolicyMode{v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect} {
 			_ = Render(context.Background(), objs, mode, nil, &bytes.Buffer{}, &bytes.Buffer{})
+			_ = Diff(context.Background(), objs, mode, nil, &bytes.Buffer{}, &bytes.Buffer{})
 		}
 	})
 }
