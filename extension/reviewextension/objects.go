@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/policycontrollerextension"
+	"github.com/kubewarden/network-enforcer/internal/render"
 )
 
 // objectData is what the proposal and policy views share.
@@ -42,6 +43,9 @@ type proposalData struct {
 	// Gaps are what learning may have missed (the Coverage condition's).
 	Ready *metav1.Condition
 	Gaps  []v1alpha1.CoverageGap
+	// Amendment is what the proposal changes in the policy it amends; nil
+	// for a first proposal.
+	Amendment *amendmentView
 }
 
 // nativeView is the native object that the render controller would create
@@ -59,10 +63,17 @@ type nativeView struct {
 
 // newNativeView renders proposal o promoted in mode, by the render
 // controller's code (through the enforcer extension, which has the cluster's
-// addresses in its cache).
+// addresses in its cache): an amendment as the policy that it amends, with
+// its spec.
 func newNativeView(r policycontrollerextension.Renderer, o *v1alpha1.WorkloadNetworkPolicyProposal, mode v1alpha1.PolicyMode) nativeView {
 	v := nativeView{Mode: mode, Command: renderCommand(o.Namespace, o.Name, mode)}
-	n, err := r.RenderProposal(o, mode)
+	var n render.Native
+	var err error
+	if render.AmendedPolicyName(o) != "" {
+		n, err = policyRenderer(r)(render.AmendmentPolicy(o, mode))
+	} else {
+		n, err = r.RenderProposal(o, mode)
+	}
 	if err == nil {
 		var b []byte
 		b, err = n.YAML()
@@ -80,6 +91,8 @@ type policyData struct {
 	Status       v1alpha1.WorkloadNetworkPolicyStatus
 	UnusedRules  map[string]bool
 	Acknowledges map[string]string // violation id to its command
+	// Amendments are the policy's amendments: what each changes in it.
+	Amendments []amendmentView
 }
 
 func newObjectData(kind, namespace, name string, spec v1alpha1.PolicySpec, conds []metav1.Condition, t v1alpha1.ObservedTraffic) objectData {
@@ -124,13 +137,17 @@ func (p *pages) proposal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := proposalData{objectData: newObjectData("proposal", o.Namespace, o.Name, o.Spec, o.Status.Conditions, o.Status.ObservedTraffic),
-		Ready: readyOf(o.Status.Conditions), Gaps: o.Status.CoverageGaps}
+		Ready: readyOf(o.Status.Conditions), Gaps: o.Status.CoverageGaps, Amendment: p.amendmentOf(o)}
 	for _, mode := range []v1alpha1.PolicyMode{v1alpha1.PolicyModeMonitor, v1alpha1.PolicyModeProtect} {
-		d.Commands = append(d.Commands, command{
-			What: "Promote to a policy in " + string(mode) + " mode",
-			Line: promoteCommand(o.Namespace, o.Name, mode),
-		})
+		what := "Promote to a policy in " + string(mode) + " mode"
+		if d.Amendment != nil {
+			what = "Promote into policy " + d.Amendment.Policy + " in " + string(mode) + " mode (its spec becomes the amendment's)"
+		}
+		d.Commands = append(d.Commands, command{What: what, Line: promoteCommand(o.Namespace, o.Name, mode)})
 		d.Native = append(d.Native, newNativeView(p.renderer, o, mode))
+	}
+	if d.Amendment != nil && d.Amendment.Command != "" {
+		d.Commands = append(d.Commands, command{What: "Print what the amendment changes, for a review in Git", Line: d.Amendment.Command})
 	}
 	p.respond(w, http.StatusOK, "proposal.html", d)
 }
@@ -149,6 +166,12 @@ func (p *pages) policy(w http.ResponseWriter, r *http.Request) {
 	for _, rule := range unusedRules(o) {
 		d.UnusedRules[rule] = true
 	}
+	amendments, err := p.amendmentsOf(o)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	d.Amendments = amendments
 	other := v1alpha1.PolicyModeProtect
 	if o.Spec.Mode == v1alpha1.PolicyModeProtect {
 		other = v1alpha1.PolicyModeMonitor

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +19,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/extension/policycontrollerextension"
 	"github.com/kubewarden/network-enforcer/internal/observed"
+	"github.com/kubewarden/network-enforcer/internal/render"
 )
 
 //go:embed web
@@ -89,6 +91,10 @@ var funcs = template.FuncMap{
 		return `<abbr class="estimate" title="an estimate: the tracking limit was reached, or edges are not listed; see the EvidenceComplete condition">about</abbr> `
 	},
 	"ready":         readyOf,
+	"amendedPolicy": func(o v1alpha1.WorkloadNetworkPolicyProposal) string { return render.AmendedPolicyName(&o) },
+	"learnedEdges":  learnedRevisionEdges,
+	"revision":      render.RevisionText,
+	"join":          strings.Join,
 	"standardError": func() string { return strconv.FormatFloat(100*observed.StandardError, 'g', 3, 64) },
 }
 
@@ -158,6 +164,9 @@ type indexData struct {
 	RefreshMS  int64
 	Proposals  []v1alpha1.WorkloadNetworkPolicyProposal
 	Policies   []v1alpha1.WorkloadNetworkPolicy
+	// Amendments are the names of each policy's amendments, by the
+	// policy's namespace/name.
+	Amendments map[string][]string
 }
 
 func (p *pages) index(w http.ResponseWriter, r *http.Request) {
@@ -172,10 +181,13 @@ func (p *pages) index(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	d := indexData{Namespace: ns, RefreshMS: p.refresh.Milliseconds(), Proposals: proposals, Policies: policies}
+	d := indexData{Namespace: ns, RefreshMS: p.refresh.Milliseconds(), Proposals: proposals, Policies: policies, Amendments: map[string][]string{}}
 	seen := map[string]bool{}
-	for _, o := range proposals {
+	for i, o := range proposals {
 		seen[o.Namespace] = true
+		if name := render.AmendedPolicyName(&proposals[i]); name != "" {
+			d.Amendments[o.Namespace+"/"+name] = append(d.Amendments[o.Namespace+"/"+name], o.Name)
+		}
 	}
 	for _, o := range policies {
 		seen[o.Namespace] = true

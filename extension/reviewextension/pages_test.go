@@ -34,8 +34,13 @@ var _ policycontrollerextension.Renderer = (*enforcerextensiontest.Enforcer)(nil
 // enforcer that holds the fixtures.
 func startOnFake(t *testing.T) string {
 	t.Helper()
+	return startOnFakeWith(t, newFixtures(time.Now()))
+}
+
+// startOnFakeWith is startOnFake with the fixtures f.
+func startOnFakeWith(t *testing.T, f fixtures) string {
+	t.Helper()
 	fake := enforcerextensiontest.New()
-	f := newFixtures(time.Now())
 	for i := range f.proposals {
 		fake.SetProposal(&f.proposals[i])
 	}
