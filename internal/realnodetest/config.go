@@ -56,6 +56,16 @@ const (
 	OutsideIP2 = "10.217.33.2"
 )
 
+// ciliumNodePrefixLen is the size of the Node's pod range in Cilium mode,
+// which the controller manager's node IPAM cuts from podCIDR (10.217.0.0/26):
+// 61 addresses for pods beside the agent's cilium_host, no fewer than the
+// pods that the kubelet admits (maxPods 60), so the node holds as many pods
+// as with the whole /24. The agent picks each pod's address at random from
+// it; a range this small lets a test hand a deleted pod's address to a new pod
+// by starting pods until one has it (test/cluster's address reuse). The
+// bridge keeps the whole /24.
+const ciliumNodePrefixLen = "26"
+
 // RunDir and LockPath are the machine's: one cluster at a time per machine,
 // since it uses the host's kubelet folders, pod log folders and netfilter.
 const (

@@ -58,10 +58,10 @@ func (cfg Config) controlPlane() error {
 	}
 	// With the bridge, the kubelet is given the pod range; the Cilium agent
 	// reads it from the Node, where the controller manager's node IPAM writes
-	// it.
+	// it: a /26 of the cluster's range (ciliumNodePrefixLen).
 	ipam := []string{"--controllers", "*,-nodeipam"}
 	if cfg.CNI == CNICilium {
-		ipam = []string{"--controllers", "*", "--allocate-node-cidrs", "--cluster-cidr", podCIDR, "--node-cidr-mask-size", podPrefixLen}
+		ipam = []string{"--controllers", "*", "--allocate-node-cidrs", "--cluster-cidr", podCIDR, "--node-cidr-mask-size", ciliumNodePrefixLen}
 	}
 	if err := cfg.start("kube-controller-manager", nil, append(append([]string{cfg.binary("kube-controller-manager"),
 		"--kubeconfig", cfg.Kubeconfig()}, ipam...),

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -115,5 +116,19 @@ func Import(cfg Config, tar string) error {
 		return err
 	}
 	_, err = run(cfg.binary("ctr"), "-a", cfg.sock(), "-n", "k8s.io", "images", "import", tar)
+	return err
+}
+
+// KillContainer kills the running node's container id (a pod status's
+// containerID, with or without its containerd:// prefix) at once, as a crash
+// would: SIGKILL to every process of its task, so that nothing of a graceful
+// shutdown runs. The kubelet restarts it as its pod's restartPolicy says.
+func KillContainer(cfg Config, id string) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	_, err = run(cfg.binary("ctr"), "-a", cfg.sock(), "-n", "k8s.io", "tasks", "kill", "--all", "--signal", "SIGKILL",
+		strings.TrimPrefix(id, "containerd://"))
 	return err
 }
