@@ -135,6 +135,8 @@ func TestMonitorViolationsOfAKubernetesPolicy(t *testing.T) {
 		"destination.workload.identity": "cluster.local/ns/guarded/sa/api",
 		"policy.ref.namespace":          "guarded", "policy.ref.name": "deployment-api-ingress",
 		"source.class": "Workload", "destination.class": "Workload",
+		// The release of each end: its ReplicaSet.
+		"source.workload.revision": "intruder-7e8f9a0b1", "destination.workload.revision": "api-5c6d7e8f9",
 	}
 	if fmt.Sprint(observed[0]) != fmt.Sprint(want) {
 		t.Errorf("event\n%v\nwant\n%v", observed[0], want)
