@@ -46,6 +46,7 @@ func TestKubectlNamesAndColumns(t *testing.T) {
 
 	proposal := newProposal(ns, "deployment-web-ingress", kubernetesSpec())
 	policy := newPolicy(ns, "deployment-web-ingress", istioSpec())
+	policy.Annotations = map[string]string{v1alpha1.RevisionAnnotation: "3"}
 	if err := env.Client.Create(ctx, proposal); err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +55,8 @@ func TestKubectlNamesAndColumns(t *testing.T) {
 	}
 	// What kubectl get wnpp shows at a glance: a proposal not safe to protect.
 	proposal.Status.ObservedEdges, proposal.Status.WouldBlockEdges = 3, 2
+	// An amendment names the policy that it amends.
+	proposal.Status.Amendment = &v1alpha1.AmendmentStatus{Policy: "deployment-web-ingress", Since: metav1.Now(), LearnedRevisionEdges: 1}
 	proposal.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionStable, Status: metav1.ConditionFalse,
 		Reason: v1alpha1.ReasonLearning, Message: "learning", LastTransitionTime: metav1.Now()}}
 	if err := env.Client.Status().Update(ctx, proposal); err != nil {
@@ -103,8 +106,9 @@ func TestKubectlNamesAndColumns(t *testing.T) {
 	check("workloadnetworkpolicyproposals", map[string]any{
 		"Name": "deployment-web-ingress", "Backend": "kubernetes", "Direction": "Ingress", "Target": "web",
 		"Observed": float64(3), "Would Block": float64(2), "Stable": "False", "Estimated": false,
+		"Amends": "deployment-web-ingress", "Learned Rev": float64(1),
 	})
 	check("workloadnetworkpolicies", map[string]any{
-		"Name": "deployment-web-ingress", "Mode": "monitor", "Backend": "istio", "Active Violations": nil, "Would Block": nil, "Estimated": nil,
+		"Name": "deployment-web-ingress", "Mode": "monitor", "Revision": "3", "Backend": "istio", "Active Violations": nil, "Would Block": nil, "Estimated": nil,
 	})
 }
