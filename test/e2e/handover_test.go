@@ -50,9 +50,9 @@ func TestHandOverCountsEachFlowOnce(t *testing.T) {
 	var leader, standby *replica
 	waitFor(t, "one replica to lead", time.Minute, func() bool {
 		switch {
-		case strings.Contains(a.output.String(), "Leading:"):
+		case terms(t, a.metrics) > 0:
 			leader, standby = a, b
-		case strings.Contains(b.output.String(), "Leading:"):
+		case terms(t, b.metrics) > 0:
 			leader, standby = b, a
 		}
 		return leader != nil

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/certtest"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
@@ -113,9 +114,7 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 	}
 	// The dead leader's last renewal: the lease runs from there.
 	lastRenew := lease(t).Spec.RenewTime.Time
-	waitFor(t, "the standby to lead", 3*leaseDuration, func() bool {
-		return strings.Contains(standby.output.String(), "Leading: streaming flows and writing")
-	})
+	waitFor(t, "the standby to lead", 3*leaseDuration, func() bool { return terms(t, standby.metrics) > 0 })
 	acquired := lease(t).Spec.AcquireTime.Time
 	takeover := acquired.Sub(lastRenew)
 	// A standby takes an unrenewed lease once lease_duration has passed since it
@@ -152,6 +151,14 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 	}
 	t.Logf("%d proposals; the standby took over %s after the last renewal, %s after the kill",
 		len(after), takeover.Round(time.Millisecond), acquired.Sub(killed).Round(time.Millisecond))
+}
+
+// terms is how many terms of leadership the replica whose telemetry is at
+// addr began (network_enforcer_leader_terms): what a test waits on to know
+// that a replica leads, rather than a line of its log.
+func terms(t *testing.T, addr string) int64 {
+	t.Helper()
+	return sumSamples(t, addr, leaderelectorextension.MetricTerms, func(string) bool { return true })
 }
 
 // counter sums the samples of a counter on the replica's Prometheus endpoint.
@@ -328,9 +335,7 @@ func TestLeaderGivesUpTheLeaseOnSIGTERM(t *testing.T) {
 	relay := grpctest.Start(t, certtest.ServerTLS(ca.Server(t, "relay", "ui.hubble-relay.cilium.io"), nil),
 		func(s *grpc.Server) { observer.RegisterObserverServer(s, dataplanetest.NewHubbleRelay(nil)) })
 	r := startReplica(t, relay.Addr, ca.CertFile, "sigterm", "sigterm")
-	waitFor(t, "the replica to lead", time.Minute, func() bool {
-		return strings.Contains(r.output.String(), "Leading: streaming flows and writing")
-	})
+	waitFor(t, "the replica to lead", time.Minute, func() bool { return terms(t, r.metrics) > 0 })
 	stopped := time.Now()
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ func TestScaleOutLeaderKilled(t *testing.T) {
 
 	const accepted = "network_enforcer_leader_receiver_records_accepted"
 	leader := s.leader(t)
-	terms := leadingTerms(s)
+	began := leadingTerms(t, s)
 	before := leader.counter(t, accepted)
 
 	// The leader dies as soon as it took more records of the second set than
@@ -48,7 +47,7 @@ func TestScaleOutLeaderKilled(t *testing.T) {
 
 	var next *scaleOutReplica
 	waitFor(t, "another replica to lead", 3*leaseDuration+30*time.Second, func() bool {
-		next = newLeader(s, leader, terms)
+		next = newLeader(t, s, leader, began)
 		return next != nil
 	})
 	t.Logf("%s leads %s after the kill", next.name, time.Since(killed).Round(time.Millisecond))
@@ -72,18 +71,20 @@ func TestScaleOutLeaderKilled(t *testing.T) {
 	}
 }
 
-// leadingTerms is how many times each replica has said it leads so far.
-func leadingTerms(s *scaleOut) map[*scaleOutReplica]int {
-	out := map[*scaleOutReplica]int{}
+// leadingTerms is how many terms of leadership each replica began so far.
+func leadingTerms(t *testing.T, s *scaleOut) map[*scaleOutReplica]int64 {
+	t.Helper()
+	out := map[*scaleOutReplica]int64{}
 	for _, r := range s.replicas {
-		out[r] = strings.Count(r.output.String(), "Leading:")
+		out[r] = terms(t, r.metrics)
 	}
 	return out
 }
 
-// newLeader is a live replica other than dead that said it leads since terms
+// newLeader is a live replica other than dead that began a term since began
 // were counted, or nil while none has.
-func newLeader(s *scaleOut, dead *scaleOutReplica, terms map[*scaleOutReplica]int) *scaleOutReplica {
+func newLeader(t *testing.T, s *scaleOut, dead *scaleOutReplica, began map[*scaleOutReplica]int64) *scaleOutReplica {
+	t.Helper()
 	for _, r := range s.replicas {
 		if r == dead {
 			continue
@@ -93,7 +94,7 @@ func newLeader(s *scaleOut, dead *scaleOutReplica, terms map[*scaleOutReplica]in
 			continue
 		default:
 		}
-		if strings.Count(r.output.String(), "Leading:") > terms[r] {
+		if terms(t, r.metrics) > began[r] {
 			return r
 		}
 	}

@@ -518,7 +518,7 @@ func (s *scaleOut) leader(t *testing.T) *scaleOutReplica {
 				continue
 			default:
 			}
-			if strings.Contains(r.output.String(), "Leading:") {
+			if terms(t, r.metrics) > 0 {
 				leader = r
 			}
 		}

@@ -80,7 +80,7 @@ service:
 	t.Cleanup(func() { resetGuarded(t) })
 	a, b := start("a"), start("b")
 	leading := func(r replica) bool {
-		return strings.Contains(r.output.String(), "Leading: streaming flows and writing")
+		return terms(t, r.metrics) > 0
 	}
 	var leader, standby replica
 	waitFor(t, "a leader", time.Minute, func() bool {
