@@ -46,7 +46,7 @@ GOLDMANE_PROTO := internal/goldmanepb/goldmane.proto
 
 # What `make generate` writes; check-generate looks at these paths only, so a work
 # tree with hand edits elsewhere can still be checked.
-GENERATED := crds chart/crds api/v1alpha1/zz_generated.deepcopy.go 'internal/goldmanepb/*.pb.go'
+GENERATED := chart/crds api/v1alpha1/zz_generated.deepcopy.go 'internal/goldmanepb/*.pb.go'
 
 BINARY      := bin/network-enforcer
 BUILD_DIR   := _build
@@ -75,11 +75,10 @@ demo: build controlplane $(HELM) ## Run the product on a local control plane wit
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) $(PROTOC_GEN_GO) $(PROTOC_GEN_GRPC) protoc ## Regenerate deep-copy code, the CRDs (and the chart's copy, with each description's paragraphs on one line for kubectl explain) and the Goldmane protobuf code.
+generate: $(CONTROLLER_GEN) $(PROTOC_GEN_GO) $(PROTOC_GEN_GRPC) protoc ## Regenerate deep-copy code, the CRDs (into chart/crds, their one copy, with each description's paragraphs on one line for kubectl explain) and the Goldmane protobuf code.
 	$(CONTROLLER_GEN) object paths=./api/...
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=crds
-	go run ./tools/crddocs crds/*.yaml
-	rm -f chart/crds/*.yaml && cp crds/*.yaml chart/crds/
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=chart/crds
+	go run ./tools/crddocs chart/crds/*.yaml
 	protoc --plugin=protoc-gen-go=$(PROTOC_GEN_GO) --plugin=protoc-gen-go-grpc=$(PROTOC_GEN_GRPC) \
 		--go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative $(GOLDMANE_PROTO)

@@ -15,7 +15,7 @@ import (
 // prints from the CRDs keeps each paragraph on one line, so no sentence is
 // broken where a Go comment happened to wrap.
 func TestExplainReadsAsSentences(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("..", "..", "crds", "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join("..", "..", "chart", "crds", "*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no CRDs found: %v", err)
 	}

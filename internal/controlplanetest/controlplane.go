@@ -145,7 +145,7 @@ func New(opts Options) (_ *Env, err error) {
 			APIServer: &envtest.APIServer{Path: apiServer, CertDir: filepath.Join(dir, "kube-apiserver")},
 		},
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "crds")},
+		CRDDirectoryPaths:     []string{filepath.Join(root, "chart", "crds")},
 		CRDs:                  crds,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,

@@ -2,7 +2,7 @@
 // writes so that each paragraph is one line. controller-gen keeps the line
 // breaks of the Go doc comments, which wrap at 80 columns, and `kubectl explain`
 // prints them as they are: mid-sentence. Paragraphs, list items and indented
-// lines keep their own lines. `make generate` runs it on crds/.
+// lines keep their own lines. `make generate` runs it on chart/crds/.
 package main
 
 import (
