@@ -56,8 +56,9 @@ FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/network-enforcer /network-enforcer
 USER 65532:65532
 # 4317/4318: OTLP (ztunnel records, or events at the default collector);
+# 4320: the leader receiver (what the other replicas learned, scale-out);
 # 8888: the collector's metrics; 9464: network_enforcer_policy_denies;
 # 13133: health_check.
-EXPOSE 4317 4318 8888 9464 13133
+EXPOSE 4317 4318 4320 8888 9464 13133
 ENTRYPOINT ["/network-enforcer"]
 CMD ["--config=/etc/network-enforcer/config/config.yaml"]

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,6 +25,12 @@ import (
 
 // Version is the helm release that the Makefile installs (HELM_VERSION).
 const Version = "v3.22.0"
+
+// KubeVersion is the Kubernetes that a render without a cluster renders for:
+// the oldest that the chart supports (its Chart.yaml's kubeVersion). helm built
+// from source, as the Makefile builds it, assumes v1.20.0 without a cluster,
+// which the chart refuses.
+const KubeVersion = "v1.30.0"
 
 // ChartDir is the chart's folder, relative to the repository root.
 const ChartDir = "chart"
@@ -88,7 +95,8 @@ func Render(ctx context.Context, release, namespace string, values map[string]an
 
 // Template runs `helm template` like Render and returns what helm prints;
 // extra goes to helm after the values (--dry-run=server and --kubeconfig to
-// render as `helm install` does, with the chart's lookups of the cluster).
+// render as `helm install` does, with the chart's lookups of the cluster and
+// its version; without them, it renders for KubeVersion).
 func Template(ctx context.Context, release, namespace string, values map[string]any, extra ...string) (string, error) {
 	chart, err := Chart()
 	if err != nil {
@@ -102,6 +110,9 @@ func Template(ctx context.Context, release, namespace string, values map[string]
 	defer cleanup()
 	if valuesFile != "" {
 		args = append(args, "--values", valuesFile)
+	}
+	if !slices.Contains(extra, "--kube-version") && !slices.Contains(extra, "--dry-run=server") {
+		args = append(args, "--kube-version", KubeVersion)
 	}
 	return run(ctx, append(args, extra...)...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,8 +69,10 @@ func TestQuickstartInstalls(t *testing.T) {
 			}
 			if err != nil {
 				// Past the templates (see templateOn): render the objects
-				// offline with the same words to read them.
-				out, err = charttest.Helm(ctx, helm, args[:len(args)-4]...)
+				// offline with the same words to read them, for the
+				// Kubernetes that a render without a cluster assumes.
+				offline := append(slices.Clone(args[:len(args)-4]), "--kube-version", charttest.KubeVersion)
+				out, err = charttest.Helm(ctx, helm, offline...)
 				if err != nil {
 					t.Fatal(err)
 				}

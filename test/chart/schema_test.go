@@ -109,7 +109,7 @@ func TestCalicoInsecureRefusedByTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := runHelm(helm, "template", release, chart, "--skip-schema-validation",
+	out, err := runHelm(helm, "template", release, chart, "--skip-schema-validation", "--kube-version", charttest.KubeVersion,
 		"--set", "controller.provider.name=calico", "--set", "controller.provider.calico.tls.mode=insecure")
 	if err == nil || !strings.Contains(out, "Goldmane accepts mutual TLS only") {
 		t.Fatalf("Calico without TLS rendered (%v):\n%s", err, out)

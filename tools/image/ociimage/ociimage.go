@@ -48,9 +48,9 @@ const (
 )
 
 // ExposedPorts are the image's ports: 4317/4318 OTLP (ztunnel records, or events at the default
-// collector); 8888 the collector's metrics; 9464 network_enforcer_policy_denies;
-// 13133 health_check.
-var ExposedPorts = []string{"4317/tcp", "4318/tcp", "8888/tcp", "9464/tcp", "13133/tcp"}
+// collector); 4320 the leader receiver (scale-out); 8888 the collector's metrics; 9464
+// network_enforcer_policy_denies; 13133 health_check.
+var ExposedPorts = []string{"4317/tcp", "4318/tcp", "4320/tcp", "8888/tcp", "9464/tcp", "13133/tcp"}
 
 // The users and groups of the image, as distroless's: root for the node agent,
 // which reads the node's logs; nonroot for every other pod; nobody. There is no
