@@ -1,10 +1,11 @@
 // Package enforcerextension is the enforcer extension: the shared Kubernetes
 // cache and API client, workload resolution and the replicas' membership, read
-// by every replica; and the writers' controllers (the proposal writer's and the
-// violation status owner's), each run on each term of leadership with a narrow
-// client. The other Network Enforcer components reach it through
-// host.GetExtensions(); the promotion and render controllers are the policy
-// controller extension's, on this extension's cache and client (Cluster).
+// by every replica. It writes nothing but its membership Lease. The other
+// Network Enforcer components reach it through host.GetExtensions(), and the
+// controllers that write run on its cache and client (Cluster): the writers'
+// (the proposal writer's and the violation status owner's), which
+// internal/termwriter runs on each term of the leader elector with a narrow
+// client, and the policy controller extension's promotion and render.
 package enforcerextension
 
 import (

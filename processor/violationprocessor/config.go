@@ -15,7 +15,7 @@ import (
 // Config is the configuration of the violation processor.
 type Config struct {
 	// Enforcer names the enforcer extension whose Kubernetes cache resolves pods
-	// and policies, and which elects the leader that writes policy status.
+	// and policies.
 	Enforcer component.ID `mapstructure:"enforcer"`
 	// LeaderElector names the leader elector whose terms run the status
 	// owner's controller.

@@ -283,7 +283,7 @@ func (e *Enforcer) Proposal(key types.NamespacedName) (*v1alpha1.WorkloadNetwork
 }
 
 // RenderProposal renders proposal promoted in mode as the real extension
-// does, by enforcerextension.RenderProposal; the fake has no cluster, so a
+// does, by render.RenderProposal; the fake has no cluster, so a
 // proposal whose backend renders entities as their addresses is an error.
 func (e *Enforcer) RenderProposal(proposal *v1alpha1.WorkloadNetworkPolicyProposal, mode v1alpha1.PolicyMode) (render.Native, error) {
 	return render.RenderProposal(context.Background(), nil, proposal, mode)

@@ -15,7 +15,7 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 // Metrics are the component's metrics, as metadata.yaml lists them.
 var Metrics = []instruments.Metric{
 	{Name: "network_enforcer_controller_reconciles", Kind: instruments.Counter, Unit: "{reconcile}",
-		Description: "Reconciles of the enforcer's controllers (promotion, render, policy-status, proposal-writer), by result (ok, error)."},
+		Description: "Reconciles of the controllers that run on the enforcer's cache and client (the writers' proposal-writer and policy-status, the policy controller's promotion, revision and render), by result (ok, error)."},
 	{Name: "network_enforcer_members", Kind: instruments.Gauge, Unit: "{member}",
 		Description: "Live members that share the flow sources' keys, as this replica sees them, itself included."},
 }
