@@ -157,7 +157,7 @@ func (w *writer) amendmentStatus(pol *v1alpha1.WorkloadNetworkPolicy, all edgeSe
 	removed []v1alpha1.RuleUse, held *v1alpha1.AmendmentStatus) *v1alpha1.AmendmentStatus {
 	since := v1alpha1.PromotedAt(pol)
 	st := &v1alpha1.AmendmentStatus{Policy: pol.Name, Since: metav1.NewTime(since.UTC()), Removed: removed}
-	allows := w.judgeSpec(&pol.Spec.PolicySpec, pol.Namespace)
+	allows := w.inPolicy(&pol.Spec.PolicySpec, pol.Namespace)
 	seen := map[string]bool{}
 	for peer, ports := range all {
 		for port := range ports {
@@ -165,7 +165,7 @@ func (w *writer) amendmentStatus(pol *v1alpha1.WorkloadNetworkPolicy, all edgeSe
 			if !ok {
 				continue
 			}
-			if _, allowed := allows(&k); allowed {
+			if allows(&k) {
 				continue
 			}
 			e := v1alpha1.AmendedEdge{Peer: k.Peer(), Protocol: k.Protocol, Port: k.Port}
@@ -184,7 +184,7 @@ func (w *writer) amendmentStatus(pol *v1alpha1.WorkloadNetworkPolicy, all edgeSe
 		// What an earlier leader learned, which this one has not seen yet.
 		for _, e := range held.Added {
 			k := observed.KeyOf(&v1alpha1.ObservedEdge{Peer: e.Peer, Protocol: e.Protocol, Port: e.Port})
-			if _, allowed := allows(&k); !allowed && !seen[edgeID(&e)] {
+			if !allows(&k) && !seen[edgeID(&e)] {
 				st.Added = append(st.Added, e)
 			}
 		}
@@ -201,6 +201,35 @@ func (w *writer) amendmentStatus(pol *v1alpha1.WorkloadNetworkPolicy, all edgeSe
 	}
 	st.Added = st.Added[:min(len(st.Added), v1alpha1.MaxAmendedEdges)]
 	return st
+}
+
+// inPolicy reports whether spec, a policy's in namespace, has an edge
+// already: it allows the edge as its data plane enforces it, or one of its
+// rules names the edge, though the backend cannot render that rule in a
+// form that the data plane enforces (a DNS name in a NetworkPolicy; on
+// Cilium, the API server or a node by an ipBlock). The data plane refuses
+// such an edge, each connection a violation, but an amendment changes
+// nothing for it: its WouldBlock condition, and the policy's, say why it is
+// blocked. Were it amended, promoting the amendment would bring it back at
+// once, an amendment of nothing.
+func (w *writer) inPolicy(spec *v1alpha1.PolicySpec, namespace string) func(*observed.Key) bool {
+	allows := w.judgeSpec(spec, namespace)
+	written := spec
+	if spec.Backend == v1alpha1.BackendKubernetes {
+		// The rules as written: backend cilium renders every peer of
+		// spec.outside (netpolmatch.Rendered), and no data plane leaves
+		// out an address block.
+		written = spec.DeepCopy()
+		written.Backend = v1alpha1.BackendCilium
+	}
+	names := observed.JudgeSpec(w.enforcer, written, namespace, "")
+	return func(k *observed.Key) bool {
+		if _, ok := allows(k); ok {
+			return true
+		}
+		_, ok := names(k)
+		return ok
+	}
 }
 
 // originOf is an amended edge's origin: NewRevision when the revision that
