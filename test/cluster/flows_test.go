@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/url"
 	"strconv"
@@ -33,15 +34,25 @@ func (d dial) blocked() bool { return d.Error != "" }
 // connect makes the client pod open one fresh TCP connection to addr.
 func connect(t *testing.T, client pod, addr string) dial {
 	t.Helper()
-	body, err := httpDo("GET", "http://"+net.JoinHostPort(client.IP, "8081")+"/connect?addr="+url.QueryEscape(addr), "")
+	d, err := askConnect(client, addr)
 	if err != nil {
-		t.Fatalf("asking %s to connect: %v", client.Name, err)
-	}
-	var d dial
-	if err := json.Unmarshal([]byte(body), &d); err != nil {
-		t.Fatalf("%s: %v", body, err)
+		t.Fatal(err)
 	}
 	return d
+}
+
+// askConnect is connect for any goroutine: an error is that the pod did not
+// answer, not that the connection failed.
+func askConnect(client pod, addr string) (dial, error) {
+	var d dial
+	body, err := httpDo("GET", "http://"+net.JoinHostPort(client.IP, "8081")+"/connect?addr="+url.QueryEscape(addr), "")
+	if err != nil {
+		return d, fmt.Errorf("asking %s to connect: %w", client.Name, err)
+	}
+	if err := json.Unmarshal([]byte(body), &d); err != nil {
+		return d, fmt.Errorf("%s: %w", body, err)
+	}
+	return d, nil
 }
 
 // end is one pod of the journey as the data planes report it: pod, address,

@@ -16,11 +16,14 @@ import (
 // imagePullPolicy: Never, as no registry is reachable.
 const (
 	testpodImage = "ne.local/testpod:dev"
+	// testpodRelease is the same program under another tag: a release of a
+	// workload changes its pod template's image to it.
+	testpodRelease = "ne.local/testpod:release"
 )
 
 // importImages imports, once per cluster: the distribution's image from `make
-// image`, the tests' pod program and cert-manager's controller. (The cluster
-// imports its hubble-relay itself.)
+// image`, the tests' pod program (under two tags) and cert-manager's
+// controller. (The cluster imports its hubble-relay itself.)
 func importImages(t *testing.T) {
 	t.Helper()
 	if running.imported {
@@ -41,6 +44,7 @@ func buildAndImport(dir string) error {
 	}
 	for _, img := range []struct{ name, binary string }{
 		{testpodImage, filepath.Join(dir, "testpod")},
+		{testpodRelease, filepath.Join(dir, "testpod")},
 		{certManagerImage, env.certManager},
 	} {
 		tar := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(img.name)+".tar")
