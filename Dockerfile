@@ -1,9 +1,9 @@
 # syntax=docker/dockerfile:1
 #
 # The Network Enforcer image: the collector distribution that builder-config.yaml
-# describes, built by the OpenTelemetry Collector Builder (ocb) as `make build`
-# does, as one static binary on a distroless base with no shell, run as a
-# non-root user. The Helm chart runs it as the enforcer, the default collector
+# describes (cmd/network-enforcer, with the components that the OpenTelemetry
+# Collector Builder, ocb, generates from it), built as `make build` does, as one
+# static binary on a distroless base with no shell, run as a non-root user. The Helm chart runs it as the enforcer, the default collector
 # and the network-enforcer node agent.
 #
 #   docker buildx build --platform linux/amd64,linux/arm64 -t IMAGE .
@@ -14,8 +14,8 @@
 
 ARG GO_VERSION=1.26.8
 
-# The build runs on the builder's own platform and cross-compiles: ocb and the
-# generation step run natively, only the final `go build` targets TARGETARCH.
+# The build runs on the builder's own platform and cross-compiles: `go build`
+# targets TARGETARCH.
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 ARG TARGETOS=linux
 ARG TARGETARCH
@@ -31,23 +31,13 @@ COPY . .
 # Whatever a work tree had built or cached stays out of the image's build.
 RUN rm -rf bin _build .cache
 
-# ocb at the version that the Makefile pins (OCB_VERSION), installed natively.
+# `make build`: the distribution's main, whose components.go ocb generated from
+# builder-config.yaml (make generate; make check-generate holds it in step); here
+# static, stripped and for the target platform.
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    OCB_VERSION="$(sed -n 's/^OCB_VERSION[[:space:]]*?=[[:space:]]*//p' Makefile)" && \
-    test -n "${OCB_VERSION}" && \
-    GOBIN=/usr/local/bin go install "go.opentelemetry.io/collector/cmd/builder@${OCB_VERSION}"
-
-# `make build`: generate the distribution's sources into _build/, add the file
-# of the render subcommand beside ocb's main, then compile them; here static,
-# stripped and for the target platform.
-RUN --mount=type=cache,target=/go/pkg/mod \
-    --mount=type=cache,target=/root/.cache/go-build \
-    builder --config builder-config.yaml --skip-compilation && \
-    cp internal/rendercmd/_render_main.go _build/render_main.go && \
-    cd _build && \
     GOOS="${TARGETOS}" GOARCH="${TARGETARCH}" \
-    go build -trimpath -ldflags="-s -w" -o /out/network-enforcer .
+    go build -trimpath -ldflags="-s -w" -o /out/network-enforcer ./cmd/network-enforcer
 
 # distroless static, nonroot: CA roots and /etc/passwd, no shell, no package
 # manager. The node agent's pods run it as root to read the node's logs; every

@@ -46,11 +46,14 @@ GOLDMANE_PROTO := internal/goldmanepb/goldmane.proto
 
 # What `make generate` writes; check-generate looks at these paths only, so a work
 # tree with hand edits elsewhere can still be checked.
-GENERATED := chart/crds api/v1alpha1/zz_generated.deepcopy.go 'internal/goldmanepb/*.pb.go'
+GENERATED := chart/crds api/v1alpha1/zz_generated.deepcopy.go 'internal/goldmanepb/*.pb.go' $(COMPONENTS)
 
 BINARY      := bin/network-enforcer
+MAIN        := ./cmd/network-enforcer
+# ocb writes the distribution's sources into BUILD_DIR (builder-config.yaml's
+# output_path); of them, the main package keeps components.go only.
 BUILD_DIR   := _build
-RENDER_MAIN := internal/rendercmd/_render_main.go
+COMPONENTS  := cmd/network-enforcer/components.go
 GO_PACKAGES := ./...
 
 ##@ General
@@ -75,7 +78,7 @@ demo: build controlplane $(HELM) ## Run the product on a local control plane wit
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) $(PROTOC_GEN_GO) $(PROTOC_GEN_GRPC) protoc ## Regenerate deep-copy code, the CRDs (into chart/crds, their one copy, with each description's paragraphs on one line for kubectl explain) and the Goldmane protobuf code.
+generate: components $(CONTROLLER_GEN) $(PROTOC_GEN_GO) $(PROTOC_GEN_GRPC) protoc ## Regenerate the distribution's components.go, the deep-copy code, the CRDs (into chart/crds, their one copy, with each description's paragraphs on one line for kubectl explain) and the Goldmane protobuf code.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=chart/crds
 	go run ./tools/crddocs chart/crds/*.yaml
@@ -111,14 +114,18 @@ third-party: ## Refresh third_party/ (Cytoscape.js, cytoscape-dagre) from npm at
 
 ##@ Build
 
+.PHONY: components
+# ocb writes a main, which runs the collector only, and components.go; the
+# distribution's main (cmd/network-enforcer) is ours, to add its subcommands to
+# the collector's root command, and takes ocb's components.go, gofmt'd.
+components: $(OCB) ## Generate the distribution's components.go from builder-config.yaml with ocb.
+	$(OCB) --config builder-config.yaml --skip-compilation --skip-get-modules
+	gofmt $(BUILD_DIR)/components.go > $(COMPONENTS).tmp && mv $(COMPONENTS).tmp $(COMPONENTS)
+
 .PHONY: build
 # Stripped, as the image wants it: the image takes this binary for the host's platform.
-# ocb's main runs the collector only: the distribution's own subcommand (render)
-# is a file of ours beside it (internal/rendercmd/_render_main.go).
-build: $(OCB) ## Build the collector distribution into bin/network-enforcer.
-	$(OCB) --config builder-config.yaml --skip-compilation
-	cp $(RENDER_MAIN) $(BUILD_DIR)/render_main.go
-	cd $(BUILD_DIR) && $(PHASE) "the distribution" go build -ldflags="-s -w" -o ../$(BINARY) .
+build: components ## Build the collector distribution into bin/network-enforcer.
+	$(PHASE) "the distribution" go build -ldflags="-s -w" -o $(BINARY) $(MAIN)
 
 # The image's name; by default the chart's image.repository and appVersion, so that
 # the chart's defaults run an image imported into a node's containerd.
@@ -139,7 +146,7 @@ image: build ## Build the distribution's image (IMAGE, IMAGE_PLATFORMS) into bin
 	for platform in $(IMAGE_PLATFORMS); do \
 		out=bin/image/$${platform/\//-}/network-enforcer; mkdir -p "$$(dirname "$$out")"; \
 		if [[ "$$platform" == "$$(go env GOOS)/$$(go env GOARCH)" ]]; then cp $(BINARY) "$$out"; continue; fi; \
-		(cd $(BUILD_DIR) && GOOS=$${platform%/*} GOARCH=$${platform#*/} go build -ldflags="-s -w" -o "../$$out" .); \
+		GOOS=$${platform%/*} GOARCH=$${platform#*/} go build -ldflags="-s -w" -o "$$out" $(MAIN); \
 	done
 	$(PHASE) "image" go run ./tools/image -name '$(IMAGE)' -epoch '$(SOURCE_DATE_EPOCH)' \
 		-revision '$(IMAGE_REVISION)' -version "$$(sed -n 's/^  version: //p' builder-config.yaml)" \

@@ -12,15 +12,13 @@
 // and as the amendment would make it (render.AmendmentDiff, which the review
 // page shows too).
 //
-// ocb generates the distribution's main, which runs the collector only: the
-// build puts _render_main.go beside it, whose init calls Main before the
-// collector starts.
+// NewCommand is the subcommand as the distribution's main adds it to the
+// collector's root command; Run is the same with its arguments given.
 package rendercmd
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,6 +27,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,29 +41,53 @@ import (
 // Name is the subcommand's name, the binary's first argument.
 const Name = "render"
 
-// Main runs the subcommand and exits when the program was started as
-// `network-enforcer render ...`; otherwise it returns, and the collector
-// starts as it would without it.
-func Main() {
-	if len(os.Args) < 2 || os.Args[1] != Name {
-		return
+// use is the subcommand's use line, after the binary's name.
+const use = Name + " [--mode monitor|protect] [--diff] [-f FILE|-] [--kubeconfig FILE] [--context NAME]"
+
+// NewCommand returns the render subcommand, which the distribution's main adds
+// to the collector's root command (otelcol.NewCommand). An error prints
+// "network-enforcer render: " and the error on standard error, and Execute
+// returns it; -h and --help print the usage on standard output.
+func NewCommand() *cobra.Command {
+	var o options
+	cmd := &cobra.Command{
+		Use:           use,
+		Short:         "Print the native object that each policy or proposal read would create",
+		Long:          description,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			err := o.run(ctx, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", cmd.CommandPath(), err)
+			}
+			return err
+		},
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := Run(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "%s %s: %v\n", os.Args[0], Name, err)
-		os.Exit(1)
-	}
-	os.Exit(0)
+	o.addFlags(cmd.Flags())
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		fmt.Fprintf(c.ErrOrStderr(), "%s: %v\nRun '%s --help' for usage.\n", c.CommandPath(), err, c.CommandPath())
+		return err
+	})
+	cmd.SetUsageFunc(func(c *cobra.Command) error {
+		fmt.Fprint(c.OutOrStderr(), usage(c.CommandPath(), c.Flags()))
+		return nil
+	})
+	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		fmt.Fprint(c.OutOrStdout(), usage(c.CommandPath(), c.Flags()))
+	})
+	return cmd
 }
 
-const usage = `Usage: network-enforcer render [--mode monitor|protect] [--diff] [-f FILE|-] [--kubeconfig FILE] [--context NAME]
+// usage is the subcommand's help: its use line, description and flags;
+// commandPath is the command's path, "network-enforcer render".
+func usage(commandPath string, fs *pflag.FlagSet) string {
+	return "Usage: " + commandPath + strings.TrimPrefix(use, Name) + "\n\n" + description + "\nFlags:\n" + fs.FlagUsages()
+}
 
-Prints, as YAML, the native object (NetworkPolicy, AuthorizationPolicy or
+const description = `Prints, as YAML, the native object (NetworkPolicy, AuthorizationPolicy or
 CiliumNetworkPolicy) that the render controller creates for each
 WorkloadNetworkPolicyProposal or WorkloadNetworkPolicy read from FILE, or from
 standard input when FILE is - or not given, as kubectl get -o yaml (or -o json)
@@ -93,39 +117,52 @@ Backends kubernetes and istio render spec.outside's entities (the API server,
 the nodes) as their addresses in the cluster: those are read from the cluster
 of the kubeconfig, found as kubectl finds it (--kubeconfig, $KUBECONFIG,
 ~/.kube/config, in a pod its ServiceAccount). Other objects need no cluster.
-
-Flags:
 `
+
+// options are the subcommand's flags.
+type options struct {
+	mode, file, kubeconfig, context string
+	diff                            bool
+}
+
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.mode, "mode", "", "the mode to render in: monitor or protect; required for a proposal, a policy's spec.mode otherwise")
+	fs.BoolVar(&o.diff, "diff", false, "print what each amendment changes in its policy's native object, as a unified diff")
+	fs.StringVarP(&o.file, "file", "f", "-", "the file to read, - for standard input")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig of the cluster to read entities' addresses from")
+	fs.StringVar(&o.context, "context", "", "the kubeconfig context to use")
+}
 
 // Run runs the subcommand with args (those after its name), reading objects
 // from stdin unless args name a file, printing the native objects on stdout
-// and, for each object whose mode asks for none, why on stderr. -h returns
-// flag.ErrHelp once the usage is printed.
+// and, for each object whose mode asks for none, why on stderr. It parses the
+// flags as the command does; -h returns pflag.ErrHelp once the usage is
+// printed on stderr.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(Name, flag.ContinueOnError)
+	var o options
+	fs := pflag.NewFlagSet(Name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "", "the mode to render in: monitor or protect; required for a proposal, a policy's spec.mode otherwise")
-	diff := fs.Bool("diff", false, "print what each amendment changes in its policy's native object, as a unified diff")
-	file := fs.String("f", "-", "the file to read, - for standard input")
-	kubeconfig := fs.String("kubeconfig", "", "the kubeconfig of the cluster to read entities' addresses from")
-	kubeContext := fs.String("context", "", "the kubeconfig context to use")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
-		fs.PrintDefaults()
-	}
+	o.addFlags(fs)
+	fs.Usage = func() { fmt.Fprint(stderr, usage("network-enforcer "+Name, fs)) }
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q: give the file with -f", fs.Args())
+	return o.run(ctx, fs.Args(), stdin, stdout, stderr)
+}
+
+// run renders or diffs what o names with args, the arguments left after the
+// flags.
+func (o *options) run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected arguments %q: give the file with -f", args)
 	}
-	m, err := parseMode(*mode)
+	m, err := parseMode(o.mode)
 	if err != nil {
 		return err
 	}
 	in := stdin
-	if *file != "-" {
-		f, err := os.Open(*file)
+	if o.file != "-" {
+		f, err := os.Open(o.file)
 		if err != nil {
 			return err
 		}
@@ -136,8 +173,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	c := &cluster{kubeconfig: *kubeconfig, context: *kubeContext}
-	if *diff {
+	c := &cluster{kubeconfig: o.kubeconfig, context: o.context}
+	if o.diff {
 		return Diff(ctx, objs, m, c, stdout, stderr)
 	}
 	return Render(ctx, objs, m, c, stdout, stderr)

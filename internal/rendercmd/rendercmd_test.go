@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,7 +67,7 @@ func TestRender(t *testing.T) {
 	}{
 		{name: "proposal from a file", args: []string{"--mode", "protect", "-f", "testdata/proposal.yaml"}, golden: "proposal.protect.golden.yaml"},
 		{name: "proposal from stdin", stdin: proposal, args: []string{"--mode=protect"}, golden: "proposal.protect.golden.yaml"},
-		{name: "proposal from -", stdin: proposal, args: []string{"-mode", "protect", "-f", "-"}, golden: "proposal.protect.golden.yaml"},
+		{name: "proposal from -", stdin: proposal, args: []string{"--mode", "protect", "-f", "-"}, golden: "proposal.protect.golden.yaml"},
 		{name: "proposal in monitor mode", stdin: proposal, args: []string{"--mode", "monitor"},
 			stderr: "WorkloadNetworkPolicyProposal shop/deployment-web-ingress: no NetworkPolicy: monitor mode: no NetworkPolicy; flows are judged against spec.kubernetes\n"},
 		{name: "list", stdin: readFile(t, "list.yaml"), args: []string{"--mode", "monitor"}, golden: "list.monitor.golden.yaml",
@@ -211,7 +212,7 @@ func TestErrors(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	_, stderr, err := run(t, "", "-h")
-	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "Usage: network-enforcer render") || !strings.Contains(stderr, "-kubeconfig") ||
+	if !errors.Is(err, pflag.ErrHelp) || !strings.Contains(stderr, "Usage: network-enforcer render") || !strings.Contains(stderr, "-kubeconfig") ||
 		!strings.Contains(stderr, "-diff") {
 		t.Errorf("-h: %v\n%s", err, stderr)
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/testproc"
 )
 
-// TestRenderSubcommand: the built binary runs `render` (the file that the
-// build puts beside ocb's main) and prints what the command's own tests
-// expect; its errors exit 1 with the message; the collector's flags are
+// TestRenderSubcommand: the built binary runs `render` (the subcommand that
+// the distribution's main adds to the collector's) and prints what the
+// command's own tests expect; its errors exit 1 with the message; the collector's flags are
 // still the collector's.
 func TestRenderSubcommand(t *testing.T) {
 	bin := binaryPath(t)

@@ -6,15 +6,12 @@ package layout
 
 import (
 	"bufio"
-	"go/parser"
-	"go/token"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -237,37 +234,29 @@ func walk(t *testing.T, root string) (packages, modules []string) {
 // importPattern matches an import path of the distribution's manifest.
 var importPattern = regexp.MustCompile(`(?m)^\s*(?:-\s*)?import:\s*(\S+)`)
 
-// mainFile is the file that the build puts beside ocb's main: the
-// distribution's subcommands.
-const mainFile = "internal/rendercmd/_render_main.go"
+// mainPackage is the distribution's main: the collector's root command with
+// the distribution's subcommands, and the components that ocb generates from
+// builder-config.yaml.
+const mainPackage = "cmd/network-enforcer"
 
 // shippedPackages returns the folders of the main module's packages that the
-// distribution compiles: the components that builder-config.yaml imports from
-// this module, the packages that the build's file beside ocb's main
-// (mainFile) imports, and everything of this module that they import.
+// distribution compiles: the main package, the components that
+// builder-config.yaml imports from this module, and everything of this module
+// that they import.
 func shippedPackages(t *testing.T, root string) map[string]bool {
 	t.Helper()
 	manifest, err := os.ReadFile(filepath.Join(root, "builder-config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var components []string
+	components := []string{modulePath + "/" + mainPackage}
 	for _, m := range importPattern.FindAllStringSubmatch(string(manifest), -1) {
 		if strings.HasPrefix(m[1], modulePath+"/") {
 			components = append(components, m[1])
 		}
 	}
-	if len(components) == 0 {
+	if len(components) == 1 {
 		t.Fatalf("builder-config.yaml imports no component of %s", modulePath)
-	}
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, mainFile), nil, parser.ImportsOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, spec := range f.Imports {
-		if path, err := strconv.Unquote(spec.Path.Value); err == nil && strings.HasPrefix(path, modulePath+"/") {
-			components = append(components, path)
-		}
 	}
 	cmd := testproc.Command("go", append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, components...)...)
 	cmd.Dir = root
