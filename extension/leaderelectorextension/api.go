@@ -10,11 +10,14 @@ import (
 
 // StartCallback is called, in its own goroutine, each time this replica
 // starts leading, with a context that ends the moment it stops leading or
-// the collector shuts down.
-type StartCallback func(ctx context.Context)
+// the collector shuts down. It is an alias, not a defined type, so that a
+// library can name the leader elector through an interface of its own that
+// spells the plain func type.
+type StartCallback = func(ctx context.Context)
 
-// StopCallback is called each time this replica stops leading.
-type StopCallback func()
+// StopCallback is called each time this replica stops leading (an alias, as
+// StartCallback is).
+type StopCallback = func()
 
 // LeaderElection is the leader elector as contrib's k8s_leader_elector
 // offers it: callbacks on the start and the stop of leading.

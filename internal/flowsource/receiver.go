@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"google.golang.org/grpc"
 
-	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 )
 
@@ -21,7 +20,14 @@ import (
 // in its own goroutine, at the start of each term of leadership, and its
 // context ends with the term. The leader elector provides it; the receiver
 // finds the extension that its `leader_elector` key names.
-type Leadership = leaderelectorextension.LeaderElection
+type Leadership interface {
+	// SetCallBackFuncs registers onStartedLeading and onStoppedLeading
+	// (either may be nil); when this replica leads already,
+	// onStartedLeading starts now.
+	SetCallBackFuncs(onStartedLeading func(ctx context.Context), onStoppedLeading func())
+	// IsLeader reports whether this replica leads now.
+	IsLeader() bool
+}
 
 // TransportGRPC is the transport of the gRPC flow receivers, as the collector's
 // receiver telemetry names it.

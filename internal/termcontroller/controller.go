@@ -22,8 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 )
 
 // Retry backoff of a failed reconcile, per object: it doubles from
@@ -221,7 +219,7 @@ type Informers interface {
 
 // Terms starts a function on each term of leadership: the leader elector.
 type Terms interface {
-	SetCallBackFuncs(onStartedLeading leaderelectorextension.StartCallback, onStoppedLeading leaderelectorextension.StopCallback)
+	SetCallBackFuncs(onStartedLeading func(ctx context.Context), onStoppedLeading func())
 }
 
 // OnTerms has terms run each of cs, with env, on every term of leadership.

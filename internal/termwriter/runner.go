@@ -6,16 +6,39 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
-	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
+	"github.com/kubewarden/network-enforcer/internal/extensionref"
 	"github.com/kubewarden/network-enforcer/internal/termcontroller"
 )
+
+// Cluster is what a writer's controller asks of the enforcer extension: the
+// shared cache, the client and recorder, and the count of reconciles. The
+// enforcer extension provides it.
+type Cluster interface {
+	// Cache is the shared controller-runtime cache.
+	Cache() cache.Cache
+	// Client writes to the API server.
+	Client() client.Client
+	// Recorder records Kubernetes Events.
+	Recorder() record.EventRecorder
+	// Reconciled counts a reconcile of a controller, by result.
+	Reconciled(ctx context.Context, controller string, err error)
+}
 
 // elector is what a writer's controller asks of the leader elector: its
 // terms, and the withholding of the hand-off.
 type elector interface {
-	leaderelectorextension.LeaderElection
+	// SetCallBackFuncs registers onStartedLeading and onStoppedLeading
+	// (either may be nil); when this replica leads already,
+	// onStartedLeading starts now.
+	SetCallBackFuncs(onStartedLeading func(ctx context.Context), onStoppedLeading func())
+	// IsLeader reports whether this replica leads now.
+	IsLeader() bool
+	// Withhold tells the elector that the release of this term must not
+	// hand the flow stream over.
 	Withhold()
 }
 
@@ -23,7 +46,7 @@ type elector interface {
 // cache and client of the enforcer extension. It implements ProposalWriting
 // and PolicyStatusSyncing.
 type Runner struct {
-	cluster enforcerextension.Cluster
+	cluster Cluster
 	elector elector
 	logger  *zap.Logger
 }
@@ -34,13 +57,15 @@ var (
 )
 
 // Find returns a Runner on the enforcer extension enforcer and the leader
-// elector leaderElector in host, for a writer's Start.
+// elector leaderElector in host, for a writer's Start. It looks them up as
+// the extensions' own Find does, with the same errors, through the
+// interfaces that this package defines (Cluster, elector).
 func Find(host component.Host, enforcer, leaderElector component.ID, logger *zap.Logger) (Writing, error) {
-	cluster, err := enforcerextension.Find[enforcerextension.Cluster](host, enforcer)
+	cluster, err := extensionref.Find[Cluster](host, enforcer, "an enforcer extension")
 	if err != nil {
 		return nil, err
 	}
-	e, err := leaderelectorextension.Find[elector](host, leaderElector)
+	e, err := extensionref.Find[elector](host, leaderElector, "a leader elector")
 	if err != nil {
 		return nil, err
 	}

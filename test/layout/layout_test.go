@@ -1,7 +1,8 @@
 // Package layout checks that the package table of docs/architecture.md says
 // what the tree holds: a package added, moved or removed without its row, a
 // row left for a folder that is gone, or a row whose kind is wrong fails here,
-// so that the table a newcomer reads stays true.
+// so that the table a newcomer reads stays true. It also checks that the
+// libraries under internal/ import no component's package.
 package layout
 
 import (
@@ -124,6 +125,59 @@ func TestHackHoldsScriptsOnly(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// componentFolders are the folders of the collector's components. A library
+// under internal/ sees a component (such as the leader elector) through a
+// small interface that it defines, which the components pass in or find in
+// the host, as contrib's components see an extension: it imports none.
+var componentFolders = []string{"extension", "receiver", "processor", "exporter", "connector"}
+
+// TestLibrariesImportNoComponent: no package under internal/ imports a
+// component's package (a package under one of componentFolders). Test files
+// are left out: a test may start the real extensions to exercise a library.
+func TestLibrariesImportNoComponent(t *testing.T) {
+	root := repoRoot(t)
+	packages, _ := walk(t, root)
+	fset := token.NewFileSet()
+	for _, dir := range packages {
+		if dir != "internal" && !strings.HasPrefix(dir, "internal/") {
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			// What the go command skips: test files aside, files named with
+			// a leading dot or underscore.
+			if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") ||
+				strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, filepath.Join(root, dir, name), nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, spec := range f.Imports {
+				path, err := strconv.Unquote(spec.Path.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rel, ok := strings.CutPrefix(path, modulePath+"/")
+				if !ok {
+					continue
+				}
+				for _, folder := range componentFolders {
+					if strings.HasPrefix(rel, folder+"/") {
+						t.Errorf("%s/%s imports %s, a component's package: define the small interface the library needs in %s, and have the components pass the component in",
+							dir, name, path, dir)
+					}
+				}
+			}
+		}
 	}
 }
 
