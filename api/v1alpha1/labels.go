@@ -1,6 +1,11 @@
 package v1alpha1
 
-import "time"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+)
 
 const (
 	// PromoteLabel, set on a proposal by a person, asks the enforcer to turn the
@@ -105,4 +110,18 @@ func PromotedAt(p *WorkloadNetworkPolicy) time.Time {
 		return t
 	}
 	return p.CreationTimestamp.Time
+}
+
+// HashCut returns s when it has at most limit characters; else its beginning,
+// cut to make room, followed by "-" and the first 8 hex digits of the
+// SHA-256 of s, so that two long names that share a beginning stay apart:
+// how the enforcer fits a name it derives into an object name or a label
+// value.
+func HashCut(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	hash := hex.EncodeToString(sum[:4])
+	return strings.TrimRight(s[:limit-len(hash)-1], "-.") + "-" + hash
 }

@@ -35,25 +35,12 @@ func ProposalName(w workload.Ref, d v1alpha1.Direction) string {
 const amendmentSuffix = "-amendment"
 
 // AmendmentName is the name of the amendment of the policy of that name:
-// <policy>-amendment, cut and hashed as ProposalName cuts a name to 63
-// characters, so that the amendment's name fits a label value too.
+// <policy>-amendment, the policy's name hash-cut (v1alpha1.HashCut) so that
+// the whole fits 63 characters, a label value too.
 func AmendmentName(policy string) string {
-	if len(policy)+len(amendmentSuffix) <= maxNameLength {
-		return policy + amendmentSuffix
-	}
-	sum := sha256.Sum256([]byte(policy))
-	hash := hex.EncodeToString(sum[:4])
-	cut := strings.TrimRight(policy[:maxNameLength-len(amendmentSuffix)-len(hash)-1], "-.")
-	return cut + "-" + hash + amendmentSuffix
+	return v1alpha1.HashCut(policy, maxNameLength-len(amendmentSuffix)) + amendmentSuffix
 }
 
 // amendsValue is the AmendsLabel value of an amendment of policy: its name,
-// or when that does not fit a label value, the name cut and hashed.
-func amendsValue(policy string) string {
-	if len(policy) <= maxNameLength {
-		return policy
-	}
-	sum := sha256.Sum256([]byte(policy))
-	hash := hex.EncodeToString(sum[:4])
-	return strings.TrimRight(policy[:maxNameLength-len(hash)-1], "-.") + "-" + hash
-}
+// hash-cut to a label value's 63 characters.
+func amendsValue(policy string) string { return v1alpha1.HashCut(policy, maxNameLength) }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,28 +50,16 @@ const (
 	maxLabelValue = 63
 )
 
-// hashCut returns s when it has at most limit characters; else its beginning,
-// cut to make room, followed by "-" and the first 8 hex digits of the
-// SHA-256 of s, so that two long names that share a beginning stay apart.
-func hashCut(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	sum := sha256.Sum256([]byte(s))
-	hash := hex.EncodeToString(sum[:4])
-	return strings.TrimRight(s[:limit-len(hash)-1], "-.") + "-" + hash
-}
-
 // revisionLabel is the value of a policy's revisions' PolicyRevisionLabel:
 // the policy's name, hash-cut to a label value's 63 characters.
-func revisionLabel(policy string) string { return hashCut(policy, maxLabelValue) }
+func revisionLabel(policy string) string { return v1alpha1.HashCut(policy, maxLabelValue) }
 
 // revisionName is the name of the policy's revision n: <policy>-<n>, the
 // policy's name hash-cut to leave room for the number within 253
 // characters.
 func revisionName(policy string, n int64) string {
 	suffix := "-" + strconv.FormatInt(n, 10)
-	return hashCut(policy, maxObjectName-len(suffix)) + suffix
+	return v1alpha1.HashCut(policy, maxObjectName-len(suffix)) + suffix
 }
 
 // revisions keeps the history of each WorkloadNetworkPolicy's spec, as
