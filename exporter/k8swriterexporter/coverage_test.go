@@ -1,11 +1,13 @@
 package k8swriterexporter
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -145,4 +147,63 @@ func gapsText(gaps []v1alpha1.CoverageGap) string {
 			g.Last.UTC().Format(time.TimeOnly), g.Nodes))
 	}
 	return strings.Join(parts, " ")
+}
+
+// TestGapReportsWaitLikeCounts: the first gap of a proposal turns Coverage
+// False and is written at once; further reports of it (more lost events, a
+// later time) change the condition's message alone and wait for the next
+// write of the observed edges, observed_interval after the last, where they
+// are written; a gap of another cause, which changes the reason, is written
+// at once again.
+func TestGapReportsWaitLikeCounts(t *testing.T) {
+	w, fake := startWriter(t)
+	fake.Lead()
+	learn(t, w, 8080)
+	fake.Drain()
+	gap := func(cause v1alpha1.CoverageGapCause, events int64, at time.Time) {
+		t.Helper()
+		ld := plog.NewLogs()
+		g := learning.Gap{Backend: v1alpha1.BackendKubernetes, Workload: cart, Direction: v1alpha1.DirectionIngress,
+			Cause: cause, Node: "worker-1", Events: events, Time: at}
+		g.AppendTo(ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty())
+		if err := w.ConsumeLogs(context.Background(), ld); err != nil {
+			t.Fatal(err)
+		}
+	}
+	coverage := func() *metav1.Condition {
+		t.Helper()
+		got := fake.Proposals()
+		if len(got) != 1 {
+			t.Fatalf("proposals %+v", got)
+		}
+		return meta.FindStatusCondition(got[0].Status.Conditions, v1alpha1.ConditionCoverage)
+	}
+	statuses := fake.Writes["status"]
+
+	t0 := time.Now()
+	gap(v1alpha1.CoverageLostEvents, 10, t0)
+	fake.Drain()
+	if fake.Writes["status"] != statuses+1 || coverage().Status != metav1.ConditionFalse {
+		t.Fatalf("a first gap: %d status writes after %d, Coverage %+v; want it written at once", fake.Writes["status"], statuses, coverage())
+	}
+	shown := coverage().Message
+
+	gap(v1alpha1.CoverageLostEvents, 5, t0)
+	fake.Drain()
+	if fake.Writes["status"] != statuses+1 || coverage().Message != shown {
+		t.Fatalf("a further report: %d status writes, Coverage %q; want none until observed_interval", fake.Writes["status"]-statuses, coverage().Message)
+	}
+	if d, ok := fake.Queued()[cartIngress]; !ok || d <= writeInterval || d > w.cfg.ObservedInterval {
+		t.Fatalf("queued %v: want the proposal again within observed_interval (%s)", fake.Queued(), w.cfg.ObservedInterval)
+	}
+
+	// Coverage's reason is the newest gap's cause: this one is reported a
+	// second after the others (a time of the record, not a wait).
+	gap(v1alpha1.CoverageNodeUnreadable, 0, t0.Add(time.Second))
+	fake.Drain()
+	if fake.Writes["status"] != statuses+2 || coverage().Reason != string(v1alpha1.CoverageNodeUnreadable) ||
+		!strings.Contains(coverage().Message, "15 events") {
+		t.Fatalf("a gap of another cause: %d status writes, Coverage %+v; want it and the report that waited written at once",
+			fake.Writes["status"]-statuses, coverage())
+	}
 }

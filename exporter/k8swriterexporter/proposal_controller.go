@@ -230,8 +230,10 @@ func (w *writer) write(ctx context.Context, pw termwriter.ProposalWriter, p *v1a
 // write of its spec learned an edge (learned), its last new edge, and writes
 // its status when that changes it. Observed edges alone are written at most
 // once per observed_interval: their flow counts change with every flow. A
-// condition of the writer's that changes, or a spec that the status does not
-// describe yet (a person's edit changes the verdicts), is written at once. A
+// condition of the writer's that changes its status or reason, or a spec
+// that the status does not describe yet (a person's edit changes the
+// verdicts), is written at once; a new message alone (a gap's counts) waits
+// as the counts do. A
 // status write that the API server refuses is logged and not retried: the
 // next write of the proposal tries again.
 func (w *writer) writeStatus(ctx context.Context, pw termwriter.ProposalWriter, p *v1alpha1.WorkloadNetworkPolicyProposal,
@@ -249,7 +251,8 @@ func (w *writer) writeStatus(ctx context.Context, pw termwriter.ProposalWriter, 
 	coverage, coverageRecheck := coverageCondition(p.Generation, st.CoverageGaps, w.cfg.StableAfter, now)
 	conditions = append(conditions, stable, coverage)
 	for _, c := range conditions {
-		urgent = meta.SetStatusCondition(&st.Conditions, c) || urgent
+		urgent = transition(st.Conditions, c) || urgent
+		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	for _, after := range []time.Duration{recheck, coverageRecheck} {
 		if after > 0 {
@@ -301,6 +304,17 @@ func (w *writer) writeStatus(ctx context.Context, pw termwriter.ProposalWriter, 
 
 // maxConditionMessage bounds the API server's answer that a condition repeats.
 const maxConditionMessage = 1024
+
+// transition reports whether setting c on conds changes what the condition
+// says (its status, reason or generation), not only its message: a further
+// report of a gap that the status shows already (one more node's lost events,
+// a later time) changes Coverage's message alone, and waits for the next
+// write of the observed edges, as their counts do; a status written for every
+// such report would follow the data plane's reports, not what a user acts on.
+func transition(conds []metav1.Condition, c metav1.Condition) bool {
+	was := meta.FindStatusCondition(conds, c.Type)
+	return was == nil || was.Status != c.Status || was.Reason != c.Reason || was.ObservedGeneration != c.ObservedGeneration
+}
 
 // truncate cuts msg to at most n bytes, marking the cut.
 func truncate(msg string, n int) string {
