@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/charttest"
 )
 
@@ -113,7 +117,7 @@ func (d *demo) startCollectors(ctx context.Context) error {
 	if err := d.waitLog(ctx, d.collector, "Everything is ready", time.Minute); err != nil {
 		return err
 	}
-	if err := d.waitLog(ctx, d.enforcer, "Leading: streaming flows and writing", time.Minute); err != nil {
+	if err := d.waitLeading(ctx, metrics1, time.Minute); err != nil {
 		return err
 	}
 	d.info("the enforcer leads: it streams flows from the relay and writes")
@@ -121,6 +125,47 @@ func (d *demo) startCollectors(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// waitLeading waits until the enforcer, whose telemetry is at metrics, has
+// begun a term of leadership: network_enforcer_leader_terms on its own
+// Prometheus endpoint, which a user can curl, rather than a line of its log.
+func (d *demo) waitLeading(ctx context.Context, metrics string, timeout time.Duration) error {
+	return d.poll(ctx, leaderelectorextension.MetricTerms+" on "+metrics, timeout, func() (bool, error) {
+		select {
+		case <-d.enforcer.exited:
+			return false, fmt.Errorf("%s exited; see %s, which ends:\n%s", d.enforcer.name, d.enforcer.log, d.enforcer.logTail(20))
+		default:
+		}
+		return leaderTerms(ctx, metrics) > 0, nil
+	})
+}
+
+// leaderTerms sums the samples of network_enforcer_leader_terms at the
+// Prometheus endpoint metrics (0 while it does not answer).
+func leaderTerms(ctx context.Context, metrics string) float64 {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metrics+"/metrics", http.NoBody)
+	if err != nil {
+		return 0
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var n float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 || !strings.HasPrefix(fields[0], leaderelectorextension.MetricTerms) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			n += v
+		}
+	}
+	return n
 }
 
 // createRelaySecret stores the relay's CA and a client certificate in the

@@ -27,7 +27,9 @@ import (
 )
 
 // journeyConfig runs one data plane's receiver through learning to the writer,
-// and the violations to a real OTLP receiver and the Prometheus counter.
+// and the violations to a real OTLP receiver and the Prometheus counter. The
+// collector's own telemetry (%[9]s:%[10]s) is where a test sees it lead
+// (startJourneyBinary).
 const journeyConfig = `
 extensions:
   leader_elector:
@@ -61,7 +63,13 @@ service:
   extensions: [leader_elector, enforcer, policy_controller]
   telemetry:
     metrics:
-      level: none
+      level: normal
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: %[9]s
+                port: %[10]s
   pipelines:
     logs/flows:
       receivers: [%[6]s]
@@ -114,16 +122,11 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 	ctx := context.Background()
 	name := run.name
 	sink := startOTLPSink(t)
-	metrics := freeAddr(t)
+	metrics, telemetry := freeAddr(t), freeAddr(t)
+	host, port, _ := strings.Cut(telemetry, ":")
 	config := writeConfig(t, "journey.yaml", fmt.Sprintf(journeyConfig, name, dp.receiver(), syncInterval, sink.Addr, metrics,
-		run.receiver, run.leaseNamespace, run.leaseName))
-	start := func() *process {
-		p := startBinary(t, config, "KUBECONFIG="+run.kubeconfig)
-		waitFor(t, "the collector to lead", time.Minute, func() bool {
-			return strings.Contains(p.output.String(), "Leading: streaming flows and writing")
-		})
-		return p
-	}
+		run.receiver, run.leaseNamespace, run.leaseName, host, port))
+	start := func() *process { return startLeading(t, config, telemetry, "KUBECONFIG="+run.kubeconfig) }
 	proc := start()
 
 	// 1. Learn: the client's connections make the api's ingress proposal.
@@ -194,9 +197,10 @@ func journey(t *testing.T, dp plane, run journeyRun) {
 	}
 
 	// 7. The collector stops: the data plane keeps enforcing what it rendered.
+	// Whatever the collector does to it on its way out is done once it has
+	// exited, and nothing else removes it: look at once.
 	must(t, proc.cmd.Process.Signal(syscall.SIGTERM))
 	<-proc.exited
-	time.Sleep(2 * syncInterval)
 	checkNative(t, policy, v1alpha1.PolicyModeProtect, native)
 	dp.forget()
 	start()
@@ -472,6 +476,23 @@ var apiPolicy = types.NamespacedName{Namespace: "guarded", Name: policyName}
 
 // scrape sums the samples of a metric on a Prometheus endpoint whose labels
 // include the ones given.
+// startLeading starts the binary with config, whose collector telemetry is
+// at telemetry, and waits until it leads: until it began a term
+// (network_enforcer_leader_terms), as a user would see on its metrics.
+func startLeading(t *testing.T, config, telemetry string, env ...string) *process {
+	t.Helper()
+	p := startBinary(t, config, env...)
+	waitFor(t, "the collector to lead", time.Minute, func() bool {
+		select {
+		case <-p.exited:
+			t.Fatalf("the collector exited: %v", p.err)
+		default:
+		}
+		return terms(t, telemetry) > 0
+	})
+	return p
+}
+
 func scrape(t *testing.T, addr, name string, labels map[string]string) int64 {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")

@@ -135,14 +135,13 @@ func startOutsidePeersBinary(t *testing.T, dp plane, receiver, dataPlane string)
 	resetGuarded(t)
 	t.Cleanup(func() { resetGuarded(t) })
 	sink := startOTLPSink(t)
+	telemetry := freeAddr(t)
+	host, port, _ := strings.Cut(telemetry, ":")
 	cfg := fmt.Sprintf(journeyConfig, dataPlane, dp.receiver(), syncInterval, sink.Addr, freeAddr(t), receiver,
-		"default", "outside-peers-"+dataPlane)
+		"default", "outside-peers-"+dataPlane, host, port)
 	cfg = strings.Replace(cfg, "  enforcer:\n    auth_type: kubeConfig\n", "  enforcer:\n    auth_type: kubeConfig\n    data_plane: "+dataPlane+"\n", 1)
 	cfg = strings.Replace(cfg, "  learning:\n", "  learning:\n    outside_peers: entities\n    cilium_backend: cilium\n", 1)
-	p := startBinary(t, writeConfig(t, "outside-peers.yaml", cfg), "KUBECONFIG="+kubeconfig)
-	waitFor(t, "the collector to lead", time.Minute, func() bool {
-		return strings.Contains(p.output.String(), "Leading: streaming flows and writing")
-	})
+	startLeading(t, writeConfig(t, "outside-peers.yaml", cfg), telemetry, "KUBECONFIG="+kubeconfig)
 	return sink
 }
 
