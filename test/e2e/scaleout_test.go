@@ -816,7 +816,10 @@ func TestScaleOutIstio(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(3 * time.Second) // an aggregation interval and a status sync
+	// A violation reported twice would be a record that a replica sends the
+	// leader again, or that the leader takes twice: wait until none is on
+	// its way (drained), then count.
+	drained(t, sink, replicas)
 	_, events := read()
 	for port, count := range events {
 		if count != 1 {
@@ -828,6 +831,30 @@ func TestScaleOutIstio(t *testing.T) {
 			t.Errorf("%s took no ztunnel record: the node agents' records were not shared", r.name)
 		}
 	}
+}
+
+// drained waits until nothing is on its way between the replicas and the
+// sink, as their telemetry says: no replica's leader exporter holds an edge
+// for its next aggregation, the leaders accepted every record that the
+// exporters sent, and the sink received every event that the replicas' OTLP
+// exporters sent. What the sink holds then is all that the records sent so
+// far make.
+func drained(t *testing.T, sink *otlpSink, replicas []*scaleOutReplica) {
+	t.Helper()
+	var held, sent, accepted, exported int64
+	waitFor(t, "the replicas to have sent the leader, and the leader the sink, everything", time.Minute, func() bool {
+		held, sent, accepted, exported = 0, 0, 0, 0
+		for _, r := range replicas {
+			held += r.counter(t, "network_enforcer_leader_exporter_edges_held")
+			sent += r.counter(t, "network_enforcer_leader_exporter_records_sent")
+			accepted += r.counter(t, "network_enforcer_leader_receiver_records_accepted")
+			exported += sumSamples(t, r.metrics, "otelcol_exporter_sent_log_records", func(line string) bool {
+				return strings.Contains(line, `exporter="otlp_grpc"`)
+			})
+		}
+		return held == 0 && sent > 0 && sent == accepted && exported == int64(len(sink.Records()))
+	})
+	t.Logf("drained: %d records sent to the leader, %d accepted, %d events exported, %d edges held", sent, accepted, exported, held)
 }
 
 // otlpClient connects to an OTLP/gRPC listener with a client certificate,
