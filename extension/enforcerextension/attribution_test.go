@@ -136,7 +136,9 @@ func TestFinishedJobPodKeepsItsAddressUntilItEnded(t *testing.T) {
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{
 			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, FinishedAt: ended}}}}}
 	must(t, env.Client.Status().Update(ctx, pod))
-	time.Sleep(time.Until(ended.Add(50 * time.Millisecond))) // the next pod is created after the Job's ended
+	// Time must pass because Kubernetes keeps times to the second: the next pod
+	// must be created after the Job's end.
+	time.Sleep(time.Until(ended.Add(50 * time.Millisecond)))
 	makeDeploymentPod(t, attrOther, "ddd444", "next1", "10.42.3.3")
 	waitResolved(t, e, "10.42.3.3", attrOther)
 	if got, reason := e.ResolveIP("10.42.3.3", running); got != attrJob || reason != "" {

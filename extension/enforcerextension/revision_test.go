@@ -38,8 +38,8 @@ func TestRevisionOfADeploymentRolledToANewTemplate(t *testing.T) {
 	ctx := context.Background()
 	w := workload.Ref{Namespace: "rev-d", Kind: v1alpha1.WorkloadKindDeployment, Name: "web"}
 	oldRS, oldPod := makeReplicaSetPod(t, w, "6c9f8d7b5", "web:1", "aaaaa", "10.43.0.1")
-	// Kubernetes keeps creation times to the second: the rollout comes in
-	// the next second.
+	// Time must pass because Kubernetes keeps creation times to the second:
+	// the rollout must come in the next second.
 	time.Sleep(time.Until(oldRS.CreationTimestamp.Add(time.Second + 10*time.Millisecond)))
 	newRS, newPod := makeReplicaSetPod(t, w, "7d4b5c6f8", "web:2", "bbbbb", "10.43.0.2")
 	oldRev := workload.Revision{Workload: w, Name: "web-6c9f8d7b5", Hash: "6c9f8d7b5", Created: oldRS.CreationTimestamp.Time, Images: []string{"web:1"}}
@@ -65,6 +65,8 @@ func TestRevisionOfADeploymentRolledToANewTemplate(t *testing.T) {
 	waitFor(t, "the cache to see the old pod go", 10*time.Second, func() bool {
 		return e.resolver.stores.pod(oldPod.Namespace, oldPod.Name) == nil
 	})
+	// Time must pass because Kubernetes keeps times to the second: the reuse
+	// must come in the next second.
 	time.Sleep(time.Until(beforeReuse.Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
 	makePodOf(t, newRS, "ccccc", "10.43.0.1", newRS.Spec.Template.Labels)
 	waitFor(t, "the new pod at the old address", 10*time.Second, func() bool {
@@ -161,8 +163,12 @@ func TestRevisionOfACronJobsPod(t *testing.T) {
 	cronJob := createObject(t, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cj.Name},
 		Spec: batchv1.CronJobSpec{Schedule: "0 * * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: jobSpec("report:1")}}})
 	first := createJob(t, ns, cronJob, "report-29000000", jobSpec("report:1"))
+	// Time must pass because Kubernetes keeps creation times to the second:
+	// each Job must be created in a second of its own.
 	time.Sleep(time.Until(first.CreationTimestamp.Add(time.Second + 10*time.Millisecond)))
 	second := createJob(t, ns, cronJob, "report-29000060", jobSpec("report:1"))
+	// Time must pass because Kubernetes keeps creation times to the second:
+	// each Job must be created in a second of its own.
 	time.Sleep(time.Until(second.CreationTimestamp.Add(time.Second + 10*time.Millisecond)))
 	changed := createJob(t, ns, cronJob, "report-29000120", jobSpec("report:2"))
 	if first.Spec.Template.Labels[batchv1.JobNameLabel] != first.Name || second.Spec.Template.Labels[batchv1.JobNameLabel] != second.Name {

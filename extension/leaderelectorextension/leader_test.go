@@ -43,6 +43,8 @@ func TestOneLeaderAndTakeover(t *testing.T) {
 		if a.IsLeader() == b.IsLeader() {
 			t.Fatalf("leaders: a %v, b %v", a.IsLeader(), b.IsLeader())
 		}
+		// Time must pass because a standby's failed try to take a held lease
+		// leaves no trace to wait on: one retry period is one chance.
 		time.Sleep(testConfig("").RetryPeriod)
 	}
 	leader, standby, standbyRuns, leaderStops := a, b, &runsB, &stopsA
@@ -101,7 +103,10 @@ func TestNoElectionBeforeThePipelinesAreReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Shutdown(context.Background()) })
-	time.Sleep(3 * cfg.RetryPeriod) // three chances to take a lease that no one holds
+	// Time must pass because an elector that does not try leaves no trace to
+	// wait on: three retry periods are three chances to take a lease that no
+	// one holds.
+	time.Sleep(3 * cfg.RetryPeriod)
 	var lease coordinationv1.Lease
 	err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: cfg.LeaseName}, &lease)
 	if l.IsLeader() || !apierrors.IsNotFound(err) {

@@ -298,6 +298,8 @@ func TestBrowserAmendments(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the policy's view does not show its amendment")
 		}
+		// The poll's own interval, so that the loop does not spin while it
+		// waits for the page.
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(policy), chromedp.WaitVisible(chromedp.ID("amendments"))); err != nil {

@@ -113,6 +113,8 @@ func BenchmarkBrowserGraph(b *testing.B) {
 			}
 			made = n
 			e, h := startEnforcer(b, fmt.Sprintf("review-bench-%d", n))
+			// The poll's own interval, so that the loop does not spin while it
+			// waits for the cache.
 			for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 				if ps, _ := e.ListProposals(""); len(ps) >= n {
 					break

@@ -97,6 +97,8 @@ func waitGraph(ctx context.Context, timeout time.Duration) (timings, error) {
 		if time.Now().After(deadline) {
 			return timings{}, err
 		}
+		// The poll's own interval, so that the loop does not spin while the new
+		// page loads.
 		time.Sleep(50 * time.Millisecond)
 	}
 	return chromedp.Run(ctx, chromedp.Evaluate[timings](`({

@@ -114,6 +114,8 @@ func startEnforcer(t testing.TB, lease string) (reader, component.Host) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the cache holds %d proposals and %d policies, want %d and %d", len(ps), len(ws), proposals, policies)
 		}
+		// The poll's own interval, so that the loop does not spin while it
+		// waits for the cache.
 		time.Sleep(50 * time.Millisecond)
 	}
 	return e, host{enforcerextension.DefaultReference(): ext, policycontrollerextension.DefaultReference(): pc}

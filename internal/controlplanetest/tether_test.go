@@ -91,6 +91,8 @@ func TestNothingOutlivesAKilledTestBinary(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("30 s after SIGKILL of the test binary, these still run: %v", left)
 		}
+		// The poll's own interval, so that the loop does not spin while it
+		// waits for the processes to end.
 		time.Sleep(100 * time.Millisecond)
 	}
 

@@ -106,6 +106,8 @@ func TestRenderEntitiesAsAddresses(t *testing.T) {
 					return time.Since(began)
 				}
 			}
+			// The poll's own interval, short so that the measured time is close
+			// to the render's.
 			time.Sleep(20 * time.Millisecond)
 		}
 		t.Fatalf("%s: egress %v, want %v", what, got, want)

@@ -170,6 +170,8 @@ func awaitTwoPolls(t *testing.T, h *flowsourcetest.Harness, path string) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the marker line %d of %s was not read in 20s", n, path)
 			}
+			// The poll's own interval, so that the loop does not spin while it
+			// waits for the marker line.
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
@@ -206,6 +208,8 @@ func waitLines(t *testing.T, hs []*flowsourcetest.Harness, n int) {
 			}
 			return
 		}
+		// The poll's own interval, so that the loop does not spin while it
+		// waits for the lines.
 		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -76,6 +76,8 @@ func issuedSecret(t *testing.T, name string, old []byte) (*x509.Certificate, *x5
 		if time.Now().After(deadline) {
 			t.Fatalf("cert-manager issued no new key pair into Secret %s in 2 minutes (last error: %v)", name, err)
 		}
+		// The poll's own interval, so that the loop does not spin while it
+		// waits for cert-manager.
 		time.Sleep(200 * time.Millisecond)
 	}
 }
@@ -159,6 +161,8 @@ func TestCertificatesIssuedAndRenewed(t *testing.T) {
 				if time.Now().After(deadline) {
 					return fmt.Errorf("Certificate %s kept its Issuing condition for a minute after its Secret was written", name)
 				}
+				// The poll's own interval, so that the loop does not spin while
+				// it waits for the condition to go.
 				time.Sleep(200 * time.Millisecond)
 				continue
 			}

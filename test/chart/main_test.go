@@ -109,6 +109,8 @@ func installCertManagerCRDs(e *controlplanetest.Env) error {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("CRD %s not established after 30s", name)
 			}
+			// The poll's own interval, so that the loop does not spin while it
+			// waits for the CRD.
 			time.Sleep(100 * time.Millisecond)
 		}
 	}

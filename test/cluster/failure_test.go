@@ -35,6 +35,9 @@ func deny(t *testing.T, w workloads) {
 func waitCount(t *testing.T, want int) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("violationCount %d", want), 2*time.Minute, func() bool { return violationCount(t) >= want })
+	// Time must pass because a status sync that has nothing more to write
+	// leaves no trace: the count must stay for two syncs, either of which would
+	// write a second count.
 	time.Sleep(2 * syncInterval)
 	if got := violationCount(t); got != want {
 		t.Fatalf("violationCount %d, want %d", got, want)

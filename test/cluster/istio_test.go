@@ -164,6 +164,8 @@ func renewalUnderTraffic(t *testing.T) {
 	// refuses records, and the agent resends them after a backoff).
 	base := accepted(t, enforcers)
 	for still := 0; still < 5; {
+		// Time must pass because the records' end is seen only as their
+		// count standing still: one second is the agent's longest retry.
 		time.Sleep(time.Second)
 		if n := accepted(t, enforcers); n != base {
 			base, still = n, 0
@@ -178,6 +180,8 @@ func renewalUnderTraffic(t *testing.T) {
 	// (26s after the renewal in a CI run) while connections keep coming.
 	renewal := short.NotAfter.Add(-short.NotAfter.Sub(short.NotBefore) / 3)
 	if early := time.Until(renewal.Add(-30 * time.Second)); early > 0 {
+		// Time must pass because the burst must start 30s before cert-manager
+		// renews the key pair.
 		time.Sleep(early)
 	} else if time.Until(renewal) < 10*time.Second {
 		t.Fatalf("the enforcers were ready %s before the renewal: too late for a burst across it", time.Until(renewal).Round(time.Second))
@@ -218,6 +222,8 @@ func renewalUnderTraffic(t *testing.T) {
 		return err == nil && strings.TrimSpace(out) == strconv.Itoa(lines)
 	})
 	var got float64
+	// The poll's own interval, so that the loop does not spin while it waits
+	// for the records.
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		if got = accepted(t, enforcers) - base; got >= float64(lines) {
 			break
@@ -227,8 +233,9 @@ func renewalUnderTraffic(t *testing.T) {
 		}
 	}
 	// OTLP delivery is at least once: a sender that retries a request the
-	// leader took sends its records twice. Count those too, after five of
-	// the node agent's longest retry intervals (1s).
+	// leader took sends its records twice. Count those too: time must pass
+	// because a record sent twice leaves no trace before it comes, so wait
+	// five of the node agent's longest retry intervals (1s).
 	time.Sleep(5 * time.Second)
 	got = accepted(t, enforcers) - base
 	t.Logf("burst of %d connections across the renewal: %v records accepted by the enforcers, none lost, %v more than sent", lines, got, got-float64(lines))

@@ -90,6 +90,8 @@ func waitReady(t *testing.T, namespace, selector string, want int, timeout time.
 			out, _ := kubectlErr("", "-n", namespace, "describe", "pods", "-l", selector)
 			t.Fatalf("timed out after %s waiting for %d Ready pods %s in %s; have %d of %d\n%s", timeout, want, selector, namespace, ready, len(pods), out)
 		}
+		// The poll's own interval, so that the loop does not spin while it
+		// waits for the pods.
 		time.Sleep(300 * time.Millisecond)
 	}
 }

@@ -112,6 +112,8 @@ func uninstall(t *testing.T) {
 		if listErr == nil && len(left) == 0 || time.Now().After(deadline) {
 			break
 		}
+		// The poll's own interval, so that the loop does not spin while helm's
+		// leftovers go.
 		time.Sleep(2 * time.Second)
 	}
 	if listErr != nil {

@@ -177,8 +177,9 @@ func releaseJourney(t *testing.T, backend string) {
 		pol.Annotations[v1alpha1.RevisionAnnotation] != "1" {
 		t.Fatalf("%s: the policy %s after promotion: mode %q, revision %q", backend, policy, pol.Spec.Mode, pol.Annotations[v1alpha1.RevisionAnnotation])
 	}
-	// Kubernetes keeps times to the second: a release is told from what was
-	// live at the promotion when its ReplicaSet appears in a later second.
+	// Time must pass because Kubernetes keeps times to the second: a release
+	// is told from what was live at the promotion when its ReplicaSet appears
+	// in a later second.
 	time.Sleep(time.Until(v1alpha1.PromotedAt(&pol).Add(time.Second)))
 
 	// The release: a new image, so a new ReplicaSet, whose pod calls
@@ -344,6 +345,8 @@ func releaseJourney(t *testing.T, backend string) {
 	if backend == "cilium" {
 		open = append(open, outsideName, newName)
 	}
+	// Time must pass because violation records keep their time to the
+	// second: the attempts start in the next whole second.
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	from := time.Now().Truncate(time.Second)
 	const attempts = 20
@@ -356,6 +359,8 @@ func releaseJourney(t *testing.T, backend string) {
 			}
 		}
 	}
+	// Time must pass because a status sync that has nothing to write leaves no
+	// trace: two syncs, either of which would write a false deny's violation.
 	time.Sleep(2 * syncInterval)
 	var after v1alpha1.WorkloadNetworkPolicy
 	if !getJSON(ns, "workloadnetworkpolicy", policy, &after) {

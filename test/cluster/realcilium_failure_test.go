@@ -140,6 +140,8 @@ const idleWindow = 20 * time.Second
 func startFlowMeter(t *testing.T) *flowMeter {
 	m := &flowMeter{leader: leaderPod(t)}
 	recv0, cpu0 := received(m.leader), podCPU(t, namespace, m.leader.Name)
+	// Time must pass: the meter measures the enforcer's idle cost over
+	// idleWindow.
 	time.Sleep(idleWindow)
 	m.start = time.Now()
 	m.recv = received(m.leader)
@@ -206,6 +208,9 @@ func refuseOnce(t *testing.T, api, web pod, want int) {
 	waitFor(t, fmt.Sprintf("violationCount %d in deployment-api-egress", want), 2*time.Minute, func() bool {
 		return violations(t, "deployment-api-egress") >= want
 	})
+	// Time must pass because a status sync that has nothing more to write
+	// leaves no trace: the count must stay for two syncs, either of which would
+	// write a second count.
 	time.Sleep(2 * syncInterval)
 	if got := violations(t, "deployment-api-egress"); got != want {
 		t.Fatalf("violationCount of deployment-api-egress %d, want %d: one per refused attempt", got, want)
@@ -284,6 +289,9 @@ spec:
 			got = edgeFlows(t, c.resource, c.name, c.peer, 8080)
 			return got >= int64(made)
 		})
+		// Time must pass because a write round that has nothing more to write
+		// leaves no trace: the count must stay for two of them, either of which
+		// would write a second count.
 		time.Sleep(2 * syncInterval)
 		if got = edgeFlows(t, c.resource, c.name, c.peer, 8080); got != int64(made) {
 			t.Errorf("%s: %d flows of batch -> api:8080 across the takeover, want %d: one per connection", c.name, got, made)

@@ -124,6 +124,9 @@ func TestRealCiliumAddressReuse(t *testing.T) {
 		a0, b0, e0 = proposalFlows(t, reuseA, aProposal, aEdge), proposalFlows(t, reuseB, bProposal, bEdge), proposalFlows(t, reuseC, cProposal, cEdge)
 		return a0 >= int64(calls) && b0 >= int64(calls) && e0 >= 3
 	})
+	// Time must pass because a write round that has nothing more to write
+	// leaves no trace: two status syncs, either of which would write a flow
+	// counted twice.
 	time.Sleep(2 * syncInterval)
 	a0, b0, e0 = proposalFlows(t, reuseA, aProposal, aEdge), proposalFlows(t, reuseB, bProposal, bEdge), proposalFlows(t, reuseC, cProposal, cEdge)
 	t.Logf("before the crash: a's edge to b/server counts %d flows, b's from a %d, c/other's to c/echo %d", a0, b0, e0)
@@ -151,6 +154,9 @@ func TestRealCiliumAddressReuse(t *testing.T) {
 		e, ok := proposalEdges(t, reuseC, cProposal).find(cEdge)
 		return ok && !e.LastSeen.Before(after.Truncate(time.Second))
 	})
+	// Time must pass because a write round that has nothing more to write
+	// leaves no trace: two status syncs, either of which would write a flow
+	// counted twice.
 	time.Sleep(2 * syncInterval)
 
 	checkNoCrossing(t, "after the replay")
@@ -428,6 +434,8 @@ func takeAddress(t *testing.T, addr string, p pool) (pod, fill) {
 		}
 		switch {
 		case waiting:
+			// The poll's own interval, so that the loop does not spin while the
+			// pods start.
 			time.Sleep(300 * time.Millisecond)
 		case replicas < room:
 			n := min(fillerStep, room-replicas)

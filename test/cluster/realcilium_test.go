@@ -296,6 +296,8 @@ func realJourney(t *testing.T, outside string) {
 			if got, ok = observedEdges(t, "workloadnetworkpolicyproposal", name); ok && slices.Equal(got, edges) {
 				break
 			}
+			// The poll's own interval, so that the loop does not spin while it
+			// waits for the proposal.
 			time.Sleep(2 * time.Second)
 		}
 		if !slices.Equal(got, edges) {

@@ -139,6 +139,8 @@ func settledFlows(t *testing.T, ready func(int64) bool) map[string]int64 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the observed flows never settled (last %v)", n)
 		}
+		// The poll's own interval, so that the loop does not spin while it
+		// waits for the flows to settle.
 		time.Sleep(200 * time.Millisecond)
 	}
 }

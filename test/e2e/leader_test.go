@@ -255,6 +255,8 @@ func settledProposals(t *testing.T, env *controlplanetest.Env) map[string]int64 
 		if s := fmt.Sprint(out); s != last {
 			last, stable = s, time.Now()
 		}
+		// The poll's own interval, so that the loop does not spin while it
+		// waits for the proposals to settle.
 		time.Sleep(200 * time.Millisecond)
 	}
 	return out

@@ -35,6 +35,8 @@ func TestScaleOutLeaderKilled(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the leader %s accepted %d records of the second set in 30s, no more than its %d candidates", leader.name, took-before, candidates)
 		}
+		// The poll's own interval, short so that the kill comes before the
+		// leader writes what it took.
 		time.Sleep(20 * time.Millisecond)
 	}
 	killed := time.Now()

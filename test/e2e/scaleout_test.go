@@ -703,6 +703,8 @@ func settleScaleOut(t *testing.T, sink *otlpSink, set scaleOutFlowSet) scaleOutR
 		if s := fmt.Sprint(run); s != last {
 			last, stable = s, time.Now()
 		}
+		// The poll's own interval, so that the loop does not spin while it
+		// waits for the run to settle.
 		time.Sleep(200 * time.Millisecond)
 	}
 	return run
@@ -888,6 +890,8 @@ func sendLines(t *testing.T, conn *grpc.ClientConn, lines []string) {
 		if err == nil {
 			return
 		}
+		// Time must pass between tries because the replica's listener may not
+		// be up yet: a sender retries as a node agent does.
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("sending ztunnel lines: %v", err)

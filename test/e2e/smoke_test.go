@@ -62,6 +62,8 @@ func TestSampleConfigStartsAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the collector never logged that it is ready: %v", err)
 	}
+	// Time must pass because the few statements between the line and
+	// signal.Notify leave nothing to see.
 	time.Sleep(200 * time.Millisecond)
 
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -127,6 +127,8 @@ service:
 		if time.Now().After(deadline) {
 			t.Fatalf("records %v, want %v", got, want)
 		}
+		// The poll's own interval, so that the loop does not spin while it
+		// waits for the records.
 		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -164,7 +164,8 @@ func TestEvidenceUnderAFlood(t *testing.T) {
 				got := policyEdge(policy, "web", "")
 				return got != nil && got.Flows == 5
 			})
-			// Every flow of the third flood counts for the rule, exactly once.
+			// Every flow of the third flood counts for the rule, exactly once
+			// (the sleep is the poll's own interval, so that it does not spin).
 			for deadline := time.Now().Add(time.Minute); ruleFlows(policy, rule) != floodPeers; time.Sleep(100 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("the rule %s counts %d flows of the third flood, want %d", rule, ruleFlows(policy, rule), floodPeers)

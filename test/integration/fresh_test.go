@@ -126,6 +126,8 @@ func waitGone(t *testing.T, obj client.Object, keys ...client.ObjectKey) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s still there a minute after its owner was deleted (%v)", k, err)
 			}
+			// The poll's own interval, so that the loop does not spin while it
+			// waits for the object to go.
 			time.Sleep(100 * time.Millisecond)
 		}
 	}

@@ -199,6 +199,8 @@ func TestProposalsGoWithTheirWorkload(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the proposals of a deleted Deployment are still there")
 		}
+		// The poll's own interval, so that the loop does not spin while it
+		// waits for the proposals to go.
 		time.Sleep(200 * time.Millisecond)
 	}
 }

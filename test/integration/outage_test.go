@@ -46,6 +46,8 @@ func TestAPIServerOutage(t *testing.T) {
 	start := time.Now()
 	for time.Since(start) < outage {
 		sendLines(t, p.ztunnelAddr, lines)
+		// Time must pass: the outage lasts outage, and the node agent's lines
+		// keep coming every 5s through it, as they would in a cluster.
 		time.Sleep(5 * time.Second)
 	}
 	// The writer tried, and failed, during the outage: its rounds ran.

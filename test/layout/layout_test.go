@@ -2,7 +2,8 @@
 // what the tree holds: a package added, moved or removed without its row, a
 // row left for a folder that is gone, or a row whose kind is wrong fails here,
 // so that the table a newcomer reads stays true. It also checks that the
-// libraries under internal/ import no component's package.
+// libraries under internal/ import no component's package, and that tests
+// wait on what a user can see rather than on time passing or a log line.
 package layout
 
 import (

@@ -242,6 +242,8 @@ func TestRBACGetByNameOnly(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the grant never took effect: %v", err)
 		}
+		// The poll's own interval, so that the loop does not spin while it
+		// waits for the grant.
 		time.Sleep(50 * time.Millisecond)
 	}
 	// The grant is as narrow as the chart's: listing is refused, so a provider
