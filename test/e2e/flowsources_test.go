@@ -15,6 +15,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	pb "github.com/kubewarden/network-enforcer/internal/goldmanepb"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
 // TestBinaryStreamsFromHubbleAndGoldmane runs the built collector with both gRPC
@@ -85,10 +86,10 @@ service:
 	// The fixtures hold 14 Hubble records and 16 Goldmane records, and the
 	// relay's notice of 17 events lost on worker-2, which is a gap record.
 	want := map[flow.Provider]int{flow.ProviderCilium: 14, flow.ProviderCalico: 16}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		got := map[flow.Provider]int{}
-		var denied, gaps []string
+	var got map[flow.Provider]int
+	var denied, gaps []string
+	records := func() bool {
+		got, denied, gaps = map[flow.Provider]int{}, nil, nil
 		for _, lr := range sink.Records() {
 			var g flow.Gap
 			if g.ReadFrom(lr) {
@@ -104,25 +105,20 @@ service:
 					r.Policy.Namespace, r.Policy.Name))
 			}
 		}
-		if got[flow.ProviderCilium] == want[flow.ProviderCilium] && got[flow.ProviderCalico] == want[flow.ProviderCalico] {
-			if len(denied) != 4 {
-				t.Fatalf("denied records %v, want 2 per provider", denied)
-			}
-			if want := []string{"cilium lost_events worker-2 17"}; !slices.Equal(gaps, want) {
-				t.Fatalf("gap records %q, want %q", gaps, want)
-			}
-			return
-		}
 		select {
 		case <-p.exited:
 			t.Fatalf("the collector exited: %v", p.err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("records by provider %v, want %v", got, want)
-		}
-		// The poll's own interval, so that the loop does not spin while it
-		// waits for the records.
-		time.Sleep(100 * time.Millisecond)
+		return got[flow.ProviderCilium] == want[flow.ProviderCilium] && got[flow.ProviderCalico] == want[flow.ProviderCalico]
+	}
+	if !testwait.Try(t, "every provider's records", time.Minute, records) {
+		t.Fatalf("records by provider %v, want %v", got, want)
+	}
+	if len(denied) != 4 {
+		t.Fatalf("denied records %v, want 2 per provider", denied)
+	}
+	if want := []string{"cilium lost_events worker-2 17"}; !slices.Equal(gaps, want) {
+		t.Fatalf("gap records %q, want %q", gaps, want)
 	}
 }

@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
 // TestScaleOutLeaderKilled: three replicas; the leader is killed with SIGKILL
@@ -29,16 +32,14 @@ func TestScaleOutLeaderKilled(t *testing.T) {
 	pushed := time.Now()
 	s.push(second)
 	candidates := int64(len(second))
+	// A look every 20 ms, so that the kill comes before the leader writes
+	// what it took.
 	var took int64
-	deadline := time.Now().Add(30 * time.Second)
-	for took = leader.counter(t, accepted); took-before <= candidates; took = leader.counter(t, accepted) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the leader %s accepted %d records of the second set in 30s, no more than its %d candidates", leader.name, took-before, candidates)
-		}
-		// The poll's own interval, short so that the kill comes before the
-		// leader writes what it took.
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Poll(t, fmt.Sprintf("the leader %s to accept more records of the second set than its %d candidates", leader.name, candidates),
+		30*time.Second, 20*time.Millisecond, func() bool {
+			took = leader.counter(t, accepted)
+			return took-before > candidates
+		})
 	killed := time.Now()
 	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/grpctest"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 	"github.com/kubewarden/network-enforcer/internal/violationevent"
 )
 
@@ -881,20 +882,17 @@ func sendLines(t *testing.T, conn *grpc.ClientConn, lines []string) {
 	for _, l := range lines {
 		sl.LogRecords().AppendEmpty().Body().SetStr(l)
 	}
+	// The replica's listener may not be up yet: the sender tries again, as a
+	// node agent does, until the replica takes the lines.
 	var err error
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	if !testwait.Try(t, "a replica to take the ztunnel lines", time.Minute, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		_, err = plogotlp.NewGRPCClient(conn).Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
-		cancel()
-		if err == nil {
-			return
-		}
-		// Time must pass between tries because the replica's listener may not
-		// be up yet: a sender retries as a node agent does.
-		time.Sleep(200 * time.Millisecond)
+		return err == nil
+	}) {
+		t.Fatalf("sending ztunnel lines: %v", err)
 	}
-	t.Fatalf("sending ztunnel lines: %v", err)
 }
 
 // memberAnnotations is what a replica's membership Lease says: when it was

@@ -11,6 +11,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
 // TestNodeAgentForwardsZtunnelFlowsToController runs the built binary twice: as
@@ -99,9 +100,9 @@ service:
 	// decisions, one of them joined with its access line (port 8080), one not.
 	// Six allowed: one from outside the mesh, without an identity.
 	want := map[string]int{"allowed": 6, "denied": 2, "dry_run_denied:8080": 1, "dry_run_denied:0": 1}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		got := map[string]int{}
+	var got map[string]int
+	records := func() bool {
+		got = map[string]int{}
 		for _, lr := range sink.Records() {
 			var r flow.Record
 			r.ReadFrom(lr)
@@ -114,9 +115,6 @@ service:
 				t.Fatalf("record %+v", r)
 			}
 		}
-		if fmt.Sprint(got) == fmt.Sprint(want) {
-			return
-		}
 		for _, p := range []*process{c, a} {
 			select {
 			case <-p.exited:
@@ -124,12 +122,10 @@ service:
 			default:
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("records %v, want %v", got, want)
-		}
-		// The poll's own interval, so that the loop does not spin while it
-		// waits for the records.
-		time.Sleep(100 * time.Millisecond)
+		return fmt.Sprint(got) == fmt.Sprint(want)
+	}
+	if !testwait.Try(t, "the records", time.Minute, records) {
+		t.Fatalf("records %v, want %v", got, want)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/observed"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
 	"github.com/kubewarden/network-enforcer/test/pipelinetest"
 )
@@ -164,13 +165,12 @@ func TestEvidenceUnderAFlood(t *testing.T) {
 				got := policyEdge(policy, "web", "")
 				return got != nil && got.Flows == 5
 			})
-			// Every flow of the third flood counts for the rule, exactly once
-			// (the sleep is the poll's own interval, so that it does not spin).
-			for deadline := time.Now().Add(time.Minute); ruleFlows(policy, rule) != floodPeers; time.Sleep(100 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the rule %s counts %d flows of the third flood, want %d", rule, ruleFlows(policy, rule), floodPeers)
-				}
+			// Every flow of the third flood counts for the rule, exactly once.
+			if !testwait.Try(t, "the rule's count of the third flood", time.Minute, func() bool {
 				must(t, env.Client.Get(ctx, key(policy.Namespace, policy.Name), policy))
+				return ruleFlows(policy, rule) == floodPeers
+			}) {
+				t.Fatalf("the rule %s counts %d flows of the third flood, want %d", rule, ruleFlows(policy, rule), floodPeers)
 			}
 			if !policy.Status.Estimated || !near(policy.Status.ObservedEdges, 3*floodPeers+2) {
 				t.Fatalf("protect policy: estimated %v, %d observed", policy.Status.Estimated, policy.Status.ObservedEdges)

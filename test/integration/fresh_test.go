@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 	"github.com/kubewarden/network-enforcer/processor/learningprocessor"
 )
 
@@ -116,19 +117,13 @@ func ownPodsList(byRS map[string][]corev1.Pod) []client.ObjectKey {
 // waitGone waits until none of the objects of obj's kind named by keys exists.
 func waitGone(t *testing.T, obj client.Object, keys ...client.ObjectKey) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
 	for _, k := range keys {
-		for {
-			err := env.Client.Get(context.Background(), k, obj)
-			if apierrors.IsNotFound(err) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s still there a minute after its owner was deleted (%v)", k, err)
-			}
-			// The poll's own interval, so that the loop does not spin while it
-			// waits for the object to go.
-			time.Sleep(100 * time.Millisecond)
+		var err error
+		if !testwait.Try(t, k.String()+" to go", time.Minute, func() bool {
+			err = env.Client.Get(context.Background(), k, obj)
+			return apierrors.IsNotFound(err)
+		}) {
+			t.Fatalf("%s still there a minute after its owner was deleted (%v)", k, err)
 		}
 	}
 }

@@ -188,21 +188,12 @@ func TestProposalsGoWithTheirWorkload(t *testing.T) {
 		}
 	}
 	must(t, env.Client.Delete(ctx, &d, client.PropagationPolicy(metav1.DeletePropagationBackground)))
-	deadline := time.Now().Add(time.Minute)
-	for {
+	waitUntil(t, "the proposals of the deleted Deployment to go", time.Minute, func() bool {
 		_, now := proposals(t)
 		_, in := now["shop/deployment-cart-ingress"]
 		_, eg := now["shop/deployment-cart-egress"]
-		if !in && !eg {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the proposals of a deleted Deployment are still there")
-		}
-		// The poll's own interval, so that the loop does not spin while it
-		// waits for the proposals to go.
-		time.Sleep(200 * time.Millisecond)
-	}
+		return !in && !eg
+	})
 }
 
 func key(ns, name string) types.NamespacedName {
