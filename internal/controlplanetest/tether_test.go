@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kubewarden/network-enforcer/internal/testproc"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
 // heldLine is what the holding test binary prints, with its control plane's
@@ -77,23 +78,17 @@ func TestNothingOutlivesAKilledTestBinary(t *testing.T) {
 	_ = cmd.Wait()
 	// The kernel signals the children as their parent dies; each takes a moment
 	// to be gone.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var left []string
+	var left []string
+	if !testwait.Try(t, "the started processes to end", 30*time.Second, func() bool {
+		left = nil
 		for _, p := range started {
 			if p.running() {
 				left = append(left, p.name+" "+strconv.Itoa(p.pid))
 			}
 		}
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("30 s after SIGKILL of the test binary, these still run: %v", left)
-		}
-		// The poll's own interval, so that the loop does not spin while it
-		// waits for the processes to end.
-		time.Sleep(100 * time.Millisecond)
+		return len(left) == 0
+	}) {
+		t.Fatalf("30 s after SIGKILL of the test binary, these still run: %v", left)
 	}
 
 	if _, err := os.Stat(filepath.Join(dir, "etcd")); os.IsNotExist(err) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource/flowsourcetest"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 	"github.com/kubewarden/network-enforcer/receiver/ztunnelreceiver/internal/metadata"
 )
 
@@ -165,15 +166,9 @@ func awaitTwoPolls(t *testing.T, h *flowsourcetest.Harness, path string) {
 			n = max(n, got+1)
 		}
 		appendFile(t, path, criLines(n, n+1))
-		deadline := time.Now().Add(20 * time.Second)
-		for !slices.Contains(lineNumbers(h), n) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the marker line %d of %s was not read in 20s", n, path)
-			}
-			// The poll's own interval, so that the loop does not spin while it
-			// waits for the marker line.
-			time.Sleep(20 * time.Millisecond)
-		}
+		testwait.For(t, fmt.Sprintf("the marker line %d of %s to be read", n, path), 20*time.Second, func() bool {
+			return slices.Contains(lineNumbers(h), n)
+		})
 	}
 }
 
@@ -181,9 +176,10 @@ func awaitTwoPolls(t *testing.T, h *flowsourcetest.Harness, path string) {
 // once; the marker lines apart, each at most once.
 func waitLines(t *testing.T, hs []*flowsourcetest.Harness, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var got []int
+	var got []int
+	// Until n lines came (or 20 s passed, an error): what came is checked.
+	testwait.Try(t, fmt.Sprintf("%d lines", n), 20*time.Second, func() bool {
+		got = nil
 		markers := map[int]bool{}
 		for _, h := range hs {
 			for _, l := range lineNumbers(h) {
@@ -197,20 +193,15 @@ func waitLines(t *testing.T, hs []*flowsourcetest.Harness, n int) {
 				markers[l] = true
 			}
 		}
-		if len(got) >= n || time.Now().After(deadline) {
-			slices.Sort(got)
-			want := make([]int, n)
-			for i := range want {
-				want[i] = i
-			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("lines received (%d): %v\nwant 0..%d, each once", len(got), got, n-1)
-			}
-			return
-		}
-		// The poll's own interval, so that the loop does not spin while it
-		// waits for the lines.
-		time.Sleep(20 * time.Millisecond)
+		return len(got) >= n
+	})
+	slices.Sort(got)
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("lines received (%d): %v\nwant 0..%d, each once", len(got), got, n-1)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
 func TestScheme(t *testing.T) {
@@ -233,18 +234,12 @@ func TestRBACGetByNameOnly(t *testing.T) {
 	// informers: wait until the grant is in force, so that the provider's single
 	// GET is measured against it.
 	saClient := kubernetes.NewForConfigOrDie(saConfig)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := saClient.CoreV1().Secrets(dataPlane).Get(ctx, "hubble-relay-client-certs", metav1.GetOptions{})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the grant never took effect: %v", err)
-		}
-		// The poll's own interval, so that the loop does not spin while it
-		// waits for the grant.
-		time.Sleep(50 * time.Millisecond)
+	var getErr error
+	if !testwait.Try(t, "the grant to take effect", 30*time.Second, func() bool {
+		_, getErr = saClient.CoreV1().Secrets(dataPlane).Get(ctx, "hubble-relay-client-certs", metav1.GetOptions{})
+		return getErr == nil
+	}) {
+		t.Fatalf("the grant never took effect: %v", getErr)
 	}
 	// The grant is as narrow as the chart's: listing is refused, so a provider
 	// that listed or watched would fail below.
