@@ -122,7 +122,10 @@ func observedFlows(t *testing.T) map[string]int64 {
 }
 
 // settledFlows waits until the observed flows satisfy ready and then do not
-// change for five observed intervals, and returns them.
+// change for five observed intervals, and returns them. Time must pass
+// because the writer's observed counts have no telemetry of what is still to
+// be written (its unwritten gauge counts edges, not flows): that they are all
+// written is seen only as nothing changing.
 func settledFlows(t *testing.T, ready func(int64) bool) map[string]int64 {
 	t.Helper()
 	var n map[string]int64

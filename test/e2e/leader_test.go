@@ -233,7 +233,11 @@ func sumSamples(t *testing.T, addr, name string, keep func(line string) bool) in
 }
 
 // settledProposals waits until the proposals stop changing and returns their
-// resourceVersions by namespace/name.
+// resourceVersions by namespace/name. Time must pass because a proposal's
+// observed flows have no telemetry of what is still to be written (the
+// writer's unwritten gauge counts edges, not flows), and after a kill the
+// dead leader's counts are gone with it: settled is seen only as nothing
+// changing for a while.
 func settledProposals(t *testing.T, env *controlplanetest.Env) map[string]int64 {
 	t.Helper()
 	var last string

@@ -656,7 +656,11 @@ func startRelayReplica(t *testing.T, name string, ca *certtest.CA, relay *datapl
 
 // settleScaleOut waits until the client's egress proposal holds every
 // allowed connection's port and the sink has an event for every violation,
-// then until nothing changes for a few seconds, and returns the run.
+// then until nothing changes for a few seconds, and returns the run. Time
+// must pass because the observed flows have no telemetry of what is still to
+// be written (the writer's unwritten gauge counts edges, not flows), and
+// after a kill the dead leader's counters are gone with it, so that drained
+// cannot tell: settled is seen only as nothing changing for a while.
 func settleScaleOut(t *testing.T, sink *otlpSink, set scaleOutFlowSet) scaleOutRun {
 	t.Helper()
 	ctx := context.Background()
