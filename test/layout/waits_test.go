@@ -32,7 +32,7 @@ const leaderLine = "Leading" + ":"
 //     post statement sleeps), and that comment contains one of the words
 //     because, why, must, or "so that", saying why time must pass there. A
 //     comment at the end of the sleep's own line does not count.
-//   - no string literal starts with "Leading:", the leader's log line: a test
+//   - no string literal starts with Leading: (the leader's log line): a test
 //     that waits for a collector to lead reads network_enforcer_leader_terms
 //     on its telemetry endpoint, or the Lease's holder in the API server.
 //
