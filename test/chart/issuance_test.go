@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/testproc"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
 // certManager starts cert-manager's own controller (hack/certmanager.sh)
@@ -54,32 +55,28 @@ func certManager(t *testing.T) {
 // certificate is not old, and returns its certificate, parsed, and its CA.
 func issuedSecret(t *testing.T, name string, old []byte) (*x509.Certificate, *x509.CertPool, *corev1.Secret) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var s corev1.Secret
-		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, &s)
-		if err == nil && len(s.Data["tls.crt"]) > 0 && len(s.Data["tls.key"]) > 0 && len(s.Data["ca.crt"]) > 0 && !bytes.Equal(s.Data["tls.crt"], old) {
-			block, _ := pem.Decode(s.Data["tls.crt"])
-			if block == nil {
-				t.Fatalf("Secret %s: tls.crt is no PEM", name)
-			}
-			cert, err := x509.ParseCertificate(block.Bytes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(s.Data["ca.crt"]) {
-				t.Fatalf("Secret %s: ca.crt holds no certificate", name)
-			}
-			return cert, pool, &s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cert-manager issued no new key pair into Secret %s in 2 minutes (last error: %v)", name, err)
-		}
-		// The poll's own interval, so that the loop does not spin while it
-		// waits for cert-manager.
-		time.Sleep(200 * time.Millisecond)
+	var s corev1.Secret
+	var err error
+	if !testwait.Try(t, "a new key pair in Secret "+name, 2*time.Minute, func() bool {
+		s = corev1.Secret{}
+		err = env.Client.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, &s)
+		return err == nil && len(s.Data["tls.crt"]) > 0 && len(s.Data["tls.key"]) > 0 && len(s.Data["ca.crt"]) > 0 && !bytes.Equal(s.Data["tls.crt"], old)
+	}) {
+		t.Fatalf("cert-manager issued no new key pair into Secret %s in 2 minutes (last error: %v)", name, err)
 	}
+	block, _ := pem.Decode(s.Data["tls.crt"])
+	if block == nil {
+		t.Fatalf("Secret %s: tls.crt is no PEM", name)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(s.Data["ca.crt"]) {
+		t.Fatalf("Secret %s: ca.crt holds no certificate", name)
+	}
+	return cert, pool, &s
 }
 
 // TestCertificatesIssuedAndRenewed applies the cert-manager objects that the
