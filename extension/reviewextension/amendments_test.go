@@ -23,6 +23,7 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/rendercmd"
+	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
 
 // amendmentNamespace holds the amendment fixtures, apart from the other
@@ -290,18 +291,10 @@ func TestBrowserAmendments(t *testing.T) {
 	_, h := startEnforcer(t, "review-browser-amendments")
 	base := startReview(t, h, AuthModeAuto) // loopback: no token
 	policy := base + "/policies/" + amendmentNamespace + "/deployment-web-egress"
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, page := get(t, policy); strings.Contains(page, `id="amendment-deployment-web-egress-amendment"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the policy's view does not show its amendment")
-		}
-		// The poll's own interval, so that the loop does not spin while it
-		// waits for the page.
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.For(t, "the policy's view to show its amendment", 30*time.Second, func() bool {
+		_, page := get(t, policy)
+		return strings.Contains(page, `id="amendment-deployment-web-egress-amendment"`)
+	})
 	if err := chromedp.Do(ctx, chromedp.Navigate(policy), chromedp.WaitVisible(chromedp.ID("amendments"))); err != nil {
 		t.Fatal(err)
 	}
