@@ -42,13 +42,16 @@ func (s *gapStore) add(name types.NamespacedName, g *learning.Gap) {
 		byCause = map[v1alpha1.CoverageGapCause]*v1alpha1.CoverageGap{}
 		s.pending[name] = byCause
 	}
+	// A reader merges the gaps of its aggregation interval: one record may
+	// stand for several reports, the first of them earlier than its time.
+	first := metav1.NewTime(g.FirstTime().UTC().Truncate(time.Second))
 	at := metav1.NewTime(g.Time.UTC().Truncate(time.Second))
 	have := byCause[g.Cause]
 	if have == nil {
-		have = &v1alpha1.CoverageGap{Cause: g.Cause, First: at, Last: at}
+		have = &v1alpha1.CoverageGap{Cause: g.Cause, First: first, Last: at}
 		byCause[g.Cause] = have
 	}
-	one := v1alpha1.CoverageGap{Cause: g.Cause, Reports: 1, Events: g.Events, First: at, Last: at}
+	one := v1alpha1.CoverageGap{Cause: g.Cause, Reports: g.ReportCount(), Events: g.Events, First: first, Last: at}
 	if g.Cause != v1alpha1.CoverageUnattributed {
 		one.Nodes = []string{nodeOf(g.Node)}
 	}

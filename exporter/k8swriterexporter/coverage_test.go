@@ -43,6 +43,27 @@ func TestGapStoreKeepsWhatAWriteDidNotShow(t *testing.T) {
 	}
 }
 
+// TestGapStoreTakesMergedGaps: a gap that a reader merged over its
+// aggregation interval counts as the reports it stands for, from the first
+// of them, as the same reports one by one do.
+func TestGapStoreTakesMergedGaps(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	name := types.NamespacedName{Namespace: "shop", Name: "deployment-web-ingress"}
+	merged, single := newGapStore(), newGapStore()
+	merged.add(name, &learning.Gap{Cause: v1alpha1.CoverageLostEvents, Node: "worker-1", Events: 30, Reports: 3,
+		First: t0, Time: t0.Add(2 * time.Second)})
+	for i := range 3 {
+		single.add(name, &learning.Gap{Cause: v1alpha1.CoverageLostEvents, Node: "worker-1", Events: 10, Time: t0.Add(time.Duration(i) * time.Second)})
+	}
+	const want = "[LostEvents 3 30 10:00:00 10:00:02 [worker-1]]"
+	if got := gapsText(merged.take(name)); got != want {
+		t.Errorf("merged: pending %s, want %s", got, want)
+	}
+	if got := gapsText(single.take(name)); got != want {
+		t.Errorf("one by one: pending %s, want %s", got, want)
+	}
+}
+
 // TestMergeGapsBoundsNodes: merged gaps keep one entry per cause, in the
 // causes' order, their nodes once each, the newest last, at most
 // MaxCoverageGapNodes.

@@ -14,22 +14,35 @@ import (
 )
 
 // mergeable reports whether a record is merged over the interval: a learned
-// edge, an observation, or a source's progress (one per key, the newest),
-// which goes with the records it covers. Everything else (violation
-// candidates above all) is sent at once.
+// edge, an observation, a coverage gap, or a source's progress (one per key,
+// the newest), which goes with the records it covers. Everything else
+// (violation candidates above all) is sent at once.
 func mergeable(lr plog.LogRecord) bool {
 	switch lr.EventName() {
-	case learning.EventName, learning.ObservationEventName, flowsource.ProgressEventName:
+	case learning.EventName, learning.ObservationEventName, learning.GapEventName, flowsource.ProgressEventName:
 		return true
 	}
 	return false
 }
 
-// aggregator holds the learned edges and observations of an interval, one
-// record for each distinct one: records equal in event name and every
-// attribute but learning.AttrFlows are one, whose flows are summed, whose
-// timestamp is the newest and whose observed timestamp the oldest (first
-// seen). It is safe for concurrent use.
+// keptForResend reports whether a merged record is kept for a new leader: a
+// learned edge, an observation or a progress record, which the writer counts
+// once per proposal by the batch's number. A coverage gap is sent once, with
+// the first try of its batch, and not again: the writer does not count gaps
+// by batch, so a new leader would count them twice.
+func keptForResend(lr plog.LogRecord) bool {
+	return mergeable(lr) && lr.EventName() != learning.GapEventName
+}
+
+// summed are the attributes that merging adds up instead of keying on:
+// flows of an edge, and a gap's lost events and reports.
+var summed = []string{learning.AttrFlows, learning.AttrGapEvents, learning.AttrGapReports}
+
+// aggregator holds the learned edges, observations and coverage gaps of an
+// interval, one record for each distinct one: records equal in event name and
+// every attribute but the summed ones are one, whose flows (a gap's events
+// and reports) are summed, whose timestamp is the newest and whose observed
+// timestamp the oldest (first seen). It is safe for concurrent use.
 type aggregator struct {
 	mu      sync.Mutex
 	held    map[string]int // key → index in records
@@ -97,12 +110,18 @@ func (a *aggregator) addLocked(lr plog.LogRecord) int {
 
 // merge adds lr to held, a record of the same key.
 func merge(held, lr plog.LogRecord) {
-	if f, ok := lr.Attributes().Get(learning.AttrFlows); ok {
-		sum := f.Int()
-		if h, ok := held.Attributes().Get(learning.AttrFlows); ok {
-			sum = addSaturating(h.Int(), sum)
+	for _, k := range [...]string{learning.AttrFlows, learning.AttrGapEvents} {
+		if f, ok := lr.Attributes().Get(k); ok {
+			sum := f.Int()
+			if h, ok := held.Attributes().Get(k); ok {
+				sum = addSaturating(h.Int(), sum)
+			}
+			held.Attributes().PutInt(k, sum)
 		}
-		held.Attributes().PutInt(learning.AttrFlows, sum)
+	}
+	if lr.EventName() == learning.GapEventName {
+		// A gap record without the attribute is one report.
+		held.Attributes().PutInt(learning.AttrGapReports, addSaturating(reportsOf(held), reportsOf(lr)))
 	}
 	if ts := lr.Timestamp(); ts > held.Timestamp() {
 		held.SetTimestamp(ts)
@@ -110,6 +129,14 @@ func merge(held, lr plog.LogRecord) {
 	if first := firstSeen(lr); first != 0 && (held.ObservedTimestamp() == 0 || first < held.ObservedTimestamp()) {
 		held.SetObservedTimestamp(first)
 	}
+}
+
+// reportsOf is how many reports a gap record stands for.
+func reportsOf(lr plog.LogRecord) int64 {
+	if v, ok := lr.Attributes().Get(learning.AttrGapReports); ok && v.Type() == pcommon.ValueTypeInt && v.Int() > 1 {
+		return v.Int()
+	}
+	return 1
 }
 
 // firstSeen is the older of lr's timestamps that are set: a record that
@@ -154,14 +181,14 @@ func (a *aggregator) takeLocked() plog.Logs {
 }
 
 // keyOf appends to b the identity of lr: its event name and its attributes
-// but the flows, sorted by key, each length-prefixed and typed so that no two
+// but the summed ones, sorted by key, each length-prefixed and typed so that no two
 // records share a key by accident.
 func (a *aggregator) keyOf(b []byte, lr plog.LogRecord) []byte {
 	b = appendString(b, lr.EventName())
 	attrs := lr.Attributes()
 	a.keys = a.keys[:0]
 	for k := range attrs.All() {
-		if k != learning.AttrFlows {
+		if !slices.Contains(summed, k) {
 			a.keys = append(a.keys, k)
 		}
 	}

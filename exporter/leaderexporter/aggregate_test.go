@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/exporter/leaderexporter/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/learning"
@@ -66,6 +67,48 @@ func TestAggregatorMergesEqualRecords(t *testing.T) {
 	}
 	if _, ok := a.take(); ok {
 		t.Fatal("an empty aggregator gave a batch")
+	}
+}
+
+// TestAggregatorMergesGaps: coverage gaps of one workload, cause and node
+// are one, whatever their counts: their lost events and reports add up (a
+// gap without a count is one report), the newest time and the first; a gap of
+// another node or cause stays apart. What the writer reads of the merged
+// gap is what it reads of them one by one.
+func TestAggregatorMergesGaps(t *testing.T) {
+	a := newAggregator()
+	ld, sl := newScope()
+	gap := func(node string, cause v1alpha1.CoverageGapCause, events int64, at time.Duration) {
+		g := learning.Gap{Workload: web, Backend: v1alpha1.BackendKubernetes, Cause: cause, Node: node, Events: events, Time: base.Add(at)}
+		g.AppendTo(sl)
+	}
+	gap("worker-1", v1alpha1.CoverageLostEvents, 17, 2*time.Second)
+	gap("worker-1", v1alpha1.CoverageLostEvents, 3, time.Second)
+	gap("worker-1", v1alpha1.CoverageLostEvents, 0, 3*time.Second) // a notice that gives no count
+	gap("worker-2", v1alpha1.CoverageLostEvents, 5, time.Second)
+	gap("worker-1", v1alpha1.CoverageNodeUnreadable, 0, time.Second)
+	a.addBatch(ld, 100)
+	// A merged gap merges again, as the next interval's would at a reader
+	// that sent nothing meanwhile.
+	ld, sl = newScope()
+	(&learning.Gap{Workload: web, Backend: v1alpha1.BackendKubernetes, Cause: v1alpha1.CoverageLostEvents, Node: "worker-1",
+		Events: 10, Reports: 4, First: base, Time: base.Add(2 * time.Second)}).AppendTo(sl)
+	a.addBatch(ld, 100)
+	out, _ := a.take()
+	got := records(out)
+	if len(got) != 3 {
+		t.Fatalf("%d records taken, want 3", len(got))
+	}
+	var g learning.Gap
+	if !g.ReadFrom(got[0]) || g.Node != "worker-1" || g.Cause != v1alpha1.CoverageLostEvents ||
+		g.ReportCount() != 7 || g.Events != 30 || !g.FirstTime().Equal(base) || !g.Time.Equal(base.Add(3*time.Second)) {
+		t.Errorf("worker-1's lost events: %+v; want 7 reports of 30 events from base to base+3s", g)
+	}
+	if !g.ReadFrom(got[1]) || g.Node != "worker-2" || g.ReportCount() != 1 || g.Events != 5 || !g.FirstTime().Equal(base.Add(time.Second)) {
+		t.Errorf("worker-2's lost events: %+v; want the one report as it was", g)
+	}
+	if !g.ReadFrom(got[2]) || g.Cause != v1alpha1.CoverageNodeUnreadable || g.ReportCount() != 1 || g.Events != 0 {
+		t.Errorf("worker-1 unreadable: %+v; want the one report as it was", g)
 	}
 }
 

@@ -184,15 +184,4 @@ func others(ld plog.Logs) plog.Logs {
 	return now
 }
 
-func hasMergeable(ld plog.Logs) bool {
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			for _, lr := range sl.LogRecords().All() {
-				if mergeable(lr) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
+func hasMergeable(ld plog.Logs) bool { return anyRecord(ld, mergeable) }

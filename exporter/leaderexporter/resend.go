@@ -96,3 +96,37 @@ func (r *resendable) expire(now time.Time) {
 
 // len is how many batches are kept.
 func (r *resendable) len() int { return len(r.kept) }
+
+// hasKept reports whether ld holds records that a new leader is sent again:
+// only such a batch is numbered and kept.
+func hasKept(ld plog.Logs) bool { return anyRecord(ld, keptForResend) }
+
+// toKeep is what of ld, a batch the leader took, is kept for a new leader:
+// ld itself, or a copy without its coverage gaps when it has some.
+func toKeep(ld plog.Logs) plog.Logs {
+	if !anyRecord(ld, func(lr plog.LogRecord) bool { return !keptForResend(lr) }) {
+		return ld
+	}
+	keep := plog.NewLogs()
+	ld.CopyTo(keep)
+	for _, rl := range keep.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool { return !keptForResend(lr) })
+		}
+	}
+	return keep
+}
+
+// anyRecord reports whether a record of ld is one that f says.
+func anyRecord(ld plog.Logs, f func(plog.LogRecord) bool) bool {
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				if f(lr) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

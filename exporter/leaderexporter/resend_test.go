@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 )
@@ -124,5 +125,42 @@ func TestKeptBatchesExpire(t *testing.T) {
 	none.took("leader-a", none.number(ld), ld, now)
 	if none.len() != 0 {
 		t.Fatal("a window of 0 keeps batches")
+	}
+}
+
+// TestGapsAreNotSentAgain: a coverage gap is merged and sent with its
+// interval's learned records, once; a new leader is sent the kept batch
+// without it, since its writer does not count gaps by batch and would count
+// it twice. An interval of gaps alone is not numbered, nor kept.
+func TestGapsAreNotSentAgain(t *testing.T) {
+	first := startLeaderReceiver(t)
+	second := startLeaderReceiverOn(t, first.ca, "127.0.0.2", first.port)
+	first.replica.Lead()
+	e, _, reader := startReaderOf(t, first, 20*time.Millisecond)
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+
+	gap := func(sl plog.ScopeLogs, node string) {
+		(&learning.Gap{Workload: web, Backend: v1alpha1.BackendKubernetes, Cause: v1alpha1.CoverageLostEvents, Node: node, Events: 3, Time: base}).AppendTo(sl)
+	}
+	consume(t, e, func(sl plog.ScopeLogs) { appendEdge(sl, 80, 3, 0); gap(sl, "worker-1"); gap(sl, "worker-1") })
+	waitFor(t, "the batch at the first leader", func() bool { return first.sink.LogRecordCount() == 2 })
+	consume(t, e, func(sl plog.ScopeLogs) { gap(sl, "worker-2") })
+	waitFor(t, "the gap alone at the first leader", func() bool { return first.sink.LogRecordCount() == 3 })
+	seqs, unnumbered := batchesOf(t, first)
+	if len(seqs) != 1 || seqs[0] != 1 || unnumbered != 1 {
+		t.Fatalf("the first leader got batches %v and %d unnumbered records, want batch 1 and the gap alone", seqs, unnumbered)
+	}
+	var g learning.Gap
+	if got := records(first.sink.AllLogs()...); !g.ReadFrom(got[1]) || g.ReportCount() != 2 || g.Events != 6 {
+		t.Fatalf("the first leader's gap: %+v; want worker-1's two reports merged, 6 events", g)
+	}
+
+	first.replica.Follow()
+	second.replica.Lead()
+	reader.SetLeaderAddress("127.0.0.2")
+	waitFor(t, "the kept batch at the new leader", func() bool { seqs, _ := batchesOf(t, second); return len(seqs) == 1 })
+	got := records(second.sink.AllLogs()...)
+	if len(got) != 1 || got[0].EventName() != learning.EventName {
+		t.Fatalf("the new leader got %d records, want the learned edge alone", len(got))
 	}
 }

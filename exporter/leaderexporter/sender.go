@@ -135,9 +135,10 @@ func (s *sender) otlpConfig(endpoint string) *otlpexporter.Config {
 
 // push sends ld to the leader; the exporter helper retries what is not a
 // permanent error. A batch of learned records is numbered at its first try
-// and kept once the leader took it: a new leader (another process than the
-// one that took the last batch) is first sent again what is kept, in order,
-// since the previous one may have died before it wrote it.
+// and kept once the leader took it, without its coverage gaps, which go once:
+// a new leader (another process than the one that took the last batch) is
+// first sent again what is kept, in order, since the previous one may have
+// died before it wrote it.
 func (s *sender) push(ctx context.Context, ld plog.Logs) error {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
@@ -146,7 +147,7 @@ func (s *sender) push(ctx context.Context, ld plog.Logs) error {
 		return err
 	}
 	seq := int64(0)
-	if hasMergeable(ld) {
+	if hasKept(ld) {
 		seq = s.batches.number(ld)
 	}
 	now := time.Now()
@@ -155,6 +156,9 @@ func (s *sender) push(ctx context.Context, ld plog.Logs) error {
 	}
 	if err := s.export(ctx, exp, ld); err != nil {
 		return err
+	}
+	if seq > 0 {
+		ld = toKeep(ld)
 	}
 	s.batches.took(leader, seq, ld, now)
 	return nil

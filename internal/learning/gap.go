@@ -22,6 +22,10 @@ const (
 	AttrGapCause  = "network_enforcer.gap.cause"
 	AttrGapNode   = "k8s.node.name"
 	AttrGapEvents = "network_enforcer.gap.events"
+	// AttrGapReports is how many reports a gap record stands for, when it
+	// stands for more than one: a reader merges the gaps of one workload,
+	// cause and node over its aggregation interval, as it merges edges.
+	AttrGapReports = "network_enforcer.gap.reports"
 )
 
 // Gap is one coverage gap of a workload.
@@ -39,6 +43,24 @@ type Gap struct {
 	// not known.
 	Events int64
 	Time   time.Time
+	// Reports is how many reports of the data plane (or batches of
+	// unattributed flows) the gap stands for, when more than one were
+	// merged; 0 for one.
+	Reports int64
+	// First is when the first of the merged reports came, when it is
+	// before Time; zero otherwise.
+	First time.Time
+}
+
+// ReportCount is how many reports g stands for: at least one.
+func (g *Gap) ReportCount() int64 { return max(1, g.Reports) }
+
+// FirstTime is when the first report of g came.
+func (g *Gap) FirstTime() time.Time {
+	if !g.First.IsZero() && g.First.Before(g.Time) {
+		return g.First
+	}
+	return g.Time
 }
 
 // AppendTo appends g as a log record to sl.
@@ -60,6 +82,12 @@ func (g *Gap) AppendTo(sl plog.ScopeLogs) {
 	if g.Events > 0 {
 		a.PutInt(AttrGapEvents, g.Events)
 	}
+	if g.Reports > 1 {
+		a.PutInt(AttrGapReports, g.Reports)
+	}
+	if first := g.FirstTime(); first.Before(g.Time) {
+		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(first))
+	}
 }
 
 // ReadFrom fills g from a record that AppendTo wrote; false when lr is not a
@@ -79,6 +107,14 @@ func (g *Gap) ReadFrom(lr plog.LogRecord) bool {
 	}
 	if v, ok := a.Get(AttrGapEvents); ok && v.Type() == pcommon.ValueTypeInt && v.Int() > 0 {
 		g.Events = v.Int()
+	}
+	if v, ok := a.Get(AttrGapReports); ok && v.Type() == pcommon.ValueTypeInt && v.Int() > 1 {
+		g.Reports = v.Int()
+	}
+	// A merged gap carries its first report's time as its observed
+	// timestamp, as a merged edge carries its first flow's.
+	if first := lr.ObservedTimestamp(); first != 0 && first < lr.Timestamp() {
+		g.First = first.AsTime()
 	}
 	return g.Cause != "" && g.Workload.Name != ""
 }

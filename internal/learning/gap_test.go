@@ -20,6 +20,9 @@ func TestGapRoundTrip(t *testing.T) {
 		{Workload: web, Backend: v1alpha1.BackendCilium, Cause: v1alpha1.CoverageLostEvents, Node: "worker-2", Events: 17, Time: at},
 		{Workload: web, Backend: v1alpha1.BackendKubernetes, Direction: v1alpha1.DirectionIngress, Cause: v1alpha1.CoverageUnattributed, Events: 3, Time: at},
 		{Workload: web, Backend: v1alpha1.BackendIstio, Cause: v1alpha1.CoverageNodeUnreadable, Time: at},
+		// Merged by a reader: three reports, the first two seconds earlier.
+		{Workload: web, Backend: v1alpha1.BackendCilium, Cause: v1alpha1.CoverageLostEvents, Node: "worker-2", Events: 51, Time: at,
+			Reports: 3, First: at.Add(-2 * time.Second)},
 	} {
 		sl := plog.NewScopeLogs()
 		g.AppendTo(sl)
@@ -27,6 +30,10 @@ func TestGapRoundTrip(t *testing.T) {
 		if !got.ReadFrom(sl.LogRecords().At(0)) || got != g {
 			t.Errorf("wrote %+v, read %+v", g, got)
 		}
+	}
+	one := Gap{Time: at}
+	if one.ReportCount() != 1 || !one.FirstTime().Equal(at) {
+		t.Errorf("one report: %d reports, first at %s", one.ReportCount(), one.FirstTime())
 	}
 	lr := plog.NewLogRecord()
 	lr.SetEventName(GapEventName)
@@ -50,7 +57,7 @@ func FuzzReadGap(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		logsfuzz.Each(b, func(_ plog.ResourceLogs, lr plog.LogRecord) {
 			var g Gap
-			if g.ReadFrom(lr) && (g.Cause == "" || g.Workload.Name == "" || g.Events < 0) {
+			if g.ReadFrom(lr) && (g.Cause == "" || g.Workload.Name == "" || g.Events < 0 || g.ReportCount() < 1 || g.FirstTime().After(g.Time)) {
 				t.Fatalf("a gap read as %+v", g)
 			}
 		})
