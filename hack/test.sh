@@ -62,7 +62,16 @@ export NETWORK_ENFORCER_REQUIRE_ALL=1
 # A panic's stack trace needs no DWARF; a debugger does, and runs go test
 # itself.
 race_packages="./extension/enforcerextension/ ./extension/leaderelectorextension/ ./internal/termwriter/ ./receiver/hubblereceiver/ ./receiver/leaderreceiver/ ./exporter/leaderexporter/ ./internal/observed/ ./internal/flowsource/... ./processor/violationprocessor/"
-runs=("-ldflags=-w -shuffle=on -timeout 20m ./..." "-ldflags=-w -tags cluster -timeout 30m -v ./test/cluster/" "-ldflags=-w -race -timeout 20m $race_packages")
+# The shuffle's seed is chosen here and printed before the run, so that a
+# run that passes names its order too, not only one that fails (go test
+# prints it only in a failed package's output): TEST_SHUFFLE=SEED runs the
+# same order again.
+seed=${TEST_SHUFFLE:-$(date +%s%N)}
+if [[ ! "$seed" =~ ^[0-9]+$ ]]; then
+	echo "TEST_SHUFFLE=$seed: must be a number, the seed that a run printed" >&2
+	exit 2
+fi
+runs=("-ldflags=-w -shuffle=$seed -timeout 20m ./..." "-ldflags=-w -tags cluster -timeout 30m -v ./test/cluster/" "-ldflags=-w -race -timeout 20m $race_packages")
 names=("unit, control-plane, browser and binary tests" "real-node suite" "race detector")
 prefixes=("" "real-node | " "race | ")
 for arg in "$@"; do
@@ -116,6 +125,9 @@ trap 'exit 143' TERM
 
 starts=()
 status=0
+if [[ "${runs[0]}" == *-shuffle=* ]]; then
+	echo "shuffle seed: $seed (TEST_SHUFFLE=$seed runs the same order again)"
+fi
 for i in "${!runs[@]}"; do
 	phase_begin "${names[$i]}"
 	starts[i]=$SECONDS
