@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensioncapabilities"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 	"k8s.io/client-go/rest"
@@ -16,6 +17,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/internal/metadata"
 	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/clustertest"
+	"github.com/kubewarden/network-enforcer/internal/componentcheck"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 	"github.com/kubewarden/network-enforcer/internal/testwait"
@@ -26,9 +28,9 @@ import (
 var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
-	controlplanetest.Main(m, controlplanetest.Options{}, &env, func(e *controlplanetest.Env) error {
+	goleak.VerifyTestMain(controlplanetest.Package(m, controlplanetest.Options{}, &env, func(e *controlplanetest.Env) error {
 		return clustertest.Create(context.Background(), e.Client)
-	})
+	}), componentcheck.LeakOptions()...)
 }
 
 // startEnforcer starts an enforcer on the test control plane with a lease of its

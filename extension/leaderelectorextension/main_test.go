@@ -8,10 +8,12 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension/internal/metadata"
+	"github.com/kubewarden/network-enforcer/internal/componentcheck"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 	"github.com/kubewarden/network-enforcer/internal/testwait"
@@ -21,7 +23,7 @@ import (
 var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
-	controlplanetest.Main(m, controlplanetest.Options{}, &env, nil)
+	goleak.VerifyTestMain(controlplanetest.Package(m, controlplanetest.Options{}, &env, nil), componentcheck.LeakOptions()...)
 }
 
 // testConfig is a Lease of that name with durations short enough for tests.

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/collector/component"
+	"go.uber.org/goleak"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
 	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/extension/policycontrollerextension/internal/metadata"
 	"github.com/kubewarden/network-enforcer/internal/clustertest"
+	"github.com/kubewarden/network-enforcer/internal/componentcheck"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
@@ -22,12 +24,12 @@ func TestMain(m *testing.M) {
 	// The extensions read $KUBECONFIG with auth_type kubeConfig, as they do
 	// outside a cluster. The garbage collector deletes a policy's revisions
 	// with it.
-	controlplanetest.Main(m, controlplanetest.Options{ControllerManager: true}, &env, func(e *controlplanetest.Env) error {
+	goleak.VerifyTestMain(controlplanetest.Package(m, controlplanetest.Options{ControllerManager: true}, &env, func(e *controlplanetest.Env) error {
 		if err := e.UseKubeconfig(); err != nil {
 			return err
 		}
 		return clustertest.Create(context.Background(), e.Client)
-	})
+	}), componentcheck.LeakOptions()...)
 }
 
 // replica is one collector's extensions, started as the collector orders

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension"
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -20,6 +21,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/extension/policycontrollerextension"
 	"github.com/kubewarden/network-enforcer/extension/reviewextension/internal/metadata"
+	"github.com/kubewarden/network-enforcer/internal/componentcheck"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
 )
@@ -30,12 +32,12 @@ var env *controlplanetest.Env
 func TestMain(m *testing.M) {
 	// The enforcer extension reads $KUBECONFIG with auth_type kubeConfig, as
 	// it does outside a cluster.
-	controlplanetest.Main(m, controlplanetest.Options{}, &env, func(e *controlplanetest.Env) error {
+	goleak.VerifyTestMain(controlplanetest.Package(m, controlplanetest.Options{}, &env, func(e *controlplanetest.Env) error {
 		if err := e.UseKubeconfig(); err != nil {
 			return err
 		}
 		return createFixtures(context.Background(), e.Client, newFixtures(time.Now()))
-	})
+	}), componentcheck.LeakOptions()...)
 }
 
 // createFixtures writes the fixtures to the API server: each object, then its

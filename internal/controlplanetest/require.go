@@ -136,25 +136,25 @@ func RunPackage(m *testing.M, env **Env, setup error) int {
 // can start here (SkipPackage), *env stays nil: the tests that need it skip,
 // saying what to run, and the others run.
 func Main(m *testing.M, opts Options, env **Env, setup func(*Env) error) {
-	e, err := New(opts)
-	if err == nil && setup != nil {
-		err = setup(e)
-	}
-	if err != nil {
-		if e != nil {
-			_ = e.Stop()
-		}
-		if SkipPackage(err) {
-			os.Exit(m.Run())
-		}
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	*env = e
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
+	os.Exit(Package(m, opts, env, setup).Run())
 }
+
+// Package is what Main runs, for a TestMain that wraps the run: its Run starts
+// the control plane, runs the tests and stops the control plane as Main does,
+// and returns the exit code, so that goleak.VerifyTestMain(Package(...)) looks
+// for goroutines left behind once the control plane has stopped.
+func Package(m *testing.M, opts Options, env **Env, setup func(*Env) error) interface{ Run() int } {
+	return packageRun(func() int {
+		e, err := New(opts)
+		if err == nil && setup != nil {
+			err = setup(e)
+		}
+		*env = e
+		return RunPackage(m, env, err)
+	})
+}
+
+// packageRun is a run of a package's tests.
+type packageRun func() int
+
+func (r packageRun) Run() int { return r() }

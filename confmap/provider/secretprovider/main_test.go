@@ -7,11 +7,13 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubewarden/network-enforcer/internal/componentcheck"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
@@ -19,7 +21,7 @@ import (
 var env *controlplanetest.Env
 
 func TestMain(m *testing.M) {
-	controlplanetest.Main(m, controlplanetest.Options{}, &env, nil)
+	goleak.VerifyTestMain(controlplanetest.Package(m, controlplanetest.Options{}, &env, nil), componentcheck.LeakOptions()...)
 }
 
 // requestLog records every request a client sends, as "METHOD path?query", to
