@@ -2,8 +2,10 @@
 // what the tree holds: a package added, moved or removed without its row, a
 // row left for a folder that is gone, or a row whose kind is wrong fails here,
 // so that the table a newcomer reads stays true. It also checks that the
-// libraries under internal/ import no component's package, and that tests
-// wait on what a user can see rather than on time passing or a log line.
+// libraries under internal/ import no component's package, that every
+// component package runs the standard tests (internal/componentcheck) under
+// goleak, and that tests wait on what a user can see rather than on time
+// passing or a log line.
 package layout
 
 import (
