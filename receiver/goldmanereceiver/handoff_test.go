@@ -26,6 +26,10 @@ func TestHandOffBetweenLeaders(t *testing.T) {
 	_, cfg := mtlsSetup(t, g)
 	handed := all[4].GetFlow().GetStartTime() // the previous leader's newest bucket
 	e := enforcerextensiontest.New()
+	// The term ends after the receiver has shut down, as the collector shuts
+	// the extensions down after the receivers: else the receiver's OnLeading
+	// function would wait for the term's end past the test's.
+	t.Cleanup(e.Follow)
 	e.Checkpoint(flowsource.SourceGoldmane, time.Unix(handed, 0))
 	id := component.MustNewID("leader_elector")
 	cfg.LeaderElector = &id

@@ -350,6 +350,10 @@ func startHandedOver(t *testing.T, relay *dataplanetest.HubbleRelay, handed time
 	t.Helper()
 	_, cfg := tlsSetup(t, relay)
 	e := enforcerextensiontest.New()
+	// The term ends after the receiver has shut down, as the collector shuts
+	// the extensions down after the receivers: else the receiver's OnLeading
+	// function would wait for the term's end past the test's.
+	t.Cleanup(e.Follow)
 	e.Checkpoint(flowsource.SourceHubbleRelay, handed) // the previous leader's
 	h, r := startWithEnforcer(t, cfg, e)
 	e.Lead()
