@@ -465,9 +465,7 @@ func TestFactory(t *testing.T) {
 	if _, err := f.CreateLogsToLogs(context.Background(), connectortest.NewNopSettings(metadata.Type), f.CreateDefaultConfig(), consumertest.NewNop()); err == nil {
 		t.Error("logs to logs created")
 	}
-	if err := componenttest.CheckConfigStruct(f.CreateDefaultConfig()); err != nil {
-		t.Error(err)
-	}
+	// The default configuration's struct is checked by TestComponent.
 }
 
 func BenchmarkConsumeLogs(b *testing.B) {
