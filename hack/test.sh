@@ -61,7 +61,7 @@ export NETWORK_ENFORCER_REQUIRE_ALL=1
 # compiled: 11 s of CPU, 6.7 s without it).
 # A panic's stack trace needs no DWARF; a debugger does, and runs go test
 # itself.
-race_packages="./extension/enforcerextension/ ./extension/leaderelectorextension/ ./internal/termwriter/ ./receiver/hubblereceiver/ ./receiver/leaderreceiver/ ./exporter/leaderexporter/ ./internal/observed/ ./internal/flowsource/... ./processor/violationprocessor/"
+race_packages="./extension/enforcerextension/ ./internal/membership/ ./extension/leaderelectorextension/ ./internal/termwriter/ ./receiver/hubblereceiver/ ./receiver/leaderreceiver/ ./exporter/leaderexporter/ ./internal/observed/ ./internal/flowsource/... ./processor/violationprocessor/"
 # The shuffle's seed is chosen here and printed before the run, so that a
 # run that passes names its order too, not only one that fails (go test
 # prints it only in a failed package's output): TEST_SHUFFLE=SEED runs the

@@ -22,6 +22,7 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 	"github.com/kubewarden/network-enforcer/internal/k8sconfig"
+	"github.com/kubewarden/network-enforcer/internal/membership"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/render"
 	"github.com/kubewarden/network-enforcer/internal/workload"
@@ -32,7 +33,7 @@ import (
 const cacheSyncTimeout = 2 * time.Minute
 
 // enforcer is the extension: the shared cache and the API client, workload
-// resolution, and the membership.
+// resolution, and the host of the membership (internal/membership).
 type enforcer struct {
 	*resolver
 
@@ -43,7 +44,7 @@ type enforcer struct {
 	elector leaderelectorextension.Lease
 	// membership shares the flow sources' keys among the replicas; made at
 	// Start, with the elector's identity.
-	membership *membership
+	membership *membership.Membership
 
 	// restConfig is the test seam: it builds the API server configuration.
 	restConfig func(k8sconfig.APIConfig) (*rest.Config, error)
@@ -104,10 +105,14 @@ func (e *enforcer) Start(ctx context.Context, host component.Host) error {
 	}
 	e.telemetry = tel
 	identity := elector.Identity()
-	e.membership = newMembership(e.set.Logger, elector.LeaseSettings(), leaderelectorextension.PodOfIdentity(identity), identity)
-	e.membership.telemetry = tel
+	ls := elector.LeaseSettings()
+	e.membership = membership.New(e.set.Logger, membership.Config{
+		Namespace: leaderelectorextension.LeaseNamespace(ls.LeaseNamespace), LeaseName: ls.LeaseName,
+		Replica: leaderelectorextension.PodOfIdentity(identity), Identity: identity,
+		LeaseDuration: ls.LeaseDuration, RenewDeadline: ls.RenewDeadline, RetryPeriod: ls.RetryPeriod,
+	}, tel.recordMembers)
 	// The leader reads no key while another member can.
-	elector.OnNewHolder(e.membership.setLeader)
+	elector.OnNewHolder(e.membership.SetLeader)
 	rc, err := e.restConfig(e.cfg.APIConfig)
 	if err != nil {
 		return fmt.Errorf("kubernetes client (auth_type %s): %w", e.cfg.AuthType, err)
@@ -173,7 +178,7 @@ func (e *enforcer) Start(ctx context.Context, host component.Host) error {
 		return fmt.Errorf("the shared cache did not sync (%w): is the API server reachable, and may the service account list and watch pods, workloads, their ControllerRevisions, namespaces, proposals, policies and the policy objects it renders?", err)
 	}
 	e.resolver = &resolver{stores: st, reader: e.cache}
-	e.membership.attach(runCtx, cs, st.pod)
+	e.membership.Attach(runCtx, cs, st.podUID)
 	e.events = record.NewBroadcaster(record.WithContext(runCtx))
 	e.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	e.recorder = e.events.NewRecorder(scheme, corev1.EventSource{Component: eventComponent})
@@ -187,7 +192,7 @@ func (e *enforcer) Start(ctx context.Context, host component.Host) error {
 func (e *enforcer) Shutdown(ctx context.Context) error {
 	if e.cancel != nil {
 		mctx, mcancel := context.WithTimeout(ctx, releaseTimeout)
-		e.membership.stop(mctx, true)
+		e.membership.Stop(mctx, true)
 		mcancel()
 		e.cancel()
 		<-e.done

@@ -1,6 +1,8 @@
 // Package enforcerextension is the enforcer extension: the shared Kubernetes
-// cache and API client, workload resolution and the replicas' membership, read
-// by every replica. It writes nothing but its membership Lease. The other
+// cache and API client and workload resolution, read by every replica, and
+// the host of the replicas' membership (internal/membership), which it starts
+// with the leader elector's Lease settings, identity and holder and its cached
+// pods. It writes nothing but its membership Lease. The other
 // Network Enforcer components reach it through host.GetExtensions(), and the
 // controllers that write run on its cache and client (Cluster): the writers'
 // (the proposal writer's and the violation status owner's), which

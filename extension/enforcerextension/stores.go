@@ -6,6 +6,7 @@ import (
 	"time"
 	"unique"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -142,6 +143,16 @@ func (s *stores) pod(namespace, name string) *podInfo {
 	}
 	p, _ := obj.(*podInfo)
 	return p
+}
+
+// podUID returns the UID of the pod namespace/name, for the membership Lease
+// that the pod owns (membership.PodLookup).
+func (s *stores) podUID(namespace, name string) (types.UID, bool) {
+	p := s.pod(namespace, name)
+	if p == nil {
+		return "", false
+	}
+	return p.UID, true
 }
 
 // podOrEnded returns the pod namespace/name, or the deleted one within its

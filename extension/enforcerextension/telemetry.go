@@ -40,3 +40,8 @@ func (t *telemetry) reconciled(ctx context.Context, controller string, err error
 	}
 	t.reconciles.Add(ctx, 1, metric.WithAttributes(attribute.String("controller", controller), attribute.String("result", result)))
 }
+
+// recordMembers records the number of live members (membership.MembersGauge).
+func (t *telemetry) recordMembers(live int) {
+	t.members.Record(context.Background(), int64(live))
+}

@@ -1,12 +1,10 @@
-package enforcerextension
+package membership
 
 import (
 	"fmt"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +41,7 @@ func TestLiveMember(t *testing.T) {
 		// First seen now: its remote time says nothing of this clock.
 		"renew time an hour behind": {lease(now.Add(-time.Hour), nil), true},
 	} {
-		m := newMembership(nil, leaderelectorextension.Settings{LeaseName: "network-enforcer"}, "pod-b", "pod-b_2")
+		m := New(nil, Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-b", Identity: "pod-b_2"}, nil)
 		id, live := m.liveLocked(c.lease, now)
 		if live != c.live {
 			t.Errorf("%s: live %v, want %v", name, live, c.live)
@@ -61,7 +59,7 @@ func TestLiveMember(t *testing.T) {
 func TestLivenessIgnoresClockSkew(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	for _, skew := range []time.Duration{-time.Hour, time.Hour} {
-		m := newMembership(nil, leaderelectorextension.Settings{LeaseName: "network-enforcer"}, "pod-b", "pod-b_2")
+		m := New(nil, Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-b", Identity: "pod-b_2"}, nil)
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "member"}, Spec: coordinationv1.LeaseSpec{
 			HolderIdentity: ptr.To("pod-a_1"), LeaseDurationSeconds: ptr.To(int32(15)),
 		}}
@@ -117,7 +115,7 @@ func TestCheckpointsAnnotation(t *testing.T) {
 // TestOwnsNothingBeforeJoining: a replica that has not written its Lease,
 // or whose Lease is no longer among the live, owns no key.
 func TestOwnsNothingBeforeJoining(t *testing.T) {
-	m := newMembership(nil, leaderelectorextension.Settings{LeaseName: "network-enforcer", LeaseNamespace: "default"}, "pod-a", "pod-a_1")
+	m := New(nil, Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-a", Identity: "pod-a_1"}, nil)
 	if m.Owns("node-1") {
 		t.Fatal("owns a key before joining")
 	}
@@ -135,7 +133,7 @@ func TestOwnsNothingBeforeJoining(t *testing.T) {
 // key, and the others share them all; alone, it owns them all. A new leader
 // shares the keys anew.
 func TestTheLeaderReadsNoKey(t *testing.T) {
-	m := newMembership(nil, leaderelectorextension.Settings{LeaseName: "network-enforcer", LeaseNamespace: "default"}, "pod-a", "pod-a_1")
+	m := New(nil, Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-a", Identity: "pod-a_1"}, nil)
 	calls := make(chan struct{}, 10)
 	m.fns = append(m.fns, func() { calls <- struct{}{} })
 	setLive(m, "pod-a_1", "pod-b_2")
@@ -152,18 +150,18 @@ func TestTheLeaderReadsNoKey(t *testing.T) {
 	if n := owned(); n == 0 || n == len(keys) {
 		t.Fatalf("with no leader known, a member of two owns %d of %d keys", n, len(keys))
 	}
-	m.setLeader("pod-a_1")
+	m.SetLeader("pod-a_1")
 	<-calls
 	if n := owned(); n != 0 {
 		t.Fatalf("the leader owns %d keys while another member is live", n)
 	}
-	m.setLeader("pod-b_2")
+	m.SetLeader("pod-b_2")
 	<-calls
 	if n := owned(); n != len(keys) {
 		t.Fatalf("the only reader owns %d of %d keys", n, len(keys))
 	}
-	m.setLeader("pod-b_2") // seen again: no change, no call
-	m.setLeader("pod-a_1")
+	m.SetLeader("pod-b_2") // seen again: no change, no call
+	m.SetLeader("pod-a_1")
 	<-calls
 	setLive(m, "pod-a_1") // the other left: the leader reads alone
 	<-calls
@@ -176,7 +174,7 @@ func TestTheLeaderReadsNoKey(t *testing.T) {
 }
 
 // setLive makes ids the live members, as evaluate does.
-func setLive(m *membership, ids ...string) {
+func setLive(m *Membership, ids ...string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.live = slices.Sorted(slices.Values(ids))
@@ -186,7 +184,7 @@ func setLive(m *membership, ids ...string) {
 // TestCheckpointsAreBounded: past maxCheckpoints the oldest checkpoint goes,
 // so that a Lease's annotations stay within what the API server takes.
 func TestCheckpointsAreBounded(t *testing.T) {
-	m := newMembership(nil, leaderelectorextension.Settings{LeaseName: "network-enforcer"}, "pod-a", "pod-a_1")
+	m := New(nil, Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-a", Identity: "pod-a_1"}, nil)
 	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	for i := range maxCheckpoints + 10 {
 		m.Checkpoint(fmt.Sprintf("node-%05d", i), t0.Add(time.Duration(i)*time.Second))
@@ -240,7 +238,7 @@ func TestCountFrom(t *testing.T) {
 		"killed, this replica leads":          {gone: []*coordinationv1.Lease{reader(at(5), false)}, counted: at(7), want: at(7), ok: true},
 		"killed, no leader published a count": {gone: []*coordinationv1.Lease{reader(at(5), false)}, want: at(5), ok: true},
 	} {
-		m := newMembership(nil, leaderelectorextension.Settings{LeaseName: "network-enforcer"}, "pod-b", "pod-b_2")
+		m := New(nil, Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-b", Identity: "pod-b_2"}, nil)
 		for _, l := range c.gone {
 			m.deleted(l)
 		}
@@ -258,7 +256,7 @@ func TestCountFrom(t *testing.T) {
 // its Lease's annotation, the newest maxPublishedCounts of it, and a key
 // forgotten (its node gone) leaves it.
 func TestCountedIsPublishedAndForgotten(t *testing.T) {
-	m := newMembership(nil, leaderelectorextension.Settings{LeaseName: "network-enforcer"}, "pod-b", "pod-b_2")
+	m := New(nil, Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-b", Identity: "pod-b_2"}, nil)
 	at := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
 	for i := range maxPublishedCounts + 1 {
 		m.Counted(fmt.Sprintf("node-%d", i), at.Add(time.Duration(i)*time.Second))

@@ -1,4 +1,23 @@
-package enforcerextension
+// Package membership shares keys (the Cilium nodes that the Hubble receiver
+// reads directly, in nodes mode) among the replicas of the collector, and
+// hands each key from reader to reader with the checkpoints and counts that
+// make every flow counted once.
+//
+// Each replica holds a Lease of its own, labelled as a member of the leader
+// Lease's group, and renews it every retry_period; it is the only writer of
+// that Lease. Every replica watches the member Leases of its namespace, and a
+// member is live while its renewTime plus its leaseDurationSeconds lies ahead.
+// The owner of a key is the live member that rendezvous hashing picks, so
+// every replica agrees on it without talking to the others. A Membership
+// starts with the first OnMembersChanged, once Attach has given it the API
+// client, and stops with Stop, deleting its Lease on the way out so that the
+// others take its share at once.
+//
+// The package sees nothing of the collector's components: the enforcer
+// extension hosts it, passes in the leader Lease's settings (Config), the
+// pods it caches (PodLookup), the leader Lease's holder (SetLeader) and where
+// to record the number of live members (MembersGauge).
+package membership
 
 import (
 	"context"
@@ -9,13 +28,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
-
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -24,28 +42,43 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
 
-// membership shares keys among the replicas. Each replica holds a Lease of its
-// own, labelled as a member of the leader Lease's group, and renews it every
-// retry_period; it is the only writer of that Lease. Every replica watches the
-// member Leases of its namespace, and a member is live while its renewTime
-// plus its leaseDurationSeconds lies ahead. The owner of a key is the live
-// member that rendezvous hashing picks, so every replica agrees on it without
-// talking to the others. It starts with the first OnMembersChanged, once the
-// extension has started, and stops at the extension's shutdown, deleting its
-// Lease on the way out so that the others take its share at once.
-type membership struct {
+// Config is what a Membership needs of the leader Lease and of this replica.
+type Config struct {
+	// Namespace holds the Leases: the leader Lease's namespace.
+	Namespace string
+	// LeaseName is the leader Lease's name: the member Leases are named
+	// after it (<lease_name>-member-<replica>) and labelled as its group.
+	LeaseName string
+	// Replica is this replica's pod name; Identity its holder identity in
+	// the Leases, new with each start of its process.
+	Replica, Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod are the leader Lease's:
+	// a member renews every RetryPeriod, each renewal bounded by
+	// RenewDeadline, and is live for LeaseDuration after its last renewal.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// PodLookup returns the UID of the pod namespace/name, or false when it is
+// not known: a member Lease is owned by its replica's pod, so that it goes
+// with the pod.
+type PodLookup func(namespace, name string) (types.UID, bool)
+
+// MembersGauge records the number of live members, this replica included.
+type MembersGauge func(live int)
+
+// Membership shares keys among the replicas; see the package comment.
+type Membership struct {
 	logger *zap.Logger
-	cfg    leaderelectorextension.Settings
-	// namespace holds the Leases; leaseName is this replica's, identity its
-	// holder, replica its pod's name; group is the member-of label's value.
-	namespace, leaseName, identity, replica, group string
-	// telemetry records the number of live members; nil records nothing.
-	telemetry *telemetry
+	cfg    Config
+	// leaseName is this replica's Lease; group is the member-of label's value.
+	leaseName, group string
+	// gauge records the number of live members; nil records nothing.
+	gauge MembersGauge
 
 	mu sync.Mutex
-	// cs, pod and parent are the extension's, set when it has started.
+	// cs, pod and parent are the host's, set by Attach.
 	cs     kubernetes.Interface
-	pod    func(namespace, name string) *podInfo
+	pod    PodLookup
 	parent context.Context
 	fns    []func()
 	// started and stopped say where the membership is in its life.
@@ -111,10 +144,15 @@ type parsedCheckpoints struct {
 	counted         map[string]time.Time
 }
 
-func newMembership(logger *zap.Logger, cfg leaderelectorextension.Settings, replica, identity string) *membership {
-	return &membership{
-		logger: logger, cfg: cfg, namespace: leaderelectorextension.LeaseNamespace(cfg.LeaseNamespace),
-		leaseName: memberLeaseName(cfg.LeaseName, replica), identity: identity, replica: replica,
+// New returns the membership of the replica that cfg names; logger may be
+// nil, and so may gauge.
+func New(logger *zap.Logger, cfg Config, gauge MembersGauge) *Membership {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	return &Membership{
+		logger: logger, cfg: cfg, gauge: gauge,
+		leaseName:   memberLeaseName(cfg.LeaseName, cfg.Replica),
 		group:       shortName(cfg.LeaseName),
 		checkpoints: map[string]time.Time{}, released: map[string]time.Time{}, renewNow: make(chan struct{}, 1),
 		gone: map[string]time.Time{}, goneReleased: map[string]bool{},
@@ -122,10 +160,10 @@ func newMembership(logger *zap.Logger, cfg leaderelectorextension.Settings, repl
 	}
 }
 
-// attach gives the membership the extension's client and pod cache, and the
-// context that ends when the extension stops; a membership asked for before
+// Attach gives the membership the API client and the host's pods, and the
+// context that ends when the host stops; a membership asked for before
 // starts now.
-func (m *membership) attach(ctx context.Context, cs kubernetes.Interface, pod func(namespace, name string) *podInfo) {
+func (m *Membership) Attach(ctx context.Context, cs kubernetes.Interface, pod PodLookup) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.cs, m.pod, m.parent = cs, pod, ctx
@@ -135,7 +173,7 @@ func (m *membership) attach(ctx context.Context, cs kubernetes.Interface, pod fu
 }
 
 // OnMembersChanged registers fn and starts the membership, once.
-func (m *membership) OnMembersChanged(fn func()) {
+func (m *Membership) OnMembersChanged(fn func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.fns = append(m.fns, fn)
@@ -146,14 +184,14 @@ func (m *membership) OnMembersChanged(fn func()) {
 
 // startLocked starts the informer of the member Leases, the renewal of this
 // replica's own and the timer that expires members, unless started already.
-func (m *membership) startLocked() {
+func (m *Membership) startLocked() {
 	if m.started || m.stopped {
 		return
 	}
 	m.started = true
 	ctx, cancel := context.WithCancel(m.parent)
 	m.cancel, m.done = cancel, make(chan struct{})
-	m.factory = informers.NewSharedInformerFactoryWithOptions(m.cs, 0, informers.WithNamespace(m.namespace),
+	m.factory = informers.NewSharedInformerFactoryWithOptions(m.cs, 0, informers.WithNamespace(m.cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = labels.SelectorFromSet(labels.Set{v1alpha1.MemberOfLabel: m.group}).String()
 		}))
@@ -168,7 +206,7 @@ func (m *membership) startLocked() {
 	}
 	m.factory.Start(ctx.Done())
 	m.logger.Info("Joining the members that share the flow sources' keys",
-		zap.String("lease", m.leaseName), zap.String("namespace", m.namespace), zap.String("identity", m.identity))
+		zap.String("lease", m.leaseName), zap.String("namespace", m.cfg.Namespace), zap.String("identity", m.cfg.Identity))
 	var wg sync.WaitGroup
 	wg.Add(2)
 	// Renewing and expiring run apart: a renewal that the API server holds
@@ -207,9 +245,9 @@ func every(ctx context.Context, period time.Duration, now <-chan struct{}, fn fu
 	}
 }
 
-// stop ends the membership; graceful deletes this replica's Lease, so that
+// Stop ends the membership; graceful deletes this replica's Lease, so that
 // the others take its keys at once, and otherwise the Lease expires.
-func (m *membership) stop(ctx context.Context, graceful bool) {
+func (m *Membership) Stop(ctx context.Context, graceful bool) {
 	m.mu.Lock()
 	if !m.started || m.stopped {
 		m.stopped = true
@@ -255,7 +293,7 @@ func (m *membership) stop(ctx context.Context, graceful bool) {
 			zap.String("lease", m.leaseName))
 		return
 	}
-	err := m.cs.CoordinationV1().Leases(m.namespace).Delete(ctx, own.Name,
+	err := m.cs.CoordinationV1().Leases(m.cfg.Namespace).Delete(ctx, own.Name,
 		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &own.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		m.logger.Warn("Could not delete the membership Lease: the others take this replica's keys when it expires",
@@ -267,15 +305,15 @@ func (m *membership) stop(ctx context.Context, graceful bool) {
 
 // renew writes this replica's Lease: holder, duration, renew time, the
 // checkpoints and the owner reference to its pod.
-func (m *membership) renew(ctx context.Context) {
+func (m *Membership) renew(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.RenewDeadline)
 	defer cancel()
-	leases := m.cs.CoordinationV1().Leases(m.namespace)
+	leases := m.cs.CoordinationV1().Leases(m.cfg.Namespace)
 	if m.own == nil {
 		l, err := leases.Get(ctx, m.leaseName, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: m.leaseName, Namespace: m.namespace}}
+			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: m.leaseName, Namespace: m.cfg.Namespace}}
 		case err != nil:
 			m.logger.Warn("Cannot read the membership Lease", zap.String("lease", m.leaseName), zap.Error(err))
 			return
@@ -309,8 +347,8 @@ func (m *membership) renew(ctx context.Context) {
 	setAnnotation(l, v1alpha1.CheckpointsAnnotation, checkpoints)
 	setAnnotation(l, v1alpha1.ReleasedAnnotation, released)
 	setAnnotation(l, v1alpha1.CountedAnnotation, counted)
-	if p := pod(m.namespace, m.replica); p != nil && p.UID != "" {
-		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(false)}}
+	if uid, ok := pod(m.cfg.Namespace, m.cfg.Replica); ok && uid != "" {
+		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: m.cfg.Replica, UID: uid, Controller: ptr.To(false)}}
 	}
 	var written *coordinationv1.Lease
 	var err error
@@ -352,9 +390,9 @@ func setAnnotation(l *coordinationv1.Lease, key, v string) {
 }
 
 // specLocked is the Lease's spec for a renewal at now.
-func (m *membership) specLocked(s coordinationv1.LeaseSpec, now time.Time) coordinationv1.LeaseSpec {
-	if s.HolderIdentity == nil || *s.HolderIdentity != m.identity || s.AcquireTime == nil {
-		s.HolderIdentity = ptr.To(m.identity)
+func (m *Membership) specLocked(s coordinationv1.LeaseSpec, now time.Time) coordinationv1.LeaseSpec {
+	if s.HolderIdentity == nil || *s.HolderIdentity != m.cfg.Identity || s.AcquireTime == nil {
+		s.HolderIdentity = ptr.To(m.cfg.Identity)
 		s.AcquireTime = &metav1.MicroTime{Time: now}
 	}
 	s.LeaseDurationSeconds = ptr.To(int32((m.cfg.LeaseDuration + time.Second - 1) / time.Second))
@@ -364,7 +402,7 @@ func (m *membership) specLocked(s coordinationv1.LeaseSpec, now time.Time) coord
 
 // evaluate finds the live members; when they changed, it calls the
 // registered functions.
-func (m *membership) evaluate() {
+func (m *Membership) evaluate() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopped || m.informer == nil || !m.informer.HasSynced() {
@@ -382,7 +420,7 @@ func (m *membership) evaluate() {
 	// This replica counts from the moment its Lease is written, whether or
 	// not the watch has shown it yet.
 	if !m.renewed.IsZero() && m.renewed.Add(m.cfg.LeaseDuration).After(now) {
-		set[m.identity] = true
+		set[m.cfg.Identity] = true
 	}
 	live := make([]string, 0, len(set))
 	for id := range set {
@@ -394,16 +432,16 @@ func (m *membership) evaluate() {
 	}
 	m.live = live
 	m.logger.Info("The members that share the flow sources' keys changed",
-		zap.Int("members", len(live)), zap.Bool("self", set[m.identity]))
-	if m.telemetry != nil {
-		m.telemetry.members.Record(context.Background(), int64(len(live)))
+		zap.Int("members", len(live)), zap.Bool("self", set[m.cfg.Identity]))
+	if m.gauge != nil {
+		m.gauge(len(live))
 	}
 	m.shareLocked(true)
 }
 
-// setLeader notes the leader Lease's new holder: the keys are shared anew
+// SetLeader notes the leader Lease's new holder: the keys are shared anew
 // when that changes who reads.
-func (m *membership) setLeader(identity string) {
+func (m *Membership) SetLeader(identity string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.leader = identity
@@ -415,7 +453,7 @@ func (m *membership) setLeader(identity string) {
 // shareLocked finds the readers among the live members and, when they
 // changed (or always, when the live members did), calls the registered
 // functions; m.mu is held.
-func (m *membership) shareLocked(liveChanged bool) {
+func (m *Membership) shareLocked(liveChanged bool) {
 	readers := m.live
 	if i, ok := slices.BinarySearch(m.live, m.leader); ok && len(m.live) > 1 {
 		readers = slices.Delete(slices.Clone(m.live), i, i+1)
@@ -446,7 +484,7 @@ type sighting struct {
 // clock, so that skew between nodes can neither expire a member that renews
 // nor keep one that stopped. A Lease seen for the first time counts as
 // renewed then.
-func (m *membership) liveLocked(l *coordinationv1.Lease, now time.Time) (string, bool) {
+func (m *Membership) liveLocked(l *coordinationv1.Lease, now time.Time) (string, bool) {
 	s := l.Spec
 	if l.DeletionTimestamp != nil || s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
 		return "", false
@@ -461,7 +499,7 @@ func (m *membership) liveLocked(l *coordinationv1.Lease, now time.Time) (string,
 }
 
 // deleted keeps a deleted member Lease's checkpoints and evaluates again.
-func (m *membership) deleted(obj any) {
+func (m *Membership) deleted(obj any) {
 	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -489,20 +527,20 @@ func (m *membership) deleted(obj any) {
 // Owns reports whether this replica is one of the readers (a live member,
 // and not the leader while another is live) and the rendezvous owner of key
 // among them.
-func (m *membership) Owns(key string) bool {
+func (m *Membership) Owns(key string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := slices.BinarySearch(m.readers, m.identity); !ok {
+	if _, ok := slices.BinarySearch(m.readers, m.cfg.Identity); !ok {
 		return false
 	}
-	return rendezvousOwner(m.readers, key) == m.identity
+	return rendezvousOwner(m.readers, key) == m.cfg.Identity
 }
 
 // Checkpoint keeps the newest t of key, which the next renewal publishes. A
 // key read again after its release is no longer released. The first
 // checkpoint of a key, or the first after its release, is published at once:
 // it tells a replica that takes the key over that this one read it.
-func (m *membership) Checkpoint(key string, t time.Time) {
+func (m *Membership) Checkpoint(key string, t time.Time) {
 	m.mu.Lock()
 	prev, known := m.checkpoints[key]
 	if t.After(prev) {
@@ -534,7 +572,7 @@ const settlePoll = 50 * time.Millisecond
 // that neither releases nor renews is gone within a lease, which bounds the
 // wait. It returns once the claim is written, or with ctx's error when ctx
 // ends first.
-func (m *membership) Take(ctx context.Context, key string, start time.Time) (time.Time, bool, error) {
+func (m *Membership) Take(ctx context.Context, key string, start time.Time) (time.Time, bool, error) {
 	if !m.Settled(key) {
 		m.logger.Info("Waiting for the hand-off of a key from its previous reader", zap.String("key", key))
 		tick := time.NewTicker(settlePoll)
@@ -567,7 +605,7 @@ const claimPoll = 20 * time.Millisecond
 // holds it, or when ctx ends. A reader claims a node this way before its first
 // stream: a replica that joins meanwhile then finds the claim and waits for
 // its release, rather than reading the node's buffer a second time.
-func (m *membership) Claim(ctx context.Context, key string, t time.Time) error {
+func (m *Membership) Claim(ctx context.Context, key string, t time.Time) error {
 	m.Checkpoint(key, t)
 	m.renewSoon()
 	tick := time.NewTicker(claimPoll)
@@ -588,7 +626,7 @@ func (m *membership) Claim(ctx context.Context, key string, t time.Time) error {
 }
 
 // renewSoon asks for a renewal before the period ends.
-func (m *membership) renewSoon() {
+func (m *Membership) renewSoon() {
 	select {
 	case m.renewNow <- struct{}{}:
 	default: // a renewal is asked for already
@@ -605,7 +643,7 @@ const maxCheckpoints = 1024
 // Forget drops this replica's checkpoint of key, and what it kept of
 // deleted members' checkpoints of key: the key's source is gone. The next
 // renewal publishes the checkpoints without it.
-func (m *membership) Forget(key string) {
+func (m *Membership) Forget(key string) {
 	m.mu.Lock()
 	_, had := m.checkpoints[key]
 	delete(m.checkpoints, key)
@@ -622,7 +660,7 @@ func (m *membership) Forget(key string) {
 }
 
 // boundLocked drops the oldest checkpoints past maxCheckpoints.
-func (m *membership) boundLocked() {
+func (m *Membership) boundLocked() {
 	for len(m.checkpoints) > maxCheckpoints {
 		var oldest string
 		for k, t := range m.checkpoints {
@@ -651,7 +689,7 @@ const maxPublishedCounts = 2048
 // Counted records, on the leader, that it took every record of key's flows
 // up to t from the member that reads key; the next renewal publishes it. The
 // counts of deleted nodes go with Forget, which bounds them by the cluster.
-func (m *membership) Counted(key string, t time.Time) {
+func (m *Membership) Counted(key string, t time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t.After(m.counted[key]) {
@@ -681,7 +719,7 @@ func newest(c map[string]time.Time, n int) map[string]time.Time {
 // when one published it. A leader publishes within a retry period of taking
 // them, and the writer's Lease expires a lease duration after its last
 // renewal, so what the killed reader sent is published by then.
-func (m *membership) CountFrom(key string) (time.Time, bool) {
+func (m *Membership) CountFrom(key string) (time.Time, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	newest, from, ok := m.newestLocked(key)
@@ -712,7 +750,7 @@ func (m *membership) CountFrom(key string) (time.Time, bool) {
 // this replica never checkpointed (its source could not be read) has nothing
 // to hand off: the next owner finds no checkpoint of this replica's and
 // starts as for a key nobody read.
-func (m *membership) Release(key string) {
+func (m *Membership) Release(key string) {
 	m.mu.Lock()
 	t, ok := m.checkpoints[key]
 	if ok {
@@ -727,7 +765,7 @@ func (m *membership) Release(key string) {
 // CheckpointOf returns the newest time of key among this replica's own
 // checkpoints and those that every member Lease in the cache publishes, live
 // or expired, or published before it was deleted.
-func (m *membership) CheckpointOf(key string) (time.Time, bool) {
+func (m *Membership) CheckpointOf(key string) (time.Time, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, _, ok := m.newestLocked(key)
@@ -737,7 +775,7 @@ func (m *membership) CheckpointOf(key string) (time.Time, bool) {
 // Settled reports whether the newest checkpoint of key is final: this
 // replica's own, a deleted Lease's, or published by a member that released
 // key or whose Lease has expired; true when there is none.
-func (m *membership) Settled(key string) bool {
+func (m *Membership) Settled(key string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	newest, from, ok := m.newestLocked(key)
@@ -759,7 +797,7 @@ func (m *membership) Settled(key string) bool {
 // join, and its write is on its way): a key that no other member published is
 // not settled before. Each member renews within a retry period, and a claim
 // asks for a renewal at once, so the wait is short.
-func (m *membership) othersCaughtUpLocked() bool {
+func (m *Membership) othersCaughtUpLocked() bool {
 	if m.informer == nil {
 		return true
 	}
@@ -785,7 +823,7 @@ func (m *membership) othersCaughtUpLocked() bool {
 
 // newestLocked returns the newest checkpoint of key and the member Lease
 // that published it; nil for this replica's own or a deleted Lease's.
-func (m *membership) newestLocked(key string) (time.Time, *coordinationv1.Lease, bool) {
+func (m *Membership) newestLocked(key string) (time.Time, *coordinationv1.Lease, bool) {
 	return m.newestOfLocked(key, m.checkpoints, m.gone, checkpointsOf)
 }
 
@@ -798,7 +836,7 @@ func countsOf(p parsedCheckpoints) map[string]time.Time      { return p.counted 
 // times, those kept of deleted Leases, and those that of picks out of every
 // other member Lease in the cache, with the Lease that published it (nil for
 // this replica's own or a deleted Lease's).
-func (m *membership) newestOfLocked(key string, own, gone map[string]time.Time, of func(parsedCheckpoints) map[string]time.Time) (time.Time, *coordinationv1.Lease, bool) {
+func (m *Membership) newestOfLocked(key string, own, gone map[string]time.Time, of func(parsedCheckpoints) map[string]time.Time) (time.Time, *coordinationv1.Lease, bool) {
 	best, ok := own[key]
 	var from *coordinationv1.Lease
 	if t, found := gone[key]; found && (!ok || t.After(best)) {
@@ -809,7 +847,7 @@ func (m *membership) newestOfLocked(key string, own, gone map[string]time.Time, 
 	}
 	for _, obj := range m.informer.GetStore().List() {
 		l, isLease := obj.(*coordinationv1.Lease)
-		if !isLease || (l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == m.identity) {
+		if !isLease || (l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == m.cfg.Identity) {
 			continue
 		}
 		if t, found := of(m.checkpointsOfLocked(l))[key]; found && (!ok || t.After(best)) {
@@ -821,7 +859,7 @@ func (m *membership) newestOfLocked(key string, own, gone map[string]time.Time, 
 
 // checkpointsOfLocked returns the checkpoints and released keys that member
 // Lease l publishes, parsed once for each of its versions.
-func (m *membership) checkpointsOfLocked(l *coordinationv1.Lease) parsedCheckpoints {
+func (m *Membership) checkpointsOfLocked(l *coordinationv1.Lease) parsedCheckpoints {
 	if p, ok := m.parsed[l.Name]; ok && p.resourceVersion == l.ResourceVersion {
 		return p
 	}
@@ -833,8 +871,8 @@ func (m *membership) checkpointsOfLocked(l *coordinationv1.Lease) parsedCheckpoi
 	return p
 }
 
-// members returns the identities of the live members.
-func (m *membership) members() []string {
+// Members returns the identities of the live members, sorted.
+func (m *Membership) Members() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.live)

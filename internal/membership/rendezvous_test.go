@@ -1,4 +1,4 @@
-package enforcerextension
+package membership
 
 import (
 	"fmt"
