@@ -51,6 +51,20 @@ const (
 	// every record that members learned from that key's flows. The next owner
 	// of a key whose reader was killed counts from it.
 	CountedAnnotation = "networkenforcer.kubewarden.io/counted"
+
+	// ShardOfLabel marks a checkpoint shard: a Lease, beside a replica's
+	// membership Lease and labelled as a member of the same group, that holds
+	// the checkpoints, released keys and counts of the keys that hash to it
+	// (the same three annotations), so that they hold for every key however
+	// many there are. The value is the membership Lease's name; ShardLabel is
+	// the shard's index, from 1 (the membership Lease itself is shard 0).
+	ShardOfLabel = "networkenforcer.kubewarden.io/shard-of"
+	// ShardLabel is a checkpoint shard's index (ShardOfLabel).
+	ShardLabel = "networkenforcer.kubewarden.io/shard"
+	// ShardsAnnotation, on a membership Lease, is how many shards its
+	// checkpoints take, the Lease itself included; absent for one. A shard
+	// whose index is not below it is stale and read as nothing.
+	ShardsAnnotation = "networkenforcer.kubewarden.io/shards"
 )
 
 // After promotion: amendments, a policy's revisions and rollback

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -132,9 +133,17 @@ type Membership struct {
 	// it change, by this replica's clock.
 	seen map[string]sighting
 
-	// own is this replica's Lease as last written; only the renewing
-	// goroutine and stop, after it has ended, touch it.
-	own *coordinationv1.Lease
+	// shards are the checkpoint shards of the group's members (not this
+	// replica's) as the watch delivered them, by name, kept in the order of
+	// the watch's events: a membership Lease's deletion keeps what its
+	// shards said then.
+	shards map[string]*coordinationv1.Lease
+
+	// own is this replica's Lease as last written, and ownShards its
+	// checkpoint shards from 1 on; only the renewing goroutine and stop,
+	// after it has ended, touch them.
+	own       *coordinationv1.Lease
+	ownShards map[int]*coordinationv1.Lease
 }
 
 type parsedCheckpoints struct {
@@ -157,6 +166,7 @@ func New(logger *zap.Logger, cfg Config, gauge MembersGauge) *Membership {
 		checkpoints: map[string]time.Time{}, released: map[string]time.Time{}, renewNow: make(chan struct{}, 1),
 		gone: map[string]time.Time{}, goneReleased: map[string]bool{},
 		counted: map[string]time.Time{}, countedGone: map[string]time.Time{}, parsed: map[string]parsedCheckpoints{}, seen: map[string]sighting{},
+		shards: map[string]*coordinationv1.Lease{}, ownShards: map[int]*coordinationv1.Lease{},
 	}
 }
 
@@ -197,8 +207,14 @@ func (m *Membership) startLocked() {
 		}))
 	m.informer = m.factory.Coordination().V1().Leases().Informer()
 	_, err := m.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { m.evaluate() },
-		UpdateFunc: func(any, any) { m.evaluate() },
+		AddFunc: func(obj any) {
+			m.noteShard(obj)
+			m.evaluate()
+		},
+		UpdateFunc: func(_, obj any) {
+			m.noteShard(obj)
+			m.evaluate()
+		},
 		DeleteFunc: m.deleted,
 	})
 	if err != nil {
@@ -320,13 +336,8 @@ func (m *Membership) renew(ctx context.Context) {
 		default:
 			// An earlier run of this pod's collector left it: what it
 			// published stays published.
-			m.mu.Lock()
-			for k, t := range parseCheckpoints(l.Annotations[v1alpha1.CheckpointsAnnotation]) {
-				if t.After(m.checkpoints[k]) {
-					m.checkpoints[k] = t
-				}
-			}
-			m.mu.Unlock()
+			m.keepEarlier(parseCheckpoints(l.Annotations[v1alpha1.CheckpointsAnnotation]))
+			m.loadEarlierShards(ctx, l)
 		}
 		m.own = l
 	}
@@ -334,22 +345,25 @@ func (m *Membership) renew(ctx context.Context) {
 	l := m.own.DeepCopy()
 	m.mu.Lock()
 	l.Spec = m.specLocked(l.Spec, now)
-	checkpoints := formatCheckpoints(m.checkpoints)
+	shards := splitShards(m.checkpoints, m.released, m.counted)
 	snapshot := maps.Clone(m.checkpoints)
-	released := formatReleased(m.released)
-	counted := formatCheckpoints(newest(m.counted, maxPublishedCounts))
 	pod := m.pod
 	m.mu.Unlock()
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
 	}
 	l.Labels[v1alpha1.MemberOfLabel] = m.group
-	setAnnotation(l, v1alpha1.CheckpointsAnnotation, checkpoints)
-	setAnnotation(l, v1alpha1.ReleasedAnnotation, released)
-	setAnnotation(l, v1alpha1.CountedAnnotation, counted)
 	if uid, ok := pod(m.cfg.Namespace, m.cfg.Replica); ok && uid != "" {
 		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: m.cfg.Replica, UID: uid, Controller: ptr.To(false)}}
 	}
+	// The shards first: the watchers that see this renewal have seen them.
+	failed := m.writeShards(ctx, shards, l.OwnerReferences)
+	setShard(l, shards[0])
+	n := ""
+	if len(shards) > 1 {
+		n = strconv.Itoa(len(shards))
+	}
+	setAnnotation(l, v1alpha1.ShardsAnnotation, n)
 	var written *coordinationv1.Lease
 	var err error
 	if l.ResourceVersion == "" {
@@ -372,8 +386,9 @@ func (m *Membership) renew(ctx context.Context) {
 	if m.joined.IsZero() {
 		m.joined = now
 	}
-	m.published = snapshot
+	m.published = publishedWithout(snapshot, len(shards), failed)
 	m.mu.Unlock()
+	m.deleteStaleShards(ctx, len(shards))
 }
 
 // setAnnotation sets the annotation key of l to v, making the map if need be,
@@ -505,23 +520,35 @@ func (m *Membership) deleted(obj any) {
 	}
 	if l, ok := obj.(*coordinationv1.Lease); ok {
 		m.mu.Lock()
-		p := m.checkpointsOfLocked(l)
-		for k, t := range p.times {
-			if t.After(m.gone[k]) {
-				m.gone[k] = t
-				m.goneReleased[k] = p.released[k]
+		if _, _, isShard := shardIndex(l); isShard {
+			// Its membership Lease's deletion, before it, kept what it said.
+			delete(m.shards, l.Name)
+		} else {
+			for _, from := range append(m.shardsOfLocked(l), l) {
+				m.keepGoneLocked(m.checkpointsOfLocked(from))
+				delete(m.parsed, from.Name)
 			}
-		}
-		for k, t := range p.counted {
-			if t.After(m.countedGone[k]) {
-				m.countedGone[k] = t
-			}
+			delete(m.seen, l.Name)
 		}
 		delete(m.parsed, l.Name)
-		delete(m.seen, l.Name)
 		m.mu.Unlock()
 	}
 	m.evaluate()
+}
+
+// keepGoneLocked keeps what a deleted member published.
+func (m *Membership) keepGoneLocked(p parsedCheckpoints) {
+	for k, t := range p.times {
+		if t.After(m.gone[k]) {
+			m.gone[k] = t
+			m.goneReleased[k] = p.released[k]
+		}
+	}
+	for k, t := range p.counted {
+		if t.After(m.countedGone[k]) {
+			m.countedGone[k] = t
+		}
+	}
 }
 
 // Owns reports whether this replica is one of the readers (a live member,
@@ -545,9 +572,6 @@ func (m *Membership) Checkpoint(key string, t time.Time) {
 	prev, known := m.checkpoints[key]
 	if t.After(prev) {
 		m.checkpoints[key] = t
-	}
-	if !known {
-		m.boundLocked()
 	}
 	r, released := m.released[key]
 	if released && t.After(r) {
@@ -633,13 +657,6 @@ func (m *Membership) renewSoon() {
 	}
 }
 
-// maxCheckpoints bounds the checkpoints that one replica publishes. Its
-// Lease's annotations may hold 256 KiB in all; an entry is a node name and a
-// time, about 100 bytes for a typical name, so 1024 of them stay well inside
-// it. Past the bound the oldest goes: its node was read longest ago, and its
-// next owner starts from the backfill as for a node nobody read.
-const maxCheckpoints = 1024
-
 // Forget drops this replica's checkpoint of key, and what it kept of
 // deleted members' checkpoints of key: the key's source is gone. The next
 // renewal publishes the checkpoints without it.
@@ -659,33 +676,6 @@ func (m *Membership) Forget(key string) {
 	}
 }
 
-// boundLocked drops the oldest checkpoints past maxCheckpoints.
-func (m *Membership) boundLocked() {
-	for len(m.checkpoints) > maxCheckpoints {
-		var oldest string
-		for k, t := range m.checkpoints {
-			if oldest == "" || t.Before(m.checkpoints[oldest]) {
-				oldest = k
-			}
-		}
-		delete(m.checkpoints, oldest)
-		delete(m.released, oldest)
-		if m.logger != nil {
-			m.logger.Warn("More checkpoints than a membership Lease holds: the oldest is dropped",
-				zap.String("key", oldest), zap.Int("max", maxCheckpoints))
-		}
-	}
-}
-
-// maxPublishedCounts bounds the counts that the leader's Lease publishes: an
-// entry is a node name and a time, about 70 bytes, so 2,048 of them take
-// about 140 KiB of the 256 KiB that a Lease's annotations may hold, beside
-// the leader's own checkpoints (maxCheckpoints, about 70 KiB). Past the bound
-// the newest counts are published: a node whose reader is killed has sent
-// recently, and the next owner of a node left out counts from its reader's
-// checkpoint.
-const maxPublishedCounts = 2048
-
 // Counted records, on the leader, that it took every record of key's flows
 // up to t from the member that reads key; the next renewal publishes it. The
 // counts of deleted nodes go with Forget, which bounds them by the cluster.
@@ -695,20 +685,6 @@ func (m *Membership) Counted(key string, t time.Time) {
 	if t.After(m.counted[key]) {
 		m.counted[key] = t
 	}
-}
-
-// newest returns the n newest entries of c, c itself when it holds no more.
-func newest(c map[string]time.Time, n int) map[string]time.Time {
-	if len(c) <= n {
-		return c
-	}
-	keys := slices.Collect(maps.Keys(c))
-	slices.SortFunc(keys, func(a, b string) int { return c[b].Compare(c[a]) })
-	out := make(map[string]time.Time, n)
-	for _, k := range keys[:n] {
-		out[k] = c[k]
-	}
-	return out
 }
 
 // CountFrom returns the time up to which every flow of key is counted, for
@@ -785,7 +761,11 @@ func (m *Membership) Settled(key string) bool {
 	if !ok || from == nil {
 		return m.othersCaughtUpLocked()
 	}
-	if _, live := m.liveLocked(from, time.Now()); !live {
+	member, current := m.memberOfLocked(from)
+	if !current {
+		return true
+	}
+	if _, live := m.liveLocked(member, time.Now()); !live {
 		return true
 	}
 	return m.checkpointsOfLocked(from).released[key]
@@ -847,7 +827,13 @@ func (m *Membership) newestOfLocked(key string, own, gone map[string]time.Time, 
 	}
 	for _, obj := range m.informer.GetStore().List() {
 		l, isLease := obj.(*coordinationv1.Lease)
-		if !isLease || (l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == m.cfg.Identity) {
+		if !isLease {
+			continue
+		}
+		// This replica's own, and a shard that its membership Lease does
+		// not name, say nothing here.
+		member, current := m.memberOfLocked(l)
+		if !current || (member.Spec.HolderIdentity != nil && *member.Spec.HolderIdentity == m.cfg.Identity) {
 			continue
 		}
 		if t, found := of(m.checkpointsOfLocked(l))[key]; found && (!ok || t.After(best)) {

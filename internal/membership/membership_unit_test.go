@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -181,27 +182,63 @@ func setLive(m *Membership, ids ...string) {
 	m.shareLocked(true)
 }
 
-// TestCheckpointsAreBounded: past maxCheckpoints the oldest checkpoint goes,
-// so that a Lease's annotations stay within what the API server takes.
-func TestCheckpointsAreBounded(t *testing.T) {
-	m := New(nil, Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-a", Identity: "pod-a_1"}, nil)
-	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	for i := range maxCheckpoints + 10 {
-		m.Checkpoint(fmt.Sprintf("node-%05d", i), t0.Add(time.Duration(i)*time.Second))
-	}
-	if n := len(m.checkpoints); n != maxCheckpoints {
-		t.Fatalf("%d checkpoints, want %d", n, maxCheckpoints)
-	}
-	for i := range 10 {
-		if _, ok := m.checkpoints[fmt.Sprintf("node-%05d", i)]; ok {
-			t.Fatalf("node-%05d, among the oldest, was kept", i)
+// TestSixThousandNodesSurvivePublish: the checkpoints, released keys and
+// counts of 6,000 nodes (one reader's and the leader's at a cluster past
+// 5,000 nodes) are split into shards that each stay well inside what the API
+// server takes of an object's annotations, and read back whole: none is
+// dropped, whatever the number of nodes.
+func TestSixThousandNodesSurvivePublish(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 123456789, time.UTC)
+	checkpoints, released, counted := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	for i := range 6000 {
+		k := fmt.Sprintf("ip-10-%d-%d-%d.eu-west-1.compute.internal", i/65536, i/256%256, i%256)
+		checkpoints[k] = t0.Add(time.Duration(i) * time.Millisecond)
+		counted[k] = t0.Add(time.Duration(i) * time.Second)
+		if i%10 == 0 {
+			released[k] = checkpoints[k]
 		}
 	}
-	if _, ok := m.checkpoints[fmt.Sprintf("node-%05d", maxCheckpoints+9)]; !ok {
-		t.Fatal("the newest checkpoint was dropped")
+	shards := splitShards(checkpoints, released, counted)
+	if len(shards) < 2 {
+		t.Fatalf("6,000 nodes in %d shard", len(shards))
 	}
-	if v := formatCheckpoints(m.checkpoints); len(v) > 128<<10 {
-		t.Fatalf("the annotation is %d bytes at the bound", len(v))
+	gotC, gotR, gotN := map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
+	total := 0
+	for i, s := range shards {
+		if s.size() > shardMaxBytes {
+			t.Errorf("shard %d takes %d bytes, more than %d", i, s.size(), shardMaxBytes)
+		}
+		total += s.size()
+		maps.Copy(gotC, parseCheckpoints(s.checkpoints))
+		maps.Copy(gotR, parseReleased(s.released))
+		maps.Copy(gotN, parseCheckpoints(s.counted))
+	}
+	t.Logf("6,000 nodes: %d shards, %d bytes in all", len(shards), total)
+	if len(gotC) != len(checkpoints) || len(gotR) != len(released) || len(gotN) != len(counted) {
+		t.Fatalf("read back %d checkpoints, %d released, %d counts; want %d, %d, %d",
+			len(gotC), len(gotR), len(gotN), len(checkpoints), len(released), len(counted))
+	}
+	for k, want := range checkpoints {
+		if !gotC[k].Equal(want) || !gotN[k].Equal(counted[k]) {
+			t.Fatalf("%s: checkpoint %v, count %v; want %v, %v", k, gotC[k], gotN[k], want, counted[k])
+		}
+	}
+	// A replica with few keys keeps them in its membership Lease alone.
+	if n := len(splitShards(map[string]time.Time{"node-1": t0}, nil, nil)); n != 1 {
+		t.Fatalf("one checkpoint in %d shards", n)
+	}
+	// A membership Lease keeps every checkpoint and count it is given.
+	m := New(nil, Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-a", Identity: "pod-a_1"}, nil)
+	for k, c := range checkpoints {
+		m.Checkpoint(k, c)
+		m.Counted(k, counted[k])
+	}
+	if len(m.checkpoints) != len(checkpoints) || len(m.counted) != len(counted) {
+		t.Fatalf("kept %d checkpoints and %d counts of %d", len(m.checkpoints), len(m.counted), len(checkpoints))
+	}
+	m.Forget("ip-10-0-0-5.eu-west-1.compute.internal")
+	if _, ok := m.CountFrom("ip-10-0-0-5.eu-west-1.compute.internal"); ok {
+		t.Fatal("a forgotten key still counts from somewhere")
 	}
 }
 
@@ -249,35 +286,6 @@ func TestCountFrom(t *testing.T) {
 		if ok != c.ok || !got.Equal(c.want) {
 			t.Errorf("%s: counts from %v (%v), want %v (%v)", name, got, ok, c.want, c.ok)
 		}
-	}
-}
-
-// TestCountedIsPublishedAndForgotten: what the leader counted is published in
-// its Lease's annotation, the newest maxPublishedCounts of it, and a key
-// forgotten (its node gone) leaves it.
-func TestCountedIsPublishedAndForgotten(t *testing.T) {
-	m := New(nil, Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-b", Identity: "pod-b_2"}, nil)
-	at := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
-	for i := range maxPublishedCounts + 1 {
-		m.Counted(fmt.Sprintf("node-%d", i), at.Add(time.Duration(i)*time.Second))
-	}
-	m.Counted("node-5", at) // older than what it holds: kept as it was
-	got := parseCheckpoints(formatCheckpoints(newest(m.counted, maxPublishedCounts)))
-	if len(got) != maxPublishedCounts {
-		t.Fatalf("%d counts published, want %d", len(got), maxPublishedCounts)
-	}
-	if _, ok := got["node-0"]; ok {
-		t.Fatal("the oldest count was published past the bound")
-	}
-	if !got["node-5"].Equal(at.Add(5 * time.Second)) {
-		t.Fatalf("node-5 counted %v, want the newer", got["node-5"])
-	}
-	if b := len(formatCheckpoints(got)); b > 192<<10 {
-		t.Errorf("the published counts take %d bytes: too much of a Lease's 256 KiB of annotations", b)
-	}
-	m.Forget("node-5")
-	if _, ok := m.CountFrom("node-5"); ok {
-		t.Fatal("a forgotten key still counts from somewhere")
 	}
 }
 

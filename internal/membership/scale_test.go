@@ -1,0 +1,215 @@
+package membership
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+)
+
+// nodeNames are n node names as a cloud names them (about 40 characters).
+func nodeNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("ip-10-%d-%d-%d.eu-west-1.compute.internal", i/65536, i/256%256, i%256)
+	}
+	return out
+}
+
+// TestEveryNodeIsHandedOver: at 6,000 nodes, every node's checkpoint that a
+// reader publishes and every count that the leader publishes reach the other
+// members, and stay there after the reader is killed (its Lease expires) and
+// after the leader leaves (its Lease and shards' last word is kept): a new
+// owner of any of the nodes counts from where the leader took its records.
+func TestEveryNodeIsHandedOver(t *testing.T) {
+	controlplanetest.Require(t)
+	suffix := rand.String(5)
+	lease := "every-" + suffix
+	ms := joinMembers(t, lease, "reader-"+suffix, "leader-"+suffix, "next-"+suffix)
+	reader, leader, next := ms[0], ms[1], ms[2]
+	waitMembers(t, "three members", reader, leader, next)
+	setLeader(leader.cfg.Identity, reader, leader, next)
+
+	nodes := nodeNames(6000)
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	for i, k := range nodes {
+		reader.Checkpoint(k, t0.Add(time.Duration(i)*time.Millisecond))
+		leader.Counted(k, t0.Add(time.Hour+time.Duration(i)*time.Millisecond))
+	}
+	leader.renewSoon()
+	everyNode := func(what string, want func(i int) time.Time, got func(k string) (time.Time, bool)) {
+		t.Helper()
+		waitFor(t, what, memberWait, func() bool {
+			for i, k := range nodes {
+				if g, ok := got(k); !ok || !g.Equal(want(i)) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	everyNode("every checkpoint to reach the next member", func(i int) time.Time { return t0.Add(time.Duration(i) * time.Millisecond) },
+		next.CheckpointOf)
+	counted := func(i int) time.Time { return t0.Add(time.Hour + time.Duration(i)*time.Millisecond) }
+	everyNode("every count to reach the next member", counted, next.CountFrom)
+	var list coordinationv1.LeaseList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace("default"),
+		client.MatchingLabels{v1alpha1.MemberOfLabel: lease}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d Leases in the group: 3 membership Leases and their checkpoint shards", len(list.Items))
+
+	// The reader is killed: the leader's counts say where its nodes resume.
+	reader.Stop(context.Background(), false)
+	waitMembers(t, "the reader's Lease to expire", leader, next)
+	everyNode("the counts after the reader's kill", counted, next.CountFrom)
+
+	// The leader leaves: what its Lease and shards said last is kept.
+	leader.leave()
+	waitMembers(t, "the leader to leave", next)
+	everyNode("the counts after the leader left", counted, next.CountFrom)
+}
+
+// wireCount counts the bytes of a member's requests that write (their
+// bodies) and of its watches' responses.
+type wireCount struct {
+	writes, written, watched atomic.Int64
+}
+
+func (c *wireCount) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		if r.Method == http.MethodPut || r.Method == http.MethodPost {
+			c.writes.Add(1)
+			c.written.Add(r.ContentLength)
+		}
+		resp, err := rt.RoundTrip(r)
+		if err == nil && strings.Contains(r.URL.RawQuery, "watch=true") {
+			resp.Body = countingBody{resp.Body, &c.watched}
+		}
+		return resp, err
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// BenchmarkPublishAtFiveThousandNodes measures what the membership writes
+// and watches at 5,000 nodes with 4 readers and a leader, when every node
+// has flows in every period: each iteration is one publish of every member
+// (each reader's checkpoints of its 1,250 nodes, the leader's counts of all
+// 5,000), on the test control plane. It reports the bytes written per
+// publish in all, per second at the default retry_period (2 s), and the
+// bytes that one replica's watch receives per publish.
+//
+//	go test ./internal/membership/ -run '^$' -bench PublishAtFiveThousandNodes -benchtime 10x
+func BenchmarkPublishAtFiveThousandNodes(b *testing.B) {
+	if env == nil {
+		b.Skip("no control plane")
+	}
+	const readers, nodeCount = 4, 5000
+	suffix := rand.String(5)
+	lease := "bench-" + suffix
+	counts := make([]*wireCount, readers+1)
+	ms := make([]*Membership, readers+1)
+	for i := range ms {
+		counts[i] = &wireCount{}
+		rc := rest.CopyConfig(env.Config)
+		rc.WrapTransport = counts[i].wrap
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg := testConfig(lease, fmt.Sprintf("replica-%d-%s", i, suffix))
+		// Renewals come when the benchmark asks, once per publish.
+		cfg.RetryPeriod, cfg.LeaseDuration, cfg.RenewDeadline = time.Hour, 2*time.Hour, time.Minute
+		m := New(nil, cfg, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		b.Cleanup(func() {
+			m.Stop(context.Background(), false)
+			cancel()
+		})
+		m.Attach(ctx, cs, podUID)
+		m.OnMembersChanged(func() {})
+		ms[i] = m
+	}
+	leader := ms[readers]
+	for _, m := range ms {
+		m.SetLeader(leader.cfg.Identity)
+	}
+	nodes := nodeNames(nodeCount)
+	t0 := time.Now()
+	publish := func(round int) {
+		at := t0.Add(time.Duration(round) * time.Second)
+		for i, k := range nodes {
+			ms[i%readers].Checkpoint(k, at)
+			leader.Counted(k, at)
+		}
+		before := make([]time.Time, len(ms))
+		for i, m := range ms {
+			m.mu.Lock()
+			before[i] = m.renewed
+			m.mu.Unlock()
+			m.renewSoon()
+		}
+		deadline := time.Now().Add(time.Minute)
+		for i, m := range ms {
+			for {
+				m.mu.Lock()
+				done := m.renewed.After(before[i])
+				m.mu.Unlock()
+				if done {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatal("a member did not renew")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	publish(0) // the first publish creates the shards
+	time.Sleep(time.Second)
+	var written, writes, watched int64
+	for _, c := range counts {
+		written, writes, watched = written-c.written.Load(), writes-c.writes.Load(), watched-c.watched.Load()
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		publish(i + 1)
+	}
+	b.StopTimer()
+	time.Sleep(time.Second) // the last events reach the watches
+	for _, c := range counts {
+		written, writes, watched = written+c.written.Load(), writes+c.writes.Load(), watched+c.watched.Load()
+	}
+	perPublish := float64(written) / float64(b.N)
+	b.ReportMetric(perPublish, "B/publish")
+	b.ReportMetric(perPublish/2, "B/s@2s")
+	b.ReportMetric(float64(writes)/float64(b.N), "writes/publish")
+	b.ReportMetric(float64(watched)/float64(len(ms))/float64(b.N), "watchB/replica/publish")
+}
