@@ -8,7 +8,10 @@
 // that Lease. Every replica watches the member Leases of its namespace, and a
 // member is live while its renewTime plus its leaseDurationSeconds lies ahead.
 // The owner of a key is the live member that rendezvous hashing picks, so
-// every replica agrees on it without talking to the others. A Membership
+// every replica agrees on it without talking to the others. A member's
+// checkpoints, released keys and (on the leader) counts hold for every key:
+// past what one Lease should carry they go into checkpoint shards beside it
+// (shards.go). A Membership
 // starts with the first OnMembersChanged, once Attach has given it the API
 // client, and stops with Stop, deleting its Lease on the way out so that the
 // others take its share at once.
