@@ -256,7 +256,7 @@ func (w *writer) writeStatus(ctx context.Context, pw termwriter.ProposalWriter, 
 	}
 	for _, after := range []time.Duration{recheck, coverageRecheck} {
 		if after > 0 {
-			w.queue.Enqueue(name, after)
+			w.enqueue(name, after, priorityRecheck)
 		}
 	}
 	st.ObservedGeneration = p.Generation
@@ -274,7 +274,7 @@ func (w *writer) writeStatus(ctx context.Context, pw termwriter.ProposalWriter, 
 	}
 	if !urgent {
 		if wait := w.observed.Wait(name, w.cfg.ObservedInterval, time.Now()); wait > 0 {
-			w.queue.Enqueue(name, wait)
+			w.enqueueRefresh(name, wait)
 			return nil
 		}
 	}
@@ -289,7 +289,7 @@ func (w *writer) writeStatus(ctx context.Context, pw termwriter.ProposalWriter, 
 	case err == nil:
 		w.gaps.written(name, gaps)
 		if u.Written(time.Now()) {
-			w.queue.Enqueue(name, w.cfg.ObservedInterval)
+			w.enqueueRefresh(name, w.cfg.ObservedInterval)
 		}
 		return nil
 	case apiwrite.IsRefused(err):

@@ -54,8 +54,10 @@ type writer struct {
 	agg       *aggregate
 	observed  *observed.Store
 	gaps      *gapStore
-	limiter   *rate.Limiter
+	limiter   waiter
 	telemetry *telemetry
+	// asked is the priority that each key waits at in queue.
+	asked asked
 }
 
 func newWriter(set exporter.Settings, cfg *Config, find termwriter.Finder) (*writer, error) {
@@ -148,7 +150,14 @@ func (w *writer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 		b.Sender, b.Seq, _ = flowsource.BatchOf(rl.Resource())
 		first, skipped := w.observed.AddBatch(b, seen, now)
 		for _, name := range first {
-			w.queue.Enqueue(name, max(writeInterval, w.observed.Wait(name, w.cfg.ObservedInterval, now)))
+			w.enqueueRefresh(name, max(writeInterval, w.observed.Wait(name, w.cfg.ObservedInterval, now)))
+		}
+		// The others wait already: their priority rises with what changed.
+		for i := range seen {
+			if i > 0 && seen[i].Obj == seen[i-1].Obj {
+				continue
+			}
+			w.raiseRefresh(seen[i].Obj, now)
 		}
 		if skipped > 0 {
 			w.telemetry.skippedAgain(ctx, skipped)
@@ -172,7 +181,7 @@ func (w *writer) addGap(g *learning.Gap) {
 		}
 		for _, name := range w.learningNames(g.Workload, d) {
 			w.gaps.add(name, g)
-			w.queue.Enqueue(name, writeInterval)
+			w.enqueue(name, writeInterval, priorityGap)
 		}
 	}
 }
@@ -201,7 +210,7 @@ func (w *writer) read(o *learning.Observation, lr plog.LogRecord) (observed.Seen
 	if learned {
 		var dirty bool
 		if name, dirty = w.agg.add(&o.Edge); dirty {
-			w.queue.Enqueue(name, writeInterval)
+			w.enqueueSpec(name)
 		}
 	}
 	if !observedToo {
@@ -223,7 +232,7 @@ func (w *writer) read(o *learning.Observation, lr plog.LogRecord) (observed.Seen
 func (w *writer) readAmendment(am *learning.Amendment) (observed.Seen, bool) {
 	name, dirty := w.agg.addAmendment(am)
 	if dirty {
-		w.queue.Enqueue(name, writeInterval)
+		w.enqueueSpec(name)
 	}
 	k, ok := am.Key()
 	if !ok {
@@ -235,6 +244,7 @@ func (w *writer) readAmendment(am *learning.Amendment) (observed.Seen, bool) {
 // reconcileKey writes one proposal, as its controller asks. A failure marks it
 // dirty again and returns the error, which retries it with backoff.
 func (w *writer) reconcileKey(ctx context.Context, name types.NamespacedName, pw termwriter.ProposalWriter) error {
+	w.asked.taken(name)
 	key, l, ok := w.agg.take(name)
 	if !ok {
 		// Nothing learned here: its observed edges, or a spec edit's verdicts.

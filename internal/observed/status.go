@@ -98,6 +98,7 @@ func (s *Store) Status(obj types.NamespacedName, cur *v1alpha1.ObservedTraffic, 
 		e.base = o.Flows
 		e.first, e.last = minTime(e.first, o.FirstSeen.Time), maxTime(e.last, o.LastSeen.Time)
 	}
+	tb.recount()
 	counts := map[v1alpha1.PeerClass]*classCount{}
 	edges := make([]v1alpha1.ObservedEdge, 0, len(tb.edges))
 	for k, e := range tb.edges {
@@ -242,6 +243,7 @@ func (u *Update) Written(now time.Time) (more bool) {
 		more = more || e.unwritten > 0
 	}
 	tb.pending = more
+	tb.recount()
 	return more
 }
 

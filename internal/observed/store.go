@@ -61,6 +61,13 @@ type table struct {
 	notTrackedEdges int
 	// counted is, by sender, the last batch that the counts include.
 	counted map[string]counted
+	// What changed since the last write (Change): fresh is how many
+	// tracked edges have flows and none written, flows the flows not
+	// written (tracked or not), written the flows the last write counted
+	// on the tracked edges. Add keeps them; Status and Written count them
+	// again.
+	fresh          int
+	flows, written int64
 }
 
 // entry is one edge: its flows as of the last write (base) and since
@@ -94,6 +101,7 @@ func (s *Store) addLocked(tb *table, obj types.NamespacedName, k *Key, flows int
 	if e == nil {
 		if len(tb.edges) >= s.maxTracked {
 			s.untracked += flows
+			tb.flows += flows
 			s.addUntracked(obj, tb, k, flows, t)
 			first = !tb.pending
 			tb.pending = true
@@ -103,6 +111,10 @@ func (s *Store) addLocked(tb *table, obj types.NamespacedName, k *Key, flows int
 		e = &entry{first: t, last: t}
 		tb.edges[*k] = e
 	}
+	if e.base == 0 && e.unwritten == 0 && flows > 0 {
+		tb.fresh++
+	}
+	tb.flows += flows
 	e.unwritten += flows
 	if t.Before(e.first) {
 		e.first = t
@@ -161,6 +173,35 @@ func (s *Store) Wait(obj types.NamespacedName, interval time.Duration, now time.
 		return 0
 	}
 	return max(0, tb.lastWrite.Add(interval).Sub(now))
+}
+
+// Change is how much obj's evidence changed since its last write, for the
+// order of the writes: fresh is how many of the edges it tracks have flows
+// and none written yet (edges its status does not list), flows the flows seen
+// since the last write, of every edge, and written the flows that the last
+// write counted on the tracked edges. All are 0 for an object it holds
+// nothing of.
+func (s *Store) Change(obj types.NamespacedName) (fresh int, flows, written int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tb := s.objects[obj]
+	if tb == nil {
+		return 0, 0, 0
+	}
+	return tb.fresh, tb.flows, tb.written
+}
+
+// recount counts again what changed since the last write (Change), after a
+// status's counts were merged or written; s.mu is held.
+func (tb *table) recount() {
+	tb.fresh, tb.flows, tb.written = 0, tb.untracked, 0
+	for _, e := range tb.edges {
+		if e.base == 0 && e.unwritten > 0 {
+			tb.fresh++
+		}
+		tb.flows += e.unwritten
+		tb.written += e.base
+	}
 }
 
 // Pending reports whether obj has flows that no write took yet.

@@ -248,3 +248,37 @@ func TestHandOffEndsTheSpacing(t *testing.T) {
 		t.Fatalf("after the hand-off: wait %s, want 0", w)
 	}
 }
+
+// TestChangeSinceTheLastWrite: the store says, for the order of the writes,
+// how many edges no write carried yet and how many flows came since the last
+// write, beside those it wrote; a write starts them again.
+func TestChangeSinceTheLastWrite(t *testing.T) {
+	s := NewStore(1, nil, nil)
+	if fresh, flows, written := s.Change(obj); fresh != 0 || flows != 0 || written != 0 {
+		t.Fatalf("nothing held: change %d, %d, %d", fresh, flows, written)
+	}
+	s.Add(obj, &db, 3, t0)
+	s.Add(obj, &db, 2, t0)
+	s.Add(obj, &stripe, 4, t0) // past the tracking limit: flows, not a fresh edge
+	if fresh, flows, written := s.Change(obj); fresh != 1 || flows != 9 || written != 0 {
+		t.Fatalf("before a write: change %d, %d, %d; want 1 fresh edge, 9 flows, none written", fresh, flows, written)
+	}
+	u := s.Status(obj, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10)
+	u.Written(t0)
+	if fresh, flows, written := s.Change(obj); fresh != 0 || flows != 0 || written != 5 {
+		t.Fatalf("after a write: change %d, %d, %d; want 5 flows written, nothing new", fresh, flows, written)
+	}
+	s.Add(obj, &db, 1, t0.Add(time.Second))
+	if fresh, flows, written := s.Change(obj); fresh != 0 || flows != 1 || written != 5 {
+		t.Fatalf("flows of a written edge: change %d, %d, %d", fresh, flows, written)
+	}
+
+	// A new leader's table counts on from the status it merges.
+	other := types.NamespacedName{Namespace: "shop", Name: "deployment-cart-ingress"}
+	s.Add(other, &db, 2, t0)
+	s.Status(other, &v1alpha1.ObservedTraffic{Observed: []v1alpha1.ObservedEdge{{Peer: db.Peer(), Protocol: db.Protocol,
+		Port: db.Port, Flows: 40, FirstSeen: metav1.Time{Time: t0}, LastSeen: metav1.Time{Time: t0}}}}, allowWorkloads, 10)
+	if fresh, flows, written := s.Change(other); fresh != 0 || flows != 2 || written != 40 {
+		t.Fatalf("after the status is read: change %d, %d, %d; want 2 flows beside 40 written", fresh, flows, written)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -60,9 +61,11 @@ type Controller struct {
 	// the previous leader may have left undone.
 	Resync func(enqueue func(types.NamespacedName))
 
-	mu      sync.Mutex
-	queue   workqueue.TypedRateLimitingInterface[reconcile.Request] // this term's; nil between terms
-	pending map[types.NamespacedName]struct{}
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request] // this term's; nil between terms
+	// pending is what was enqueued between terms, with the highest priority
+	// each key asked for.
+	pending map[types.NamespacedName]int
 	// rounds counts the finished reconciles of each key, so that a test can
 	// wait for a round to have happened instead of for a while.
 	rounds map[types.NamespacedName]int
@@ -180,19 +183,44 @@ func (c *Controller) finished(key types.NamespacedName, began time.Time, err err
 	c.last[key] = round{began: began, err: err}
 }
 
-// Enqueue asks for a reconcile of key after delay (at once for 0). A key
-// enqueued several times before its reconcile is reconciled once.
+// Enqueue asks for a reconcile of key after delay (at once for 0), at
+// priority 0. A key enqueued several times before its reconcile is
+// reconciled once.
 func (c *Controller) Enqueue(key types.NamespacedName, delay time.Duration) {
+	c.EnqueuePriority(key, delay, 0)
+}
+
+// EnqueuePriority asks for a reconcile of key after delay, at priority: of
+// the keys whose delay has passed, the worker takes the highest priority
+// first, and keys of one priority in the order they were enqueued
+// (controller-runtime's priority queue). A key enqueued several times before
+// its reconcile is reconciled once, at the earliest time and the highest
+// priority it asked for. The watches enqueue at priority 0, and the cache's
+// first list at priority.LowPriority (-100).
+func (c *Controller) EnqueuePriority(key types.NamespacedName, delay time.Duration, priority int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.queue == nil {
 		if c.pending == nil {
-			c.pending = map[types.NamespacedName]struct{}{}
+			c.pending = map[types.NamespacedName]int{}
 		}
-		c.pending[key] = struct{}{}
+		if p, ok := c.pending[key]; !ok || priority > p {
+			c.pending[key] = priority
+		}
 		return
 	}
-	c.queue.AddAfter(reconcile.Request{NamespacedName: key}, delay)
+	add(c.queue, key, delay, priority)
+}
+
+// add adds key to queue after delay at priority, on a queue that has
+// priorities (controller-runtime's default); on another, at its turn.
+func add(queue workqueue.TypedRateLimitingInterface[reconcile.Request], key types.NamespacedName, delay time.Duration, priority int) {
+	req := reconcile.Request{NamespacedName: key}
+	if pq, ok := queue.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{After: delay, Priority: &priority}, req)
+		return
+	}
+	queue.AddAfter(req, delay)
 }
 
 // New returns a controller that no term runs yet.
@@ -259,7 +287,9 @@ func (c *Controller) Run(ctx context.Context, e Env) {
 		RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBaseDelay, retryMaxDelay),
 		Logger:             zapr.NewLogger(log),
 		SkipNameValidation: ptr.To(true), // a new controller of the same name each term
-		RecoverPanic:       ptr.To(true),
+		// Keys taken by priority (EnqueuePriority), then in order.
+		UsePriorityQueue: ptr.To(true),
+		RecoverPanic:     ptr.To(true),
 	})
 	if err != nil {
 		log.Error("Could not build a controller", zap.Error(err))
@@ -290,8 +320,8 @@ func (c *Controller) Run(ctx context.Context, e Env) {
 func (c *Controller) attach(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	c.mu.Lock()
 	c.queue = queue
-	for key := range c.pending {
-		queue.Add(reconcile.Request{NamespacedName: key})
+	for key, priority := range c.pending {
+		add(queue, key, 0, priority)
 	}
 	c.pending = nil
 	c.mu.Unlock()

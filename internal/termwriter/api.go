@@ -49,6 +49,12 @@ type Queue interface {
 	// before their reconcile are reconciled once; keys enqueued while this
 	// replica does not lead are reconciled when it next leads.
 	Enqueue(key types.NamespacedName, delay time.Duration)
+	// EnqueuePriority is Enqueue at a priority: of the keys whose delay has
+	// passed, the controller reconciles the highest priority first, and
+	// keys of one priority in the order they were enqueued. A key enqueued
+	// again keeps the highest priority it asked for. Enqueue and the
+	// watches ask for 0.
+	EnqueuePriority(key types.NamespacedName, delay time.Duration, priority int)
 	// Stop ends the writer's controller for good; the writer calls it from
 	// its own Shutdown, which the collector runs before the extensions'
 	// while this replica still holds the lease. A leader first reconciles

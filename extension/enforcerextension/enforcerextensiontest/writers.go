@@ -1,10 +1,12 @@
 package enforcerextensiontest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -24,10 +26,12 @@ import (
 
 // queue is a writer's controller in the fake: keys wait until Drain.
 type queue struct {
-	mu        sync.Mutex
-	keys      map[types.NamespacedName]time.Duration
-	reconcile func(context.Context, types.NamespacedName) error
-	resync    func(enqueue func(types.NamespacedName))
+	mu   sync.Mutex
+	keys map[types.NamespacedName]time.Duration
+	// priorities are the queued keys' priorities, the highest each asked for.
+	priorities map[types.NamespacedName]int
+	reconcile  func(context.Context, types.NamespacedName) error
+	resync     func(enqueue func(types.NamespacedName))
 	// owner is the fake whose leadership Stop asks.
 	owner *Enforcer
 	// stopped is set by Stop: the fake's Drain skips the queue from then on.
@@ -37,13 +41,21 @@ type queue struct {
 }
 
 func (q *queue) Enqueue(key types.NamespacedName, delay time.Duration) {
+	q.EnqueuePriority(key, delay, 0)
+}
+
+func (q *queue) EnqueuePriority(key types.NamespacedName, delay time.Duration, priority int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.keys == nil {
 		q.keys = map[types.NamespacedName]time.Duration{}
+		q.priorities = map[types.NamespacedName]int{}
 	}
-	// As a work queue's AddAfter: a key queued twice is taken at the
-	// earlier time.
+	// As the priority queue: a key queued twice keeps the highest priority,
+	if p, ok := q.priorities[key]; !ok || priority > p {
+		q.priorities[key] = priority
+	}
+	// and is taken at the earlier time.
 	if d, ok := q.keys[key]; ok && d <= delay {
 		return
 	}
@@ -91,10 +103,32 @@ func (e *Enforcer) Queued() map[types.NamespacedName]time.Duration {
 	return out
 }
 
+// Priorities returns the keys that wait for Drain, with the priority each
+// asked for.
+func (e *Enforcer) Priorities() map[types.NamespacedName]int {
+	e.mu.Lock()
+	writers := slices.Clone(e.writers)
+	e.mu.Unlock()
+	out := map[types.NamespacedName]int{}
+	for _, w := range writers {
+		w.mu.Lock()
+		maps.Copy(out, w.priorities)
+		w.mu.Unlock()
+	}
+	return out
+}
+
 // Drain runs, while the fake leads, one reconcile for every queued key, as if
-// each delay had passed, and returns the errors by key; a key whose reconcile
-// failed is queued again, as a controller's backoff would.
+// each delay had passed, the highest priority first and then by name, and
+// returns the errors by key; a key whose reconcile failed is queued again at
+// its priority, as a controller's backoff would.
 func (e *Enforcer) Drain() map[types.NamespacedName]error {
+	return e.DrainWithin(math.MaxInt64)
+}
+
+// DrainWithin is Drain of the keys queued with a delay of at most d, as if d
+// had passed: the others stay queued.
+func (e *Enforcer) DrainWithin(d time.Duration) map[types.NamespacedName]error {
 	e.mu.Lock()
 	ctx, writers := e.leading, slices.Clone(e.writers)
 	e.mu.Unlock()
@@ -104,16 +138,28 @@ func (e *Enforcer) Drain() map[types.NamespacedName]error {
 	}
 	for _, w := range writers {
 		w.mu.Lock()
-		keys, stopped := w.keys, w.stopped
-		w.keys = nil
-		w.mu.Unlock()
-		if stopped {
+		if w.stopped {
+			w.mu.Unlock()
 			continue
 		}
-		for _, key := range slices.SortedFunc(maps.Keys(keys), func(a, b types.NamespacedName) int { return compare(a.String(), b.String()) }) {
+		keys, priorities := map[types.NamespacedName]int{}, map[types.NamespacedName]int{}
+		for key, delay := range w.keys {
+			if delay <= d {
+				keys[key], priorities[key] = 0, w.priorities[key]
+				delete(w.keys, key)
+				delete(w.priorities, key)
+			}
+		}
+		w.mu.Unlock()
+		for _, key := range slices.SortedFunc(maps.Keys(keys), func(a, b types.NamespacedName) int {
+			if pa, pb := priorities[a], priorities[b]; pa != pb {
+				return cmp.Compare(pb, pa)
+			}
+			return compare(a.String(), b.String())
+		}) {
 			if err := w.reconcile(ctx, key); err != nil {
 				errs[key] = err
-				w.Enqueue(key, 0)
+				w.EnqueuePriority(key, 0, priorities[key])
 			}
 		}
 	}
