@@ -196,7 +196,7 @@ func (c *Controller) Enqueue(key types.NamespacedName, delay time.Duration) {
 // (controller-runtime's priority queue). A key enqueued several times before
 // its reconcile is reconciled once, at the earliest time and the highest
 // priority it asked for. The watches enqueue at priority 0, and the cache's
-// first list at priority.LowPriority (-100).
+// first list at handler.LowPriority (-100).
 func (c *Controller) EnqueuePriority(key types.NamespacedName, delay time.Duration, priority int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -30,13 +30,17 @@ func informerSource(inf sharedInformer, w Watch) source.Source {
 		h = &handler.EnqueueRequestForObject{}
 	}
 	return source.Func(func(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: func(o any) {
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+			// An object of the cache's list as the term begins (every one,
+			// since the informer outlives the terms) is marked so: the
+			// handlers enqueue it at handler.LowPriority, after what the
+			// writers enqueue themselves.
+			AddFunc: func(o any, isInInitialList bool) {
 				obj, ok := o.(client.Object)
 				if !ok {
 					return
 				}
-				e := event.CreateEvent{Object: obj}
+				e := event.CreateEvent{Object: obj, IsInInitialList: isInInitialList}
 				if passes(w.Predicates, func(p predicate.Predicate) bool { return p.Create(e) }) {
 					h.Create(ctx, e, queue)
 				}

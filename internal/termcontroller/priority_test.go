@@ -9,7 +9,13 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubewarden/network-enforcer/internal/testwait"
 )
@@ -72,4 +78,45 @@ func TestKeysAreTakenByPriority(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done
+}
+
+// fakeInformer hands the handler that a term's source adds to the test.
+type fakeInformer struct {
+	h toolscache.ResourceEventHandler
+}
+
+func (f *fakeInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	f.h = h
+	return nil, nil
+}
+
+func (f *fakeInformer) RemoveEventHandler(toolscache.ResourceEventHandlerRegistration) error {
+	return nil
+}
+
+// TestTheCachesListComesAtLowPriority: the objects that the cache lists as a
+// term's source starts are enqueued at handler.LowPriority, below what the
+// writers enqueue at once; an object created during the term at 0.
+func TestTheCachesListComesAtLowPriority(t *testing.T) {
+	q := priorityqueue.New[reconcile.Request]("list-priority")
+	defer q.ShutDown()
+	inf := &fakeInformer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := informerSource(inf, Watch{Object: &corev1.ConfigMap{}}).Start(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}}
+	}
+	inf.h.OnAdd(cm("listed"), true)
+	inf.h.OnAdd(cm("created"), false)
+	want := map[string]int{"created": 0, "listed": handler.LowPriority}
+	for range want {
+		item, priority, _ := q.GetWithPriority()
+		if p, ok := want[item.Name]; !ok || p != priority {
+			t.Errorf("%s at priority %d, want %d", item.Name, priority, p)
+		}
+		q.Done(item)
+	}
 }
