@@ -40,14 +40,36 @@ func (c APIConfig) Validate() error {
 	return fmt.Errorf("invalid auth_type %q: must be one of %s, %s", c.AuthType, AuthTypeServiceAccount, AuthTypeKubeConfig)
 }
 
-// RestConfig builds the API server configuration for the auth type.
+// RestConfig builds the API server configuration for the auth type, with
+// client-go's own rate limit off (unthrottled).
 func RestConfig(c APIConfig) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
 	switch c.AuthType {
 	case AuthTypeServiceAccount:
-		return rest.InClusterConfig()
+		cfg, err = rest.InClusterConfig()
 	case AuthTypeKubeConfig:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	default:
+		return nil, c.Validate()
 	}
-	return nil, c.Validate()
+	if err != nil {
+		return nil, err
+	}
+	return unthrottled(cfg), nil
+}
+
+// unthrottled turns off client-go's client-side rate limit of cfg, unless it
+// sets one. Left at zero, client-go limits each API group and kind's client to
+// 5 requests a second (burst 10): the proposal writer's reads and writes of
+// proposals, whose own limit is write_qps, would stop at that. The API server
+// shares its capacity by API Priority and Fairness (the chart's FlowSchema and
+// PriorityLevelConfiguration for the enforcer), and the writers bound their
+// own writes; controller-runtime's GetConfig does the same.
+func unthrottled(cfg *rest.Config) *rest.Config {
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS = -1
+	}
+	return cfg
 }
