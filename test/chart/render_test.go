@@ -139,6 +139,8 @@ func checkObjects(t *testing.T, r *rendered, hop flowHop, strategy string) {
 		"Role/default/" + fullname + "-api-server-endpoints":               true,
 		"RoleBinding/default/" + fullname + "-api-server-endpoints":        true,
 		"PodDisruptionBudget/" + namespace + "/" + fullname:                true,
+		"PriorityLevelConfiguration//" + fullname:                          true,
+		"FlowSchema//" + fullname:                                          true,
 		"NetworkPolicy/" + namespace + "/" + fullname:                      true,
 		"NetworkPolicy/" + namespace + "/" + fullname + "-collector":       strategy == "default",
 		"NetworkPolicy/" + namespace + "/" + fullname + "-node-agent":      istio,
