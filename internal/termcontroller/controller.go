@@ -60,6 +60,9 @@ type Controller struct {
 	// Resync, when set, is called at the start of each term to enqueue what
 	// the previous leader may have left undone.
 	Resync func(enqueue func(types.NamespacedName))
+	// Workers is how many keys are reconciled side by side, never one key
+	// twice at once; 0 is one. Set before the first term.
+	Workers int
 
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request] // this term's; nil between terms
@@ -284,9 +287,10 @@ func (c *Controller) Run(ctx context.Context, e Env) {
 			}
 			return reconcile.Result{}, err
 		}),
-		RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBaseDelay, retryMaxDelay),
-		Logger:             zapr.NewLogger(log),
-		SkipNameValidation: ptr.To(true), // a new controller of the same name each term
+		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBaseDelay, retryMaxDelay),
+		MaxConcurrentReconciles: max(1, c.Workers),
+		Logger:                  zapr.NewLogger(log),
+		SkipNameValidation:      ptr.To(true), // a new controller of the same name each term
 		// Keys taken by priority (EnqueuePriority), then in order.
 		UsePriorityQueue: ptr.To(true),
 		RecoverPanic:     ptr.To(true),
