@@ -22,10 +22,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/testbed/fakecluster"
 )
 
 const mib = 1 << 20
@@ -96,13 +94,13 @@ func run(ctx context.Context, o options) (err error) {
 		err = errors.Join(err, env.Stop())
 	}()
 
-	cs, err := creatingClient(env.Config)
+	cs, err := fakecluster.CreatingClient(env.Config, "cachemem")
 	if err != nil {
 		return err
 	}
-	p := newPlan(o.pods, o.workloads, o.namespaces)
+	p := fakecluster.NewPlan(o.pods, o.workloads, o.namespaces)
 	created := time.Now()
-	if err := p.create(ctx, cs, o.workers); err != nil {
+	if err := p.Create(ctx, cs, o.workers); err != nil {
 		return fmt.Errorf("creating the cluster: %w", err)
 	}
 	logf("created the cluster in %s", time.Since(created).Round(time.Second))
@@ -137,19 +135,7 @@ func run(ctx context.Context, o options) (err error) {
 	return nil
 }
 
-// creatingClient returns a clientset for filling the cluster. client-go's default
-// rate limit (5 requests a second, bursts of 10) would stretch a cluster of tens
-// of thousands of objects to hours, and protobuf spares the API server the JSON.
-func creatingClient(cfg *rest.Config) (*kubernetes.Clientset, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	cfg.UserAgent = "cachemem"
-	return kubernetes.NewForConfig(cfg)
-}
-
-func printTable(o options, p *plan, base, enf measurement) {
+func printTable(o options, p *fakecluster.Plan, base, enf measurement) {
 	diff := enf.rss - base.rss
 	verdict := "PASS"
 	if float64(enf.rss)/mib > o.limitMiB {
@@ -159,7 +145,7 @@ func printTable(o options, p *plan, base, enf measurement) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "pods\tworkloads\tbaseline RSS MiB\tenforcer RSS MiB\tdifference MiB\tratio\ttarget ≤ %.0f MiB\t\n", o.limitMiB)
 	fmt.Fprintf(w, "%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%s\t\n",
-		p.podCount(), len(p.workloads), float64(base.rss)/mib, float64(enf.rss)/mib, float64(diff)/mib,
+		p.PodCount(), p.WorkloadCount(), float64(base.rss)/mib, float64(enf.rss)/mib, float64(diff)/mib,
 		float64(enf.rss)/float64(base.rss), verdict)
 	w.Flush()
 	fmt.Println()
@@ -169,6 +155,4 @@ func printTable(o options, p *plan, base, enf measurement) {
 	fmt.Println()
 }
 
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
+func logf(format string, args ...any) { fakecluster.Logf(format, args...) }

@@ -1,4 +1,4 @@
-package main
+package fakecluster
 
 import (
 	"context"
@@ -18,12 +18,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// create makes the plan's objects, each after the objects it refers to:
+// Create makes the plan's objects, each after the objects it refers to:
 // namespaces, workloads, the ReplicaSets and Jobs that workloads own, and pods,
 // each pod's status right after the pod. No controller runs, so this writes what
 // the controllers and kubelets would.
-func (p *plan) create(ctx context.Context, cs kubernetes.Interface, workers int) error {
-	logf("creating %d namespaces, %d workloads, %d pods with %d workers", len(p.namespaces), len(p.workloads), p.podCount(), workers)
+func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface, workers int) error {
+	Logf("creating %d namespaces, %d workloads, %d pods with %d workers", len(p.namespaces), len(p.workloads), p.PodCount(), workers)
 	create := metav1.CreateOptions{}
 	err := parallel(ctx, workers, "namespaces", len(p.namespaces), func(ctx context.Context, i int) error {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.namespaces[i], Labels: map[string]string{
@@ -70,7 +70,7 @@ func (p *plan) create(ctx context.Context, cs kubernetes.Interface, workers int)
 		w       *workload
 		ordinal int
 	}
-	pods := make([]podRef, 0, p.podCount())
+	pods := make([]podRef, 0, p.PodCount())
 	for _, w := range p.workloads {
 		for o := range w.pods {
 			pods = append(pods, podRef{w, o})
@@ -82,9 +82,9 @@ func (p *plan) create(ctx context.Context, cs kubernetes.Interface, workers int)
 	return parallel(ctx, workers, "pods", len(pods), func(ctx context.Context, j int) error {
 		var pod *corev1.Pod
 		if r := pods[j]; r.w != nil {
-			pod = r.w.pod(r.ordinal, j, p.nodes)
+			pod = r.w.pod(r.ordinal, j, p.Nodes)
 		} else {
-			pod = barePod(p.namespaces[j%len(p.namespaces)], j, p.nodes)
+			pod = barePod(p.namespaces[j%len(p.namespaces)], j, p.Nodes)
 		}
 		api := cs.CoreV1().Pods(pod.Namespace)
 		created, err := createOrGet(ctx, func(ctx context.Context) (*corev1.Pod, error) {
@@ -95,7 +95,7 @@ func (p *plan) create(ctx context.Context, cs kubernetes.Interface, workers int)
 		if err != nil {
 			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
-		created.Status = runningStatus(created, j, p.nodes)
+		created.Status = runningStatus(created, j, p.Nodes)
 		err = retry(ctx, func(ctx context.Context, attempt int) error {
 			if attempt > 0 {
 				// Pods allow an unconditional update, which keeps a retry of an
@@ -232,7 +232,7 @@ func parallel(ctx context.Context, workers int, what string, n int, f func(ctx c
 		select {
 		case <-tick.C:
 			d := done.Load()
-			logf("  %s: %d/%d (%.0f/s)", what, d, n, float64(d)/time.Since(start).Seconds())
+			Logf("  %s: %d/%d (%.0f/s)", what, d, n, float64(d)/time.Since(start).Seconds())
 			continue
 		case <-finished:
 		}
@@ -241,7 +241,7 @@ func parallel(ctx context.Context, workers int, what string, n int, f func(ctx c
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	logf("  %s: %d in %s", what, n, time.Since(start).Round(100*time.Millisecond))
+	Logf("  %s: %d in %s", what, n, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 

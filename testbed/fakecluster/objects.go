@@ -1,4 +1,4 @@
-package main
+package fakecluster
 
 import (
 	"fmt"
@@ -125,22 +125,15 @@ func (w *workload) job(owner metav1.OwnerReference) *batchv1.Job {
 // cluster, for unique names, addresses and nodes.
 func (w *workload) pod(ordinal, global, nodes int) *corev1.Pod {
 	labels := maps.Clone(w.podLabels)
-	var name, generateName string
+	name, generateName := w.podName(ordinal, global)
 	switch w.kind {
 	case kindStatefulSet:
-		name = fmt.Sprintf("%s-%d", w.name, ordinal)
 		labels["controller-revision-hash"] = w.revisionHash
 		labels["statefulset.kubernetes.io/pod-name"] = name
 		labels["apps.kubernetes.io/pod-index"] = strconv.Itoa(ordinal)
 	case kindDaemonSet:
-		generateName = w.name + "-"
 		labels["controller-revision-hash"] = randName(hash64(w.name+"/revision"), 10)
 		labels["pod-template-generation"] = "1"
-	default:
-		generateName = w.controller.Name + "-"
-	}
-	if generateName != "" {
-		name = generateName + randName(uint64(global), 5)
 	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -152,6 +145,23 @@ func (w *workload) pod(ordinal, global, nodes int) *corev1.Pod {
 	}
 	addNode(p, global, nodes)
 	return p
+}
+
+// podName is the name of the workload's pod number ordinal, and the
+// generateName that its controller would give: a StatefulSet's pods are
+// numbered, the others' end in a random part (here derived from global), after
+// the name of their controller (the ReplicaSet or Job, known before it exists
+// by childName).
+func (w *workload) podName(ordinal, global int) (name, generateName string) {
+	switch w.kind {
+	case kindStatefulSet:
+		return fmt.Sprintf("%s-%d", w.name, ordinal), ""
+	case kindDaemonSet:
+		generateName = w.name + "-"
+	default:
+		generateName = w.childName() + "-"
+	}
+	return generateName + randName(uint64(global), 5), generateName
 }
 
 // barePod is a pod that no workload owns.
@@ -172,7 +182,7 @@ func barePod(namespace string, global, nodes int) *corev1.Pod {
 // addNode binds the pod to a node and adds the service account token volume
 // that admission adds in a real cluster.
 func addNode(p *corev1.Pod, global, nodes int) {
-	p.Spec.NodeName = nodeName(global % nodes)
+	p.Spec.NodeName = NodeName(global % nodes)
 	token := "kube-api-access-" + randName(uint64(global)*7919, 5)
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: token, VolumeSource: corev1.VolumeSource{
 		Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To(int32(0o644)), Sources: []corev1.VolumeProjection{
@@ -194,13 +204,14 @@ func addNode(p *corev1.Pod, global, nodes int) {
 	}
 }
 
-func nodeName(i int) string { return fmt.Sprintf("node-%04d", i) }
+// NodeName names the plan's i-th node.
+func NodeName(i int) string { return fmt.Sprintf("node-%04d", i) }
 
 // nodeIP is the node's address, in a range apart from the pods'.
 func nodeIP(i int) string { return fmt.Sprintf("172.16.%d.%d", i/250, 1+i%250) }
 
-// podIP is a unique address for each of up to 16 million pods.
-func podIP(global int) string {
+// PodIP is pod global's address, unique for each of up to 16 million pods.
+func PodIP(global int) string {
 	n := global + 256 // skip 10.0.0.0/24
 	return fmt.Sprintf("10.%d.%d.%d", (n>>16)&255, (n>>8)&255, n&255)
 }
@@ -355,7 +366,7 @@ func (w *workload) podSpec() corev1.PodSpec {
 // runningStatus is the status that a kubelet reports for the running pod.
 func runningStatus(p *corev1.Pod, global, nodes int) corev1.PodStatus {
 	now := metav1.Now()
-	ip, host := podIP(global), nodeIP(global%nodes)
+	ip, host := PodIP(global), nodeIP(global%nodes)
 	st := corev1.PodStatus{
 		Phase:     corev1.PodRunning,
 		HostIP:    host,

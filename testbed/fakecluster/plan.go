@@ -1,4 +1,4 @@
-package main
+package fakecluster
 
 import (
 	"crypto/sha256"
@@ -43,17 +43,18 @@ var (
 	}
 )
 
-// plan is the cluster to create: which workloads live where and how many pods
+// Plan is the cluster to create: which workloads live where and how many pods
 // each one runs.
-type plan struct {
+type Plan struct {
 	namespaces []string
 	workloads  []*workload
 	// bare is the number of pods that no workload owns, made only when there are
 	// no workloads at all, for measuring pods alone.
 	bare int
-	// nodes is the number of nodes that the pods are spread over, about a hundred
-	// pods a node.
-	nodes int
+	// Nodes is the number of nodes that the pods are spread over: NewPlan
+	// puts about a hundred pods on a node; set it before Create for another
+	// spread. Pod j runs on node j mod Nodes, named by NodeName.
+	Nodes int
 }
 
 // workload is one workload of the plan, and what its creation learnt.
@@ -74,8 +75,9 @@ type workload struct {
 	podLabels  map[string]string
 }
 
-func newPlan(pods, workloads, namespaces int) *plan {
-	p := &plan{nodes: max(1, pods/100)}
+// NewPlan spreads workloads over namespaces and pods over the workloads.
+func NewPlan(pods, workloads, namespaces int) *Plan {
+	p := &Plan{Nodes: max(1, pods/100)}
 	for i := range namespaces {
 		p.namespaces = append(p.namespaces, fmt.Sprintf("%s-%s-%02d", teams[i%len(teams)], envs[i%len(envs)], i))
 	}
@@ -103,7 +105,7 @@ func newPlan(pods, workloads, namespaces int) *plan {
 
 // spreadPods gives each CronJob's Job one pod, as a running Job has, and the rest
 // of the pods in turn to the other workloads.
-func (p *plan) spreadPods(pods int) {
+func (p *Plan) spreadPods(pods int) {
 	var others []*workload
 	for _, w := range p.workloads {
 		if w.kind == kindCronJob && pods > 0 {
@@ -123,7 +125,8 @@ func (p *plan) spreadPods(pods int) {
 	p.bare = pods
 }
 
-func (p *plan) podCount() int {
+// PodCount is the number of pods of the plan.
+func (p *Plan) PodCount() int {
 	n := p.bare
 	for _, w := range p.workloads {
 		n += w.pods
