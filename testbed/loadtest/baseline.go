@@ -46,28 +46,28 @@ func (lt *loadtest) rawClient(ctx context.Context, run rawClientRun) (side, erro
 	}
 	cmd.Stdout = w
 	drain(run.opened)
-	p, err := lt.launch(run.name, "", cmd)
+	p, err := lt.launcher.Launch(run.name, "", cmd)
 	w.Close()
 	if err != nil {
 		r.Close()
 		return side{}, err
 	}
-	defer p.stop()
+	defer p.Stop()
 	done := make(chan bool, 1)
 	go func() {
 		defer r.Close()
 		sc := bufio.NewScanner(r)
 		done <- sc.Scan() && sc.Text() == rawClientDone
 	}()
-	start, cpu0, err := p.streamOpened(ctx, run.opened, time.Minute)
+	start, cpu0, err := streamOpened(ctx, p, run.opened, time.Minute)
 	if err != nil {
 		return side{}, err
 	}
 	select {
 	case ok := <-done:
 		if !ok {
-			<-p.exited
-			return side{}, p.failed()
+			<-p.Exited
+			return side{}, p.Failed()
 		}
 	case <-ctx.Done():
 		return side{}, ctx.Err()

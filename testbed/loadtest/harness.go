@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -23,6 +18,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/certtest"
 	"github.com/kubewarden/network-enforcer/internal/clustertest"
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+	"github.com/kubewarden/network-enforcer/testbed/replicas"
 )
 
 // namespace holds the enforcer's Lease.
@@ -41,7 +37,8 @@ type loadtest struct {
 	// receivers and the baseline clients alike.
 	client certtest.Pair
 	bin    string
-	runs   int
+	// launcher starts the processes of the run.
+	launcher *replicas.Launcher
 	// relayRun is the hubble path's enforcer run without the field mask
 	// (else with it) in relay mode, and
 	// relayFlows the flow messages it read, once it ran: the scale-out
@@ -67,6 +64,7 @@ func newLoadtest(ctx context.Context, opts options) (_ *loadtest, err error) {
 		return nil, err
 	}
 	lt := &loadtest{opts: opts, root: root, dir: dir, started: time.Now(), bin: bin}
+	lt.launcher = &replicas.Launcher{Bin: bin, Dir: dir, GOGC: opts.gogc, GOMEMLIMIT: opts.gomemlimit}
 	defer func() {
 		if err != nil {
 			lt.stop()
@@ -80,6 +78,7 @@ func newLoadtest(ctx context.Context, opts options) (_ *loadtest, err error) {
 	if err := lt.env.WriteKubeconfig(lt.kubeconfig); err != nil {
 		return nil, err
 	}
+	lt.launcher.Kubeconfig = lt.kubeconfig
 	if err := lt.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return nil, err
 	}
@@ -136,23 +135,6 @@ func (lt *loadtest) clientTLS(serverName string) grpc.DialOption {
 	}))
 }
 
-// telemetry is the service::telemetry section that exposes the collector's own
-// metrics on addr, with the log quiet.
-func telemetry(addr string) string {
-	host, port, _ := strings.Cut(addr, ":")
-	return fmt.Sprintf(`  telemetry:
-    logs:
-      level: warn
-    metrics:
-      level: normal
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: %s
-                port: %s`, host, port)
-}
-
 // enforcerConfig is the enforcer's configuration as the chart renders it (the
 // memory limiter, learning into the writer, violations through the violation
 // processor; events to nop, as the chart's collectorStrategy none), with the
@@ -199,159 +181,6 @@ service:
 `, name, namespace, receiver, telemetry(metrics), recvName, !lt.unobserved))
 }
 
-func (lt *loadtest) writeConfig(name, content string) (string, error) {
-	path := filepath.Join(lt.dir, name+".yaml")
-	return path, os.WriteFile(path, []byte(content), 0o600)
-}
-
-// process is a running program, the binary or a baseline client, its output
-// in a log file.
-type process struct {
-	name, log, metrics string
-	cmd                *exec.Cmd
-	exited             chan struct{}
-}
-
-// start runs the binary with config; its metrics are served on metrics.
-func (lt *loadtest) start(name, config, metrics string) (*process, error) {
-	return lt.startEnv(name, config, metrics)
-}
-
-// startEnv is start with further environment variables.
-func (lt *loadtest) startEnv(name, config, metrics string, env ...string) (*process, error) {
-	cmd := exec.Command(lt.bin, "--config", config)
-	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+lt.kubeconfig), env...)
-	return lt.launch(name, metrics, cmd)
-}
-
-// launch starts cmd with the chart's garbage collector settings, its stderr,
-// and its stdout unless cmd has one, in a log file of the work directory.
-func (lt *loadtest) launch(name, metrics string, cmd *exec.Cmd) (*process, error) {
-	lt.runs++
-	p := &process{name: name, log: filepath.Join(lt.dir, fmt.Sprintf("%d-%s.log", lt.runs, name)), metrics: metrics, cmd: cmd, exited: make(chan struct{})}
-	out, err := os.Create(p.log)
-	if err != nil {
-		return nil, err
-	}
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
-	}
-	// The garbage collector's settings as the chart renders them by default
-	// (controller.gc), for every run of the binary, the otlp -> nop baseline
-	// too, and for the raw clients, so that a CPU ratio compares the work
-	// and not the collector's tuning.
-	if lt.opts.gogc != "" {
-		cmd.Env = append(cmd.Env, "GOGC="+lt.opts.gogc)
-	}
-	if lt.opts.gomemlimit != "" {
-		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+lt.opts.gomemlimit)
-	}
-	if cmd.Stdout == nil {
-		cmd.Stdout = out
-	}
-	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		out.Close()
-		return nil, err
-	}
-	go func() {
-		_ = cmd.Wait()
-		out.Close()
-		close(p.exited)
-	}()
-	return p, nil
-}
-
-// stop ends the process with SIGTERM, or SIGKILL when it does not end.
-func (p *process) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
-
-// failed says why the process ended, with the tail of its log.
-func (p *process) failed() error {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return fmt.Errorf("%s exited; the end of %s:\n%s", p.name, p.log, b)
-}
-
-// cpu is the process's user and system CPU time so far.
-func (p *process) cpu() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	// The fields after the command name, which is in parentheses: utime and
-	// stime are the 14th and 15th fields of the line, in clock ticks.
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("short /proc stat: %q", s)
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc stat: %q", s)
-	}
-	const ticksPerSecond = 100 // USER_HZ, the same on every Linux
-	return time.Duration(utime+stime) * time.Second / ticksPerSecond, nil
-}
-
-// peakRSS is the process's peak resident memory so far (VmHWM).
-func (p *process) peakRSS() (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", p.cmd.Process.Pid)
-}
-
-// counter sums the samples of the metrics whose names start with name.
-func (p *process) counter(name string) (int64, error) {
-	req, err := http.NewRequest(http.MethodGet, "http://"+p.metrics+"/metrics", http.NoBody)
-	if err != nil {
-		return 0, err
-	}
-	// Uncompressed: the scrapes are frequent, and compressing them would add
-	// to the CPU time measured.
-	req.Header.Set("Accept-Encoding", "identity")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var n int64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
-		}
-		fields := strings.Fields(line)
-		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
-			n += int64(v)
-		}
-	}
-	return n, sc.Err()
-}
-
 // waitCounters polls the sum of the counters named until it reaches want, and
 // returns when it did. It fails when the process exits or the time is up.
 func (lt *loadtest) waitCounters(ctx context.Context, p *process, want int64, names ...string) (time.Time, error) {
@@ -360,7 +189,7 @@ func (lt *loadtest) waitCounters(ctx context.Context, p *process, want int64, na
 	for {
 		got = 0
 		for _, name := range names {
-			n, err := p.counter(name)
+			n, err := p.Counter(name)
 			if err != nil {
 				got = -1
 				break
@@ -371,13 +200,13 @@ func (lt *loadtest) waitCounters(ctx context.Context, p *process, want int64, na
 			return time.Now(), nil
 		}
 		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("%s counted %d of %d flows in %s", p.name, got, want, lt.opts.timeout)
+			return time.Time{}, fmt.Errorf("%s counted %d of %d flows in %s", p.Name, got, want, lt.opts.timeout)
 		}
 		select {
 		case <-ctx.Done():
 			return time.Time{}, ctx.Err()
-		case <-p.exited:
-			return time.Time{}, p.failed()
+		case <-p.Exited:
+			return time.Time{}, p.Failed()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -387,17 +216,17 @@ func (lt *loadtest) waitCounters(ctx context.Context, p *process, want int64, na
 func (lt *loadtest) waitMetrics(ctx context.Context, p *process) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if _, err := p.counter("otelcol_"); err == nil {
+		if _, err := p.Counter("otelcol_"); err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s serves no metrics on %s", p.name, p.metrics)
+			return fmt.Errorf("%s serves no metrics on %s", p.Name, p.Metrics)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-p.exited:
-			return p.failed()
+		case <-p.Exited:
+			return p.Failed()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -405,22 +234,32 @@ func (lt *loadtest) waitMetrics(ctx context.Context, p *process) error {
 
 // measured closes a side of the process that ran from cpu0 to the end.
 func measured(p *process, name string, start, end time.Time, cpu0 time.Duration) (side, error) {
-	cpu1, err := p.cpu()
+	cpu1, err := p.CPU()
 	if err != nil {
 		return side{}, err
 	}
-	rss, err := p.peakRSS()
+	rss, err := p.PeakRSS()
 	if err != nil {
 		return side{}, err
 	}
 	return side{name: name, elapsed: end.Sub(start), cpu: cpu1 - cpu0, peakRSS: rss}, nil
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
+// process is a running program, the binary or a baseline client.
+type process = replicas.Process
+
+// start runs the binary with config; its metrics are served on metrics.
+func (lt *loadtest) start(name, config, metrics string) (*process, error) {
+	return lt.launcher.Start(name, config, metrics)
 }
+
+// writeConfig writes a configuration of the work directory.
+func (lt *loadtest) writeConfig(name, content string) (string, error) {
+	return lt.launcher.WriteConfig(name, content)
+}
+
+// telemetry is the service::telemetry section that exposes the collector's own
+// metrics on addr, with the log quiet.
+func telemetry(addr string) string { return replicas.Telemetry(addr) }
+
+func freeAddr() (string, error) { return replicas.FreeAddr() }

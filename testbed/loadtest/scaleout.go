@@ -18,9 +18,6 @@ import (
 	// The collector's otlp_grpc exporter compresses with gzip by default.
 	_ "google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/protobuf/proto"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,6 +26,7 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/violationevent"
+	"github.com/kubewarden/network-enforcer/testbed/replicas"
 )
 
 // The scale-out path: a fake Cilium cluster serves the Hubble fixture, spread
@@ -37,15 +35,6 @@ import (
 // (leader receiver, writer, violation processor) takes what they send.
 
 const (
-	// leaderServerName is the name in the leader receiver's certificate, which
-	// the readers check, as the chart's Service name.
-	leaderServerName = "network-enforcer-leader.network-enforcer.svc"
-	// leaderIP is the leader's pod IP, where its receiver listens; the readers'
-	// pods are 127.0.0.3 and on.
-	leaderIP = "127.0.0.2"
-	// scaleOutInterval is the leader exporter's aggregation interval (its
-	// default, written for the reader to see).
-	scaleOutInterval = time.Second
 	// Goals of the scale-out path.
 	goalRecordsPer1000 = 10.0
 	goalLeaderCPU      = 0.2 // µs per cluster flow
@@ -317,180 +306,6 @@ func startViolationSink() (*violationSink, func(), error) {
 	return s, srv.Stop, nil
 }
 
-// scaleOutPod makes the Pod that names a replica's address, as the kubelet
-// reports it: the readers find the leader's address there.
-func (lt *loadtest) scaleOutPod(ctx context.Context, name, ip string) error {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "enforcer", Image: "network-enforcer"}}},
-	}
-	if err := lt.env.Client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	if err := lt.env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pod); err != nil {
-		return err
-	}
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.PodIP = ip
-	pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
-	return lt.env.Client.Status().Update(ctx, pod)
-}
-
-// leaderConfig is the leading replica: the leader receiver into the writer
-// and the violation processor, its events to the sink. No flow source: it
-// is not a member and reads no node.
-func (lt *loadtest) leaderConfig(lease, listen, metrics, sink string, server certPair) (string, error) {
-	return lt.writeConfig("scaleout-leader", fmt.Sprintf(`extensions:
-  leader_elector:
-    auth_type: kubeConfig
-    lease_name: %[1]s
-    lease_namespace: %[2]s
-  enforcer:
-    auth_type: kubeConfig
-  policy_controller:
-receivers:
-  leader:
-    endpoint: %[3]s
-    tls:
-      cert_file: %[4]s
-      key_file: %[5]s
-      client_ca_file: %[6]s
-    enforcer: enforcer
-processors:
-  memory_limiter:
-    check_interval: 1s
-    limit_percentage: 80
-    spike_limit_percentage: 20
-  violation:
-    status_sync_interval: 30s
-connectors:
-  forward/violations: {}
-exporters:
-  k8swriter: {}
-  otlp_grpc:
-    endpoint: %[7]s
-    tls:
-      insecure: true
-service:
-  extensions: [leader_elector, enforcer, policy_controller]
-%[8]s
-  pipelines:
-    logs/learned:
-      receivers: [leader]
-      processors: [memory_limiter]
-      exporters: [k8swriter, forward/violations]
-    logs/events:
-      receivers: [forward/violations]
-      processors: [violation]
-      exporters: [otlp_grpc]
-`, lease, namespace, listen, server.cert, server.key, lt.ca.CertFile, sink, telemetry(metrics)))
-}
-
-// readerConfig is a reading replica: the hubble receiver in nodes mode,
-// learning, and the leader exporter; a standby of the same Lease.
-func (lt *loadtest) readerConfig(name, lease, peer string, cluster *dataplanetest.HubbleCluster, leaderPort, metrics string) (string, error) {
-	return lt.writeConfig(name, fmt.Sprintf(`extensions:
-  leader_elector:
-    auth_type: kubeConfig
-    lease_name: %[1]s
-    lease_namespace: %[2]s
-  enforcer:
-    auth_type: kubeConfig
-  policy_controller:
-receivers:
-  hubble:
-    nodes:
-      endpoint: %[3]s
-      tls:
-        ca_file: %[4]s
-        cert_file: %[5]s
-        key_file: %[6]s
-        server_name_override: %[7]s
-    backfill:
-      since: %[8]s
-    enforcer: enforcer
-processors:
-  memory_limiter:
-    check_interval: 1s
-    limit_percentage: 80
-    spike_limit_percentage: 20
-  learning: {}
-exporters:
-  leader:
-    port: %[9]s
-    tls:
-      ca_file: %[4]s
-      cert_file: %[10]s
-      key_file: %[11]s
-      server_name_override: %[12]s
-    aggregation:
-      interval: %[13]s
-service:
-  extensions: [leader_elector, enforcer, policy_controller]
-%[14]s
-  pipelines:
-    logs/flows:
-      receivers: [hubble]
-      processors: [memory_limiter, learning]
-      exporters: [leader]
-`, lease, namespace, peer, lt.ca.CertFile, cluster.Client.CertFile, cluster.Client.KeyFile, dataplanetest.PeerServerName,
-		backfill, leaderPort, lt.client.CertFile, lt.client.KeyFile, leaderServerName, scaleOutInterval, telemetry(metrics)))
-}
-
-type certPair struct{ cert, key string }
-
-// poll calls check every 50ms until it says done, the process of one of ps
-// exits, or wait passes.
-func poll(ctx context.Context, what string, wait time.Duration, ps []*process, check func() (bool, error)) error {
-	deadline := time.Now().Add(wait)
-	for {
-		done, err := check()
-		if err == nil && done {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.Join(fmt.Errorf("waited %s for %s", wait, what), err)
-		}
-		for _, p := range ps {
-			select {
-			case <-p.exited:
-				return p.failed()
-			default:
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// sum adds the counters named of each process.
-func sum(ps []*process, names ...string) (int64, error) {
-	var n int64
-	for _, p := range ps {
-		for _, name := range names {
-			v, err := p.counter(name)
-			if err != nil {
-				return 0, err
-			}
-			n += v
-		}
-	}
-	return n, nil
-}
-
-// Metric names read from the replicas.
-const (
-	metricMembers        = "network_enforcer_members"
-	metricTerms          = "network_enforcer_leader_terms"
-	metricEdgesHeld      = "network_enforcer_leader_exporter_edges_held"
-	metricRecordsSent    = "network_enforcer_leader_exporter_records_sent"
-	metricLeaderAccepted = "network_enforcer_leader_receiver_records_accepted"
-	metricLeaderDropped  = "network_enforcer_leader_receiver_records_dropped"
-)
-
 // scaleout measures the scale-out path; see scaleOutReport.
 func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 	nodes, readers := lt.opts.scaleOutNodes, lt.opts.scaleOutReaders
@@ -522,7 +337,7 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 		return result{}, err
 	}
 	defer stopSink()
-	server, err := lt.ca.IssueServer("leader", leaderServerName)
+	server, err := lt.ca.IssueServer("leader", replicas.LeaderServerName)
 	if err != nil {
 		return result{}, err
 	}
@@ -533,27 +348,29 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 	var all []*process
 	defer func() {
 		for _, p := range all {
-			p.stop()
+			p.Stop()
 		}
 	}()
 	metrics, err := freeAddr()
 	if err != nil {
 		return result{}, err
 	}
-	if err := lt.scaleOutPod(ctx, "scaleout-leader", leaderIP); err != nil {
+	if err := replicas.RunningPod(ctx, lt.env.Client, namespace, "scaleout-leader", replicas.LeaderIP); err != nil {
 		return result{}, err
 	}
-	config, err := lt.leaderConfig(lease, leaderIP+":"+leaderPort, metrics, sink.addr, certPair{server.CertFile, server.KeyFile})
+	config, err := lt.writeConfig("scaleout-leader", replicas.Leader{Lease: lease, Namespace: namespace,
+		Listen: replicas.LeaderIP + ":" + leaderPort, ServerCert: server.CertFile, ServerKey: server.KeyFile, ClientCA: lt.ca.CertFile,
+		Sink: sink.addr, Metrics: metrics}.YAML())
 	if err != nil {
 		return result{}, err
 	}
-	leader, err := lt.startAs("scaleout-leader", "scaleout-leader", config, metrics)
+	leader, err := lt.launcher.StartAs("scaleout-leader", namespace, config, metrics)
 	if err != nil {
 		return result{}, err
 	}
 	all = append(all, leader)
-	if err := poll(ctx, "the leader to lead", 2*time.Minute, all, func() (bool, error) {
-		n, err := leader.counter(metricTerms)
+	if err := replicas.Poll(ctx, "the leader to lead", 2*time.Minute, all, func() (bool, error) {
+		n, err := leader.Counter(replicas.MetricTerms)
 		return n >= 1, err
 	}); err != nil {
 		return result{}, err
@@ -563,18 +380,18 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 	var rs []*process
 	for i := range readers {
 		pod := fmt.Sprintf("scaleout-reader-%d", i+1)
-		if err := lt.scaleOutPod(ctx, pod, fmt.Sprintf("127.0.0.%d", i+3)); err != nil {
+		if err := replicas.RunningPod(ctx, lt.env.Client, namespace, pod, replicas.ReaderIP(i)); err != nil {
 			return result{}, err
 		}
 		metrics, err := freeAddr()
 		if err != nil {
 			return result{}, err
 		}
-		config, err := lt.readerConfig(pod, lease, cluster.PeerAddr, cluster, leaderPort, metrics)
+		config, err := lt.writeConfig(pod, lt.readerConfig(lease, cluster, leaderPort, metrics).YAML())
 		if err != nil {
 			return result{}, err
 		}
-		p, err := lt.startAs(pod, pod, config, metrics)
+		p, err := lt.launcher.StartAs(pod, namespace, config, metrics)
 		if err != nil {
 			return result{}, err
 		}
@@ -594,15 +411,15 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 	}
 	var last []int
 	var stable time.Time
-	if err := poll(ctx, "the readers to share every node", 2*time.Minute, all, func() (bool, error) {
+	if err := replicas.Poll(ctx, "the readers to share every node", 2*time.Minute, all, func() (bool, error) {
 		var b strings.Builder
 		ok := true
 		for _, p := range rs {
-			m, err := p.counter(metricMembers)
+			m, err := p.Counter(replicas.MetricMembers)
 			if err != nil {
 				return false, err
 			}
-			fmt.Fprintf(&b, "%s: %d members; ", p.name, m)
+			fmt.Fprintf(&b, "%s: %d members; ", p.Name, m)
 			ok = ok && m == int64(readers)
 		}
 		now := requests()
@@ -616,23 +433,23 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 	}); err != nil {
 		return result{}, fmt.Errorf("%w (%s)", err, seen)
 	}
-	if terms, err := sum(rs, metricTerms); err != nil || terms != 0 {
+	if terms, err := replicas.Sum(rs, replicas.MetricTerms); err != nil || terms != 0 {
 		return result{}, errors.Join(err, fmt.Errorf("a reader began %d terms of leadership", terms))
 	}
 
 	// The bulk: every node's flows at once, each node pushed by its own
 	// goroutine as agents send at once.
-	leaderCPU0, err := leader.cpu()
+	leaderCPU0, err := leader.CPU()
 	if err != nil {
 		return result{}, err
 	}
 	readerCPU0 := make([]time.Duration, len(rs))
 	for i, p := range rs {
-		if readerCPU0[i], err = p.cpu(); err != nil {
+		if readerCPU0[i], err = p.CPU(); err != nil {
 			return result{}, err
 		}
 	}
-	received0, err := leader.counter(metricLeaderAccepted)
+	received0, err := leader.Counter(replicas.MetricLeaderAccepted)
 	if err != nil {
 		return result{}, err
 	}
@@ -649,8 +466,8 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 	}
 	// Once every flow is counted, every push has returned; after a failure
 	// the pushes are left to the end of the program.
-	if err := poll(ctx, "the readers to count every cluster flow", lt.opts.timeout, all, func() (bool, error) {
-		n, err := sum(rs, flowsource.MetricFlowsAccepted, flowsource.MetricFlowsDropped)
+	if err := replicas.Poll(ctx, "the readers to count every cluster flow", lt.opts.timeout, all, func() (bool, error) {
+		n, err := replicas.Sum(rs, flowsource.MetricFlowsAccepted, flowsource.MetricFlowsDropped)
 		return n >= want, err
 	}); err != nil {
 		return result{}, err
@@ -663,10 +480,10 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 	readerCPU := make([]time.Duration, len(rs))
 	var lastSent int64 = -1
 	var state string
-	if err := poll(ctx, "the leader to receive what the readers sent", lt.opts.timeout, all, func() (bool, error) {
-		held, err1 := sum(rs, metricEdgesHeld)
-		sent, err2 := sum(rs, metricRecordsSent)
-		got, err3 := sum([]*process{leader}, metricLeaderAccepted, metricLeaderDropped)
+	if err := replicas.Poll(ctx, "the leader to receive what the readers sent", lt.opts.timeout, all, func() (bool, error) {
+		held, err1 := replicas.Sum(rs, replicas.MetricEdgesHeld)
+		sent, err2 := replicas.Sum(rs, replicas.MetricRecordsSent)
+		got, err3 := replicas.Sum([]*process{leader}, replicas.MetricLeaderAccepted, replicas.MetricLeaderDropped)
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return false, err
 		}
@@ -677,21 +494,21 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 		}
 		if end.IsZero() {
 			end = time.Now()
-			if leaderCPU, err = leader.cpu(); err != nil {
+			if leaderCPU, err = leader.CPU(); err != nil {
 				return false, err
 			}
 			for i, p := range rs {
-				if readerCPU[i], err = p.cpu(); err != nil {
+				if readerCPU[i], err = p.CPU(); err != nil {
 					return false, err
 				}
 			}
 		}
-		return time.Since(end) > scaleOutInterval*3/2, nil
+		return time.Since(end) > replicas.Interval*3/2, nil
 	}); err != nil {
 		return result{}, fmt.Errorf("%w (%s)", err, state)
 	}
 	rep.elapsed = end.Sub(start)
-	received, err := leader.counter(metricLeaderAccepted)
+	received, err := leader.Counter(replicas.MetricLeaderAccepted)
 	if err != nil {
 		return result{}, err
 	}
@@ -700,18 +517,18 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 		return result{}, err
 	}
 	for i, p := range rs {
-		s, err := measuredCPU(p, p.name, readerCPU[i]-readerCPU0[i])
+		s, err := measuredCPU(p, p.Name, readerCPU[i]-readerCPU0[i])
 		if err != nil {
 			return result{}, err
 		}
 		rep.reader = append(rep.reader, s)
-		n, err := sum([]*process{p}, flowsource.MetricFlowsAccepted, flowsource.MetricFlowsDropped)
+		n, err := replicas.Sum([]*process{p}, flowsource.MetricFlowsAccepted, flowsource.MetricFlowsDropped)
 		if err != nil {
 			return result{}, err
 		}
 		rep.read = append(rep.read, n)
 	}
-	sentTotal, err := sum(rs, metricRecordsSent)
+	sentTotal, err := replicas.Sum(rs, replicas.MetricRecordsSent)
 	if err != nil {
 		return result{}, err
 	}
@@ -727,15 +544,19 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 	return result{path: "scaleout", title: "scaleout (hubble nodes mode: readers -> leader, mutual TLS)", flows: int(want), scaleOut: rep}, nil
 }
 
-// startAs runs the binary as the pod named.
-func (lt *loadtest) startAs(name, pod, config, metrics string) (*process, error) {
-	return lt.startEnv(name, config, metrics, "POD_NAME="+pod, "POD_NAMESPACE="+namespace)
+// readerConfig is a reading replica of the cluster's nodes, sending to the
+// leader on leaderPort.
+func (lt *loadtest) readerConfig(lease string, cluster *dataplanetest.HubbleCluster, leaderPort, metrics string) replicas.Reader {
+	return replicas.Reader{Lease: lease, Namespace: namespace,
+		Peer: cluster.PeerAddr, PeerServerName: dataplanetest.PeerServerName, CAFile: lt.ca.CertFile,
+		NodeCert: cluster.Client.CertFile, NodeKey: cluster.Client.KeyFile, Backfill: backfill,
+		LeaderPort: leaderPort, ClientCert: lt.client.CertFile, ClientKey: lt.client.KeyFile, Metrics: metrics}
 }
 
 // measuredCPU is a side of p with the CPU time given and its peak resident
 // memory now.
 func measuredCPU(p *process, name string, cpu time.Duration) (side, error) {
-	rss, err := p.peakRSS()
+	rss, err := p.PeakRSS()
 	if err != nil {
 		return side{}, err
 	}
@@ -760,7 +581,7 @@ func (lt *loadtest) monitorPolicy(ctx context.Context, cluster *dataplanetest.Hu
 	}
 	cluster.Push(msgs...)
 	proposal := &v1alpha1.WorkloadNetworkPolicyProposal{}
-	if err := poll(ctx, "the api's ingress proposal", 2*time.Minute, ps, func() (bool, error) {
+	if err := replicas.Poll(ctx, "the api's ingress proposal", 2*time.Minute, ps, func() (bool, error) {
 		return c.Get(ctx, guardedPolicy, proposal) == nil, nil
 	}); err != nil {
 		return err
@@ -775,7 +596,7 @@ func (lt *loadtest) monitorPolicy(ctx context.Context, cluster *dataplanetest.Hu
 	if err := c.Patch(ctx, proposal, patch); err != nil {
 		return err
 	}
-	return poll(ctx, "the api's monitor-mode policy", 2*time.Minute, ps, func() (bool, error) {
+	return replicas.Poll(ctx, "the api's monitor-mode policy", 2*time.Minute, ps, func() (bool, error) {
 		return c.Get(ctx, guardedPolicy, &policy) == nil && policy.Spec.Mode == v1alpha1.PolicyModeMonitor, nil
 	})
 }
@@ -800,7 +621,7 @@ func (lt *loadtest) violationLatency(ctx context.Context, cluster *dataplanetest
 	}
 	const warmPort = 31999
 	warmed := false
-	if err := poll(ctx, "the first violation event", 2*time.Minute, ps, func() (bool, error) {
+	if err := replicas.Poll(ctx, "the first violation event", 2*time.Minute, ps, func() (bool, error) {
 		if len(sink.at(warmPort)) > 0 {
 			return true, nil
 		}
@@ -825,7 +646,7 @@ func (lt *loadtest) violationLatency(ctx context.Context, cluster *dataplanetest
 	}
 	rep.violationsSent = violations
 	// Every event, or a minute; then a few seconds more for any second one.
-	_ = poll(ctx, "every violation event", time.Minute, ps, func() (bool, error) {
+	_ = replicas.Poll(ctx, "every violation event", time.Minute, ps, func() (bool, error) {
 		for i := range violations {
 			if len(sink.at(violationPort(i))) == 0 {
 				return false, nil

@@ -51,9 +51,9 @@ func (lt *loadtest) enforcer(ctx context.Context, name, receiver string, opened 
 	if err != nil {
 		return side{}, err
 	}
-	defer p.stop()
+	defer p.Stop()
 	// The stream opens once the enforcer leads and its cache is synced.
-	start, cpu0, err := p.streamOpened(ctx, opened, 2*time.Minute)
+	start, cpu0, err := streamOpened(ctx, p, opened, 2*time.Minute)
 	if err != nil {
 		return side{}, err
 	}
@@ -67,18 +67,18 @@ func (lt *loadtest) enforcer(ctx context.Context, name, receiver string, opened 
 // streamOpened waits until the server signals on opened that p opened its
 // stream, and returns the time and p's CPU time then: where its measurement
 // starts.
-func (p *process) streamOpened(ctx context.Context, opened <-chan struct{}, wait time.Duration) (time.Time, time.Duration, error) {
+func streamOpened(ctx context.Context, p *process, opened <-chan struct{}, wait time.Duration) (time.Time, time.Duration, error) {
 	select {
 	case <-opened:
-	case <-p.exited:
-		return time.Time{}, 0, p.failed()
+	case <-p.Exited:
+		return time.Time{}, 0, p.Failed()
 	case <-time.After(wait):
-		return time.Time{}, 0, fmt.Errorf("%s opened no stream in %s; see %s", p.name, wait, p.log)
+		return time.Time{}, 0, fmt.Errorf("%s opened no stream in %s; see %s", p.Name, wait, p.Log)
 	case <-ctx.Done():
 		return time.Time{}, 0, ctx.Err()
 	}
 	start := time.Now()
-	cpu, err := p.cpu()
+	cpu, err := p.CPU()
 	return start, cpu, err
 }
 

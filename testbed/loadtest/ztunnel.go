@@ -129,7 +129,7 @@ func (lt *loadtest) sendOTLP(ctx context.Context, name, label, config, addr, met
 	if err != nil {
 		return side{}, err
 	}
-	defer p.stop()
+	defer p.Stop()
 	if err := lt.waitMetrics(ctx, p); err != nil {
 		return side{}, err
 	}
@@ -151,13 +151,13 @@ func (lt *loadtest) sendOTLP(ctx context.Context, name, label, config, addr, met
 		select {
 		case <-ctx.Done():
 			return side{}, fmt.Errorf("%s never took a request: %w", name, err)
-		case <-p.exited:
-			return side{}, p.failed()
+		case <-p.Exited:
+			return side{}, p.Failed()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	start := time.Now()
-	cpu0, err := p.cpu()
+	cpu0, err := p.CPU()
 	if err != nil {
 		return side{}, err
 	}
@@ -205,14 +205,14 @@ feed:
 		lines += req.Logs().LogRecordCount()
 	}
 	if name == "otlp-nop" {
-		n, err := p.counter("otelcol_receiver_accepted_log_records")
+		n, err := p.Counter("otelcol_receiver_accepted_log_records")
 		if err != nil || n < int64(lines) {
 			return side{}, errors.Join(err, fmt.Errorf("%s counted %d of %d log records", name, n, lines))
 		}
 		return s, nil
 	}
-	accepted, err1 := p.counter(flowsource.MetricFlowsAccepted)
-	dropped, err2 := p.counter(flowsource.MetricFlowsDropped)
+	accepted, err1 := p.Counter(flowsource.MetricFlowsAccepted)
+	dropped, err2 := p.Counter(flowsource.MetricFlowsDropped)
 	if err := errors.Join(err1, err2); err != nil {
 		return side{}, err
 	}
