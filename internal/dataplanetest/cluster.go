@@ -37,6 +37,7 @@ type HubbleCluster struct {
 	PeerAddr string
 
 	peerServer *grpc.Server
+	opts       HubbleClusterOptions
 
 	mu        sync.Mutex
 	responses []*observer.GetFlowsResponse
@@ -55,6 +56,15 @@ type HubbleNode struct {
 
 	cert   certtest.Pair
 	server *grpc.Server
+	host   string
+}
+
+// nodeHost is the address on which the named node listens.
+func (c *HubbleCluster) nodeHost(name string) string {
+	if c.opts.NodeHost == nil {
+		return "127.0.0.1"
+	}
+	return c.opts.NodeHost(name)
 }
 
 // PeerServerName is the name that Hubble Relay verifies in the Peer service's
@@ -68,11 +78,29 @@ func NodeServerName(node string) string {
 	return strings.ReplaceAll(node, ".", "-") + ".default.hubble-grpc.cilium.io"
 }
 
+// HubbleClusterOptions shape a large cluster played by one process.
+type HubbleClusterOptions struct {
+	// NodeHost is the loopback address on which the named node's Hubble
+	// server listens (Linux routes all of 127.0.0.0/8 to lo), so that every
+	// node has an address of its own as in a cluster, and thousands of nodes
+	// do not share one address's ports; nil: 127.0.0.1 for every node.
+	NodeHost func(name string) string
+	// Retain is how many of its newest responses each node keeps for the
+	// streams that open later, as an agent's ring buffer
+	// (hubble.eventBufferCapacity) does; 0 keeps them all.
+	Retain int
+}
+
 // NewHubbleCluster starts the Peer service and a Hubble server for each node,
 // with certificates of ca, each node serving its share of responses. Close
 // stops them.
 func NewHubbleCluster(ca *certtest.CA, responses []*observer.GetFlowsResponse, nodes ...string) (*HubbleCluster, error) {
-	c := &HubbleCluster{CA: ca, Peer: NewHubblePeer(), responses: responses, nodes: map[string]*HubbleNode{}}
+	return NewHubbleClusterWith(ca, HubbleClusterOptions{}, responses, nodes...)
+}
+
+// NewHubbleClusterWith is NewHubbleCluster with options.
+func NewHubbleClusterWith(ca *certtest.CA, opts HubbleClusterOptions, responses []*observer.GetFlowsResponse, nodes ...string) (*HubbleCluster, error) {
+	c := &HubbleCluster{CA: ca, Peer: NewHubblePeer(), responses: responses, nodes: map[string]*HubbleNode{}, opts: opts}
 	var err error
 	if c.Client, err = ca.IssueClient("hubble-relay-client"); err != nil {
 		return nil, err
@@ -81,7 +109,7 @@ func NewHubbleCluster(ca *certtest.CA, responses []*observer.GetFlowsResponse, n
 	if err != nil {
 		return nil, err
 	}
-	if c.peerServer, c.PeerAddr, err = c.serve(cert, func(s *grpc.Server) { peerpb.RegisterPeerServer(s, c.Peer) }); err != nil {
+	if c.peerServer, c.PeerAddr, err = c.serve("127.0.0.1", cert, func(s *grpc.Server) { peerpb.RegisterPeerServer(s, c.Peer) }); err != nil {
 		return nil, err
 	}
 	for _, name := range nodes {
@@ -93,9 +121,9 @@ func NewHubbleCluster(ca *certtest.CA, responses []*observer.GetFlowsResponse, n
 	return c, nil
 }
 
-// serve starts a gRPC server with cert on a loopback port.
-func (c *HubbleCluster) serve(cert certtest.Pair, register func(*grpc.Server)) (*grpc.Server, string, error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+// serve starts a gRPC server with cert on a port of host.
+func (c *HubbleCluster) serve(host string, cert certtest.Pair, register func(*grpc.Server)) (*grpc.Server, string, error) {
+	lis, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, "", err
 	}
@@ -121,12 +149,13 @@ func (c *HubbleCluster) AddNode(name string) (*HubbleNode, error) {
 			mine = append(mine, resp)
 		}
 	}
-	n := &HubbleNode{Name: name, ServerName: NodeServerName(name), HubbleRelay: NewHubbleRelay(mine)}
+	n := &HubbleNode{Name: name, ServerName: NodeServerName(name), HubbleRelay: NewHubbleRelay(mine), host: c.nodeHost(name)}
+	n.retain = c.opts.Retain
 	var err error
 	if n.cert, err = c.CA.IssueServer("node-"+name, n.ServerName); err != nil {
 		return nil, err
 	}
-	if n.server, n.Addr, err = c.serve(n.cert, func(s *grpc.Server) { observer.RegisterObserverServer(s, n.HubbleRelay) }); err != nil {
+	if n.server, n.Addr, err = c.serve(n.host, n.cert, func(s *grpc.Server) { observer.RegisterObserverServer(s, n.HubbleRelay) }); err != nil {
 		return nil, err
 	}
 	c.nodes[name] = n
@@ -161,7 +190,7 @@ func (c *HubbleCluster) MoveNode(name string) error {
 	}
 	old := n.server
 	var err error
-	if n.server, n.Addr, err = c.serve(n.cert, func(s *grpc.Server) { observer.RegisterObserverServer(s, n.HubbleRelay) }); err != nil {
+	if n.server, n.Addr, err = c.serve(n.host, n.cert, func(s *grpc.Server) { observer.RegisterObserverServer(s, n.HubbleRelay) }); err != nil {
 		return err
 	}
 	c.Peer.Announce(&peerpb.ChangeNotification{Name: name, Address: n.Addr, Type: peerpb.ChangeNotificationType_PEER_UPDATED,

@@ -25,6 +25,8 @@ type HubbleRelay struct {
 	responses []*observer.GetFlowsResponse
 	requests  []*observer.GetFlowsRequest
 	live      live[*observer.GetFlowsResponse]
+	// retain bounds the responses kept for later streams; 0: no bound.
+	retain int
 }
 
 // NewHubbleRelay returns a relay that serves responses.
@@ -112,7 +114,21 @@ func (r *HubbleRelay) Push(responses ...*observer.GetFlowsResponse) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.responses = append(r.responses[:len(r.responses):len(r.responses)], responses...)
+	// Past twice the bound, the newest retain are copied to a slice of their
+	// own, so that the older ones can go and a push costs O(1) on average.
+	if r.retain > 0 && len(r.responses) > 2*r.retain {
+		r.responses = append([]*observer.GetFlowsResponse(nil), r.responses[len(r.responses)-r.retain:]...)
+	}
 	r.live.push(responses...)
+}
+
+// SetRetain bounds the responses kept for the streams that open later to
+// about the newest n (between n and 2n), as an agent's ring buffer does; 0
+// keeps them all.
+func (r *HubbleRelay) SetRetain(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.retain = n
 }
 
 // SetResponses replaces what the next streams serve.
