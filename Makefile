@@ -227,6 +227,11 @@ capture-cilium: image cluster-build $(HELM) ## Record the real Cilium agent's fl
 loadtest: build controlplane ## Measure the built binary under a million recorded flows of each data plane, against a receive-only baseline in the same run, and scaled out (readers and a leader) against relay mode.
 	go run ./testbed/loadtest $(LOADTEST_ARGS)
 
+# SCALETEST_ARGS passes flags, e.g. SCALETEST_ARGS='-nodes 5000 -readers 4 -kill-reader'.
+.PHONY: scaletest
+scaletest: build controlplane ## Drive nodes mode at a large cluster's size (500 fake Cilium nodes by default, 4 readers and a leader of the built binary, a filled API server) and print issue 54's figures.
+	go run ./testbed/scaletest $(SCALETEST_ARGS)
+
 # The review page's browser test: Debian's headless Chromium, installed once
 # with apt (as root) when it is missing.
 .PHONY: browser

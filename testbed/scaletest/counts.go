@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/testbed/replicas"
+)
+
+// counts is the comparison of every edge's evidence with what was sent, in
+// each direction's proposal.
+type counts struct {
+	// perConn is the flows that the evidence counts per connection sent (the
+	// most common ratio; the receiver counts some of a connection's flow
+	// messages).
+	perConn int64
+	edges   int // the edges with connections, in both directions' proposals
+	exact   int
+	// over and under are the edges counted more (twice) or less (lost) than
+	// perConn × connections, missing those absent from the evidence;
+	// overFlows and underFlows the flows by which they differ.
+	over, under, missing  int
+	overFlows, underFlows int64
+}
+
+// compareCounts waits until the evidence of every edge holds perConn flows
+// per connection sent, or stops changing, and notes the comparison.
+func (h *harness) compareCounts(ctx context.Context) error {
+	wait := 3*max(h.opts.observedInterval, time.Minute) + time.Minute
+	var last counts
+	var stableSince time.Time
+	err := replicas.Poll(ctx, "the evidence of every edge to count what was sent", wait, h.liveAll(), func() (bool, error) {
+		c, err := h.count(ctx)
+		if err != nil {
+			return false, err
+		}
+		h.rep.counts = c
+		if c.exact == c.edges {
+			return true, nil
+		}
+		if c != last {
+			last, stableSince = c, time.Now()
+			return false, nil
+		}
+		return time.Since(stableSince) > 2*max(h.opts.observedInterval, time.Minute), nil
+	})
+	if err != nil {
+		return fmt.Errorf("counts: %w", err)
+	}
+	return nil
+}
+
+// count reads every proposal and compares each edge's evidence.
+func (h *harness) count(ctx context.Context) (counts, error) {
+	var list v1alpha1.WorkloadNetworkPolicyProposalList
+	if err := h.env.Client.List(ctx, &list); err != nil {
+		return counts{}, err
+	}
+	byName := map[string]*v1alpha1.WorkloadNetworkPolicyProposal{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		byName[p.Namespace+"/"+p.Name] = p
+	}
+	wls := h.traffic.workloads
+	type side struct {
+		flows, conns int64
+		found        bool
+	}
+	var sides []side
+	ratios := map[int64]int{}
+	lookup := func(owner int, dir v1alpha1.Direction, peer int, port uint32, conns int64) {
+		w, pw := wls[owner], wls[peer]
+		s := side{conns: conns}
+		if p := byName[w.Namespace+"/"+proposalName(w, dir)]; p != nil {
+			for _, e := range p.Status.Observed {
+				if e.Peer.Namespace == pw.Namespace && e.Peer.Name == pw.Name && e.Port == int32(port) {
+					s.flows += e.Flows
+					s.found = true
+				}
+			}
+		}
+		if s.found && s.flows%conns == 0 {
+			ratios[s.flows/conns]++
+		}
+		sides = append(sides, s)
+	}
+	for _, e := range h.traffic.edges {
+		conns := e.conns.Load()
+		if conns == 0 {
+			continue
+		}
+		lookup(e.src, v1alpha1.DirectionEgress, e.dst, e.port, conns)
+		lookup(e.dst, v1alpha1.DirectionIngress, e.src, e.port, conns)
+	}
+	var c counts
+	for r, n := range ratios {
+		if n > ratios[c.perConn] || (n == ratios[c.perConn] && r > c.perConn) {
+			c.perConn = r
+		}
+	}
+	for _, s := range sides {
+		c.edges++
+		want := c.perConn * s.conns
+		switch {
+		case !s.found:
+			c.missing++
+			c.underFlows += want
+		case s.flows == want:
+			c.exact++
+		case s.flows > want:
+			c.over++
+			c.overFlows += s.flows - want
+		default:
+			c.under++
+			c.underFlows += want - s.flows
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
+)
+
+// strictCountsVar makes TestScaleSmall fail when a flow is counted twice
+// after the reader kill, which nodes mode does today.
+const strictCountsVar = "SCALETEST_STRICT_COUNTS"
+
+// TestScaleSmall runs the harness at a small size with few flows and a reader
+// killed during them: every node is read, every workload with flows has its
+// proposals, and every edge's evidence counts each flow once. It asserts no
+// time: the figures are logged.
+func TestScaleSmall(t *testing.T) {
+	controlplanetest.Require(t)
+	controlplanetest.RequireBinary(t)
+	if testing.Short() {
+		t.Skip("starts a control plane and three replicas for minutes")
+	}
+	o := defaultOptions()
+	o.nodes, o.readers = 100, 2
+	// Few flows: a tenth of the workloads are clients of 3 to 6 others, so
+	// that the writer makes the proposals in a minute or two.
+	o.clients, o.minPeers, o.maxPeers = 0.1, 3, 6
+	o.duration, o.timeout = 45*time.Second, 4*time.Minute
+	o.workers = 8
+	// The writer fast enough that the proposals and their evidence do not
+	// wait for its default rate, so that the run takes a few minutes.
+	o.writeQPS, o.writeBurst, o.observedInterval = 50, 100, 5*time.Second
+	o.killReader = true
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	rep, err := run(ctx, o)
+	if rep != nil {
+		var b strings.Builder
+		rep.print(&b)
+		t.Log(b.String())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.allRead == 0 || rep.readerMoved == 0 {
+		t.Errorf("every node read: after the start %s, after the reader was killed %s", rep.allRead, rep.readerMoved)
+	}
+	if rep.proposalsMissing != 0 || rep.proposalsWanted == 0 {
+		t.Errorf("%d of %d proposals of the workloads with flows missing", rep.proposalsMissing, rep.proposalsWanted)
+	}
+	c := rep.counts
+	if c.edges == 0 || c.perConn == 0 || c.under != 0 || c.missing != 0 {
+		t.Errorf("flows lost: %d edges counted less than sent (%d flows), %d absent from the evidence (%+v)", c.under, c.underFlows, c.missing, c)
+	}
+	if c.over != 0 {
+		// Without the kill every edge counts exactly what was sent; after it,
+		// nodes mode counts some flows of the killed reader's nodes again
+		// (issue 54, item 2). Until that is fixed this is reported, not
+		// failed, unless asked for.
+		msg := fmt.Sprintf("flows counted twice after a reader was killed: %d of %d edge directions, %d flows (issue 54, item 2)", c.over, c.edges, c.overFlows)
+		if os.Getenv(strictCountsVar) != "" {
+			t.Error(msg)
+			return
+		}
+		t.Skipf("KNOWN: %s; set %s=1 to fail on it", msg, strictCountsVar)
+	}
+}
