@@ -113,8 +113,12 @@ func (r *report) print(w io.Writer) {
 	}
 	c := r.counts
 	fmt.Fprintf(w, "  flows counted, per edge and direction against what was sent: %d edges, %d exact at %d flows per connection; "+
-		"counted twice: %d edges (+%d flows); lost: %d edges (−%d flows), %d absent (goal 0, 0: %s)\n",
-		c.edges, c.exact, c.perConn, c.over, c.overFlows, c.under+c.missing, c.underFlows, c.missing, met(c.edges > 0 && c.exact == c.edges))
+		"counted twice: %d edges (+%d flows); counted less (lost, or not yet in the evidence): %d edges; "+
+		"absent from the evidence (no proposal or entry yet): %d edges; %d flows short in all (goal 0, 0: %s)\n",
+		c.edges, c.exact, c.perConn, c.over, c.overFlows, c.under, c.missing, c.underFlows, met(c.edges > 0 && c.exact == c.edges))
+	if r.proposalsMissing > 0 {
+		fmt.Fprintf(w, "      (with proposals missing, the counts say how far the writer got, not what was lost)\n")
+	}
 }
 
 // printRates prints each series per second of secs, the largest first.
