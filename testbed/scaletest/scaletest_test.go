@@ -2,18 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
-
-// strictCountsVar makes TestScaleSmall fail when a flow is counted twice
-// after the reader kill, which nodes mode does today.
-const strictCountsVar = "SCALETEST_STRICT_COUNTS"
 
 // TestScaleSmall runs the harness at a small size with few flows and a reader
 // killed during them: every node is read, every workload with flows has its
@@ -58,15 +52,6 @@ func TestScaleSmall(t *testing.T) {
 		t.Errorf("flows lost: %d edges counted less than sent (%d flows), %d absent from the evidence (%+v)", c.under, c.underFlows, c.missing, c)
 	}
 	if c.over != 0 {
-		// Without the kill every edge counts exactly what was sent; after it,
-		// nodes mode counts some flows of the killed reader's nodes again
-		// (issue 54, item 2). Until that is fixed this is reported, not
-		// failed, unless asked for.
-		msg := fmt.Sprintf("flows counted twice after a reader was killed: %d of %d edge directions, %d flows (issue 54, item 2)", c.over, c.edges, c.overFlows)
-		if os.Getenv(strictCountsVar) != "" {
-			t.Error(msg)
-			return
-		}
-		t.Skipf("KNOWN: %s; set %s=1 to fail on it", msg, strictCountsVar)
+		t.Errorf("flows counted twice after a reader was killed: %d of %d edge directions, %d flows", c.over, c.edges, c.overFlows)
 	}
 }
