@@ -367,13 +367,7 @@ func (m *Membership) renew(ctx context.Context) {
 		n = strconv.Itoa(len(shards))
 	}
 	setAnnotation(l, v1alpha1.ShardsAnnotation, n)
-	var written *coordinationv1.Lease
-	var err error
-	if l.ResourceVersion == "" {
-		written, err = leases.Create(ctx, l, metav1.CreateOptions{})
-	} else {
-		written, err = leases.Update(ctx, l, metav1.UpdateOptions{})
-	}
+	written, err := writeLease(ctx, leases, l)
 	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 			m.own = nil // read it again at the next renewal

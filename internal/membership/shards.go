@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 )
@@ -177,13 +178,7 @@ func (m *Membership) writeShards(ctx context.Context, out []shard, owners []meta
 		l.Labels = map[string]string{v1alpha1.MemberOfLabel: m.group, v1alpha1.ShardOfLabel: m.leaseName, v1alpha1.ShardLabel: strconv.Itoa(i)}
 		setShard(l, out[i])
 		l.OwnerReferences = owners
-		var written *coordinationv1.Lease
-		var err error
-		if l.ResourceVersion == "" {
-			written, err = leases.Create(ctx, l, metav1.CreateOptions{})
-		} else {
-			written, err = leases.Update(ctx, l, metav1.UpdateOptions{})
-		}
+		written, err := writeLease(ctx, leases, l)
 		if err != nil {
 			delete(m.ownShards, i) // read it again at the next renewal
 			m.logger.Warn("Cannot write a checkpoint shard", zap.String("lease", name), zap.Error(err))
@@ -331,4 +326,12 @@ func (m *Membership) shardsOfLocked(l *coordinationv1.Lease) []*coordinationv1.L
 		}
 	}
 	return out
+}
+
+// writeLease creates l when it was never written, else updates it.
+func writeLease(ctx context.Context, leases coordinationv1client.LeaseInterface, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	if l.ResourceVersion == "" {
+		return leases.Create(ctx, l, metav1.CreateOptions{})
+	}
+	return leases.Update(ctx, l, metav1.UpdateOptions{})
 }
