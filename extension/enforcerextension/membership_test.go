@@ -9,7 +9,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,27 +25,10 @@ import (
 // lease_duration + retry_period (2.2 s): a loaded machine may be slower.
 const memberWait = 30 * time.Second
 
-// createPod creates a bare pod in default and, when ip is set, gives it that
-// address in its status, as the kubelet would.
+// createPod creates a bare pod in default, with address ip when set.
 func createPod(t *testing.T, name, ip string) *corev1.Pod {
 	t.Helper()
-	ctx := context.Background()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "collector", Image: "collector"}}},
-	}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
-	if ip != "" {
-		p.Status.PodIP = ip
-		p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
-		if err := env.Client.Status().Update(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return p
+	return controlplanetest.CreatePod(t, env.Client, name, ip)
 }
 
 // memberLeases lists the member Leases of the leader Lease lease.

@@ -168,27 +168,10 @@ func getLease(t *testing.T, name string) (*coordinationv1.Lease, bool) {
 	return &l, true
 }
 
-// createPod creates a bare pod in default and, when ip is set, gives it that
-// address in its status, as the kubelet would.
+// createPod creates a bare pod in default, with address ip when set.
 func createPod(t *testing.T, name, ip string) *corev1.Pod {
 	t.Helper()
-	ctx := context.Background()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "collector", Image: "collector"}}},
-	}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p) })
-	if ip != "" {
-		p.Status.PodIP = ip
-		p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
-		if err := env.Client.Status().Update(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return p
+	return controlplanetest.CreatePod(t, env.Client, name, ip)
 }
 
 // TestMembersShareKeys: three replicas see each other; every key has one
