@@ -389,6 +389,10 @@ func TestPeerStreamReconnects(t *testing.T) {
 	h, r := startReceiver(t, cfg)
 	<-c.Peer.Opened
 	waitReading(t, r, "worker-1")
+	// The receiver counts the node as read when it opens the stream; the
+	// node's server records the request a moment later (under the race
+	// detector, after the look that follows the break).
+	waitFor(t, "worker-1's stream", func() bool { return len(c.Node("worker-1").Requests()) == 1 })
 	c.Peer.Break()
 	<-c.Peer.Opened
 	h.WaitLog(t, "the Peer service's stream broke")
