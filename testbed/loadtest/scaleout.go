@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cilium/cilium/api/v1/observer"
-	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
-	"google.golang.org/grpc"
 
 	// The collector's otlp_grpc exporter compresses with gzip by default.
 	_ "google.golang.org/grpc/encoding/gzip"
@@ -23,9 +19,7 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
-	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
-	"github.com/kubewarden/network-enforcer/internal/violationevent"
 	"github.com/kubewarden/network-enforcer/testbed/replicas"
 )
 
@@ -259,53 +253,6 @@ func (lt *loadtest) clusterFlows(n int) ([][]*observer.GetFlowsResponse, int64, 
 	return out, int64(copies * flowMsgs), nil
 }
 
-// violationSink is the OTLP/gRPC logs receiver that the leader's events
-// exporter sends to: it notes when each violation event arrives, by its
-// destination port.
-type violationSink struct {
-	plogotlp.UnimplementedGRPCServer
-	addr string
-
-	mu      sync.Mutex
-	arrived map[int64][]time.Time
-}
-
-func (s *violationSink) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	flow.EachLogRecord(req.Logs(), func(lr plog.LogRecord) {
-		if lr.EventName() != violationevent.Observed {
-			return
-		}
-		port, ok := lr.Attributes().Get(violationevent.AttrDestinationPort)
-		if !ok {
-			return
-		}
-		s.arrived[port.Int()] = append(s.arrived[port.Int()], now)
-	})
-	return plogotlp.NewExportResponse(), nil
-}
-
-// at is when the events of port arrived.
-func (s *violationSink) at(port uint32) []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.arrived[int64(port)])
-}
-
-func startViolationSink() (*violationSink, func(), error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, nil, err
-	}
-	s := &violationSink{addr: lis.Addr().String(), arrived: map[int64][]time.Time{}}
-	srv := grpc.NewServer()
-	plogotlp.RegisterGRPCServer(srv, s)
-	go func() { _ = srv.Serve(lis) }()
-	return s, srv.Stop, nil
-}
-
 // scaleout measures the scale-out path; see scaleOutReport.
 func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 	nodes, readers := lt.opts.scaleOutNodes, lt.opts.scaleOutReaders
@@ -332,11 +279,11 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 		return result{}, err
 	}
 	defer cluster.Close()
-	sink, stopSink, err := startViolationSink()
+	sink, err := replicas.StartViolationSink()
 	if err != nil {
 		return result{}, err
 	}
-	defer stopSink()
+	defer sink.Stop()
 	server, err := lt.ca.IssueServer("leader", replicas.LeaderServerName)
 	if err != nil {
 		return result{}, err
@@ -360,7 +307,7 @@ func (lt *loadtest) scaleout(ctx context.Context) (result, error) {
 	}
 	config, err := lt.writeConfig("scaleout-leader", replicas.Leader{Lease: lease, Namespace: namespace,
 		Listen: replicas.LeaderIP + ":" + leaderPort, ServerCert: server.CertFile, ServerKey: server.KeyFile, ClientCA: lt.ca.CertFile,
-		Sink: sink.addr, Metrics: metrics}.YAML())
+		Sink: sink.Addr, Metrics: metrics}.YAML())
 	if err != nil {
 		return result{}, err
 	}
@@ -606,7 +553,7 @@ func (lt *loadtest) monitorPolicy(ctx context.Context, cluster *dataplanetest.Hu
 // the sink. One connection first, not measured, waits until the policy has
 // reached the violation processor.
 func (lt *loadtest) violationLatency(ctx context.Context, cluster *dataplanetest.HubbleCluster, names []string,
-	sink *violationSink, ps []*process, rep *scaleOutReport,
+	sink *replicas.ViolationSink, ps []*process, rep *scaleOutReport,
 ) error {
 	connection := func(i int, port uint32) []*observer.GetFlowsResponse {
 		msgs := dataplanetest.NewHubbleConnection(guardedIntruder, guardedAPI, 45000+uint32(i)%20000, port, dataplanetest.ConnectionDryRunDenied)
@@ -622,7 +569,7 @@ func (lt *loadtest) violationLatency(ctx context.Context, cluster *dataplanetest
 	const warmPort = 31999
 	warmed := false
 	if err := replicas.Poll(ctx, "the first violation event", 2*time.Minute, ps, func() (bool, error) {
-		if len(sink.at(warmPort)) > 0 {
+		if len(sink.At(warmPort)) > 0 {
 			return true, nil
 		}
 		if !warmed {
@@ -648,7 +595,7 @@ func (lt *loadtest) violationLatency(ctx context.Context, cluster *dataplanetest
 	// Every event, or a minute; then a few seconds more for any second one.
 	_ = replicas.Poll(ctx, "every violation event", time.Minute, ps, func() (bool, error) {
 		for i := range violations {
-			if len(sink.at(violationPort(i))) == 0 {
+			if len(sink.At(violationPort(i))) == 0 {
 				return false, nil
 			}
 		}
@@ -661,7 +608,7 @@ func (lt *loadtest) violationLatency(ctx context.Context, cluster *dataplanetest
 	}
 	rep.events = map[int64]int{}
 	for i := range violations {
-		at := sink.at(violationPort(i))
+		at := sink.At(violationPort(i))
 		rep.events[int64(violationPort(i))] = len(at)
 		if len(at) > 0 {
 			rep.latencies = append(rep.latencies, at[0].Sub(pushedAt[i]))

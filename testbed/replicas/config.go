@@ -217,3 +217,97 @@ func RunningPod(ctx context.Context, c client.Client, namespace, name, ip string
 	pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
 	return c.Status().Update(ctx, pod)
 }
+
+// Replica is a replica as the chart runs every one of them: it reads its
+// share of the nodes and sends what it learned to the leader (Reader), and
+// it takes the readers' records and writes them while it leads (Leader). Its
+// membership Lease then publishes, while it leads, how far it took each
+// node's records: the next reader of a node whose reader was killed counts
+// from there. Reader.Metrics is ignored: Leader.Metrics serves both.
+type Replica struct {
+	Leader Leader
+	Reader Reader
+}
+
+// YAML renders the configuration.
+func (c Replica) YAML() string {
+	l, r := c.Leader, c.Reader
+	events := "nop: {}"
+	eventsExporter := "nop"
+	if l.Sink != "" {
+		events = fmt.Sprintf("otlp_grpc:\n    endpoint: %s\n    tls:\n      insecure: true", l.Sink)
+		eventsExporter = "otlp_grpc"
+	}
+	writer := " {}"
+	if l.Writer != "" {
+		writer = "\n" + strings.TrimRight(l.Writer, "\n")
+	}
+	return fmt.Sprintf(`extensions:
+  leader_elector:
+    auth_type: kubeConfig
+    lease_name: %[1]s
+    lease_namespace: %[2]s
+  enforcer:
+    auth_type: kubeConfig
+  policy_controller:
+receivers:
+  hubble:
+    nodes:
+      endpoint: %[3]s
+      tls:
+        ca_file: %[4]s
+        cert_file: %[5]s
+        key_file: %[6]s
+        server_name_override: %[7]s
+    backfill:
+      since: %[8]s
+    enforcer: enforcer
+  leader:
+    endpoint: %[9]s
+    tls:
+      cert_file: %[10]s
+      key_file: %[11]s
+      client_ca_file: %[12]s
+    enforcer: enforcer
+processors:
+  memory_limiter:
+    check_interval: 1s
+    limit_percentage: 80
+    spike_limit_percentage: 20
+  learning: {}
+  violation:
+    status_sync_interval: 30s
+connectors:
+  forward/violations: {}
+exporters:
+  leader:
+    port: %[13]s
+    tls:
+      ca_file: %[4]s
+      cert_file: %[14]s
+      key_file: %[15]s
+      server_name_override: %[16]s
+    aggregation:
+      interval: %[17]s
+  k8swriter:%[18]s
+  %[19]s
+service:
+  extensions: [leader_elector, enforcer, policy_controller]
+%[20]s
+  pipelines:
+    logs/flows:
+      receivers: [hubble]
+      processors: [memory_limiter, learning]
+      exporters: [leader]
+    logs/learned:
+      receivers: [leader]
+      processors: [memory_limiter]
+      exporters: [k8swriter, forward/violations]
+    logs/events:
+      receivers: [forward/violations]
+      processors: [violation]
+      exporters: [%[21]s]
+`, l.Lease, l.Namespace, r.Peer, r.CAFile, r.NodeCert, r.NodeKey, r.PeerServerName, r.Backfill,
+		l.Listen, l.ServerCert, l.ServerKey, l.ClientCA,
+		r.LeaderPort, r.ClientCert, r.ClientKey, LeaderServerName, Interval, writer, events, Telemetry(l.Metrics), eventsExporter)
+}

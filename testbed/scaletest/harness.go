@@ -50,6 +50,7 @@ type options struct {
 	observedInterval              time.Duration // the writer's observed_interval; 0: its default
 	killReader, killLeader        bool
 	replace                       float64 // the share of nodes replaced
+	monitored                     float64 // the share of served Deployments with a monitor-mode policy
 	retain                        int     // each node's ring buffer
 	timeout                       time.Duration
 	workers                       int
@@ -80,7 +81,11 @@ type harness struct {
 	lease      string
 	leaderPort string
 	leaderCfg  string
-	hosts      map[string]string // node name -> host
+	// server is the leader receiver's key pair, writer the k8swriter's
+	// settings: every replica's.
+	server certtest.Pair
+	writer string
+	hosts  map[string]string // node name -> host
 
 	mu      sync.Mutex
 	names   []string // the current name of node i
@@ -92,6 +97,11 @@ type harness struct {
 	// kind.
 	writes sync.Map // kind -> *atomic.Int64
 	rep    *report
+	// monitored are the workloads whose ingress a monitor-mode policy
+	// governs (monitorPolicies); sink receives the leader's violation
+	// events.
+	monitored map[int]bool
+	sink      *replicas.ViolationSink
 }
 
 func (h *harness) nodeName(i int) string {
@@ -154,6 +164,9 @@ func run(ctx context.Context, o options) (_ *report, err error) {
 		if h.cluster != nil {
 			h.cluster.Close()
 		}
+		if h.sink != nil {
+			h.sink.Stop()
+		}
 		if h.env != nil {
 			err = errors.Join(err, h.env.Stop())
 		}
@@ -203,6 +216,13 @@ func (h *harness) setup(ctx context.Context) error {
 	h.traffic = newTraffic(h.plan.Workloads(), o.nodes, o.minPeers, o.maxPeers, o.clients)
 	h.rep.workloads, h.rep.pods, h.rep.edges = h.plan.WorkloadCount(), h.plan.PodCount(), len(h.traffic.edges)
 	logf("created %d workloads and %d pods in %s; %d edges", h.rep.workloads, h.rep.pods, h.rep.created.Round(time.Second), h.rep.edges)
+	if err := h.monitorPolicies(ctx); err != nil {
+		return err
+	}
+	h.rep.monitored = len(h.monitored)
+	if h.sink, err = replicas.StartViolationSink(); err != nil {
+		return err
+	}
 
 	certs := filepath.Join(h.dir, "certs")
 	if err := os.Mkdir(certs, 0o700); err != nil {
@@ -255,9 +275,8 @@ func (h *harness) drive(ctx context.Context) error {
 	if o.observedInterval > 0 {
 		writer += fmt.Sprintf("    observed_interval: %s\n", o.observedInterval)
 	}
-	cfg := replicas.Leader{Lease: h.lease, Namespace: namespace, Listen: replicas.LeaderIP + ":" + h.leaderPort,
-		ServerCert: server.CertFile, ServerKey: server.KeyFile, ClientCA: h.ca.CertFile, Writer: writer, Metrics: metrics}
-	if h.leaderCfg, err = h.launcher.WriteConfig("leader", cfg.YAML()); err != nil {
+	h.server, h.writer = server, writer
+	if h.leaderCfg, err = h.launcher.WriteConfig("leader", h.replica(replicas.LeaderIP, metrics).YAML()); err != nil {
 		return err
 	}
 	if err := replicas.RunningPod(ctx, h.env.Client, namespace, "scaletest-leader", replicas.LeaderIP); err != nil {
@@ -383,6 +402,7 @@ func (h *harness) drive(ctx context.Context) error {
 	if err := h.compareCounts(ctx); err != nil {
 		rep.notes = append(rep.notes, err.Error())
 	}
+	rep.violations = h.violationCounts()
 	api1, err := h.apiMetrics(ctx)
 	if err != nil {
 		return err
@@ -430,6 +450,23 @@ func (h *harness) readFlows() (int64, error) {
 	return n + h.rep.killedRead, err
 }
 
+// replica is the configuration of the replica whose pod has the address ip,
+// its telemetry on metrics: every replica the same, as the chart runs them,
+// each ready to read its share of the nodes and to take the others' records
+// while it leads. The leader's membership Lease then publishes how far it
+// took each node's records, from which the next reader of a killed reader's
+// node counts.
+func (h *harness) replica(ip, metrics string) replicas.Replica {
+	return replicas.Replica{
+		Leader: replicas.Leader{Lease: h.lease, Namespace: namespace, Listen: ip + ":" + h.leaderPort,
+			ServerCert: h.server.CertFile, ServerKey: h.server.KeyFile, ClientCA: h.ca.CertFile, Writer: h.writer, Metrics: metrics,
+			Sink: h.sink.Addr},
+		Reader: replicas.Reader{Peer: h.cluster.PeerAddr, PeerServerName: dataplanetest.PeerServerName, CAFile: h.ca.CertFile,
+			NodeCert: h.cluster.Client.CertFile, NodeKey: h.cluster.Client.KeyFile, Backfill: time.Hour,
+			LeaderPort: h.leaderPort, ClientCert: h.client.CertFile, ClientKey: h.client.KeyFile},
+	}
+}
+
 func (h *harness) startReader(ctx context.Context, i int) (*replicas.Process, error) {
 	pod := fmt.Sprintf("scaletest-reader-%d", i+1)
 	if err := replicas.RunningPod(ctx, h.env.Client, namespace, pod, replicas.ReaderIP(i)); err != nil {
@@ -439,11 +476,7 @@ func (h *harness) startReader(ctx context.Context, i int) (*replicas.Process, er
 	if err != nil {
 		return nil, err
 	}
-	cfg := replicas.Reader{Lease: h.lease, Namespace: namespace,
-		Peer: h.cluster.PeerAddr, PeerServerName: dataplanetest.PeerServerName, CAFile: h.ca.CertFile,
-		NodeCert: h.cluster.Client.CertFile, NodeKey: h.cluster.Client.KeyFile, Backfill: time.Hour,
-		LeaderPort: h.leaderPort, ClientCert: h.client.CertFile, ClientKey: h.client.KeyFile, Metrics: metrics}
-	config, err := h.launcher.WriteConfig(pod, cfg.YAML())
+	config, err := h.launcher.WriteConfig(pod, h.replica(replicas.ReaderIP(i), metrics).YAML())
 	if err != nil {
 		return nil, err
 	}
@@ -549,7 +582,9 @@ func (h *harness) killReader(ctx context.Context) error {
 }
 
 // killLeader SIGKILLs the leader and starts it again at once, as the
-// kubelet restarts the pod's container, and measures until it leads again.
+// kubelet restarts the pod's container, and measures until a replica leads
+// again: the restarted one, or a reader that took the Lease first, which
+// then is the leader of the figures and the restarted one a reader.
 func (h *harness) killLeader(ctx context.Context) error {
 	logf("SIGKILL the leader")
 	cpu, _ := h.leader.CPU()
@@ -564,17 +599,36 @@ func (h *harness) killLeader(ctx context.Context) error {
 	h.leader = p
 	h.all = append(h.all, p)
 	h.mu.Unlock()
-	if err := replicas.Poll(ctx, "a new leader", 5*time.Minute, []*replicas.Process{p}, func() (bool, error) {
-		n, err := p.Counter(replicas.MetricTerms)
-		return n >= 1, err
+	var leader *replicas.Process
+	if err := replicas.Poll(ctx, "a new leader", 5*time.Minute, h.liveAll(), func() (bool, error) {
+		// Only the leader has begun a term: the readers never led, and
+		// the restarted process is new.
+		for _, c := range h.liveAll() {
+			if n, err := c.Counter(replicas.MetricTerms); err == nil && n >= 1 {
+				leader = c
+				return true, nil
+			}
+		}
+		return false, nil
 	}); err != nil {
 		return err
 	}
 	h.rep.newLeader = time.Since(start)
-	if terms, err := replicas.Sum(h.liveReaders(), replicas.MetricTerms); err == nil && terms > 0 {
-		h.rep.notes = append(h.rep.notes, fmt.Sprintf("a reader began %d terms of leadership while the leader was down", terms))
+	if leader != p {
+		h.mu.Lock()
+		for i, r := range h.readers {
+			if r == leader {
+				h.readers[i] = p
+			}
+		}
+		h.leader = leader
+		h.mu.Unlock()
+		// The figures of the leader's CPU and records came from the
+		// process that led first; a reader's own reading is in its CPU.
+		h.rep.leaderMoved = true
+		h.rep.notes = append(h.rep.notes, leader.Name+" took the leader Lease while the leader restarted, and led from then on")
 	}
-	logf("a new leader after %s", h.rep.newLeader.Round(time.Millisecond))
+	logf("%s leads after %s", leader.Name, h.rep.newLeader.Round(time.Millisecond))
 	return nil
 }
 
@@ -695,7 +749,9 @@ func diffSeries(a, b map[string]float64) map[string]float64 {
 }
 
 // proposalNames are the proposals that workload w's flows make: its egress
-// proposal when it has a server, its ingress proposal when it has a client.
+// proposal when it has a server, its ingress proposal when it has a client
+// and no policy governs its ingress (the flows into it are then violations,
+// not learned edges).
 func (h *harness) proposalNames() map[string]int {
 	wls := h.traffic.workloads
 	out := map[string]int{}
@@ -705,7 +761,9 @@ func (h *harness) proposalNames() map[string]int {
 		}
 		src, dst := wls[e.src], wls[e.dst]
 		out[src.Namespace+"/"+proposalName(src, v1alpha1.DirectionEgress)] = e.src
-		out[dst.Namespace+"/"+proposalName(dst, v1alpha1.DirectionIngress)] = e.dst
+		if !h.monitored[e.dst] {
+			out[dst.Namespace+"/"+proposalName(dst, v1alpha1.DirectionIngress)] = e.dst
+		}
 	}
 	return out
 }

@@ -29,7 +29,7 @@ import (
 
 func defaultOptions() options {
 	return options{nodes: 500, readers: 4, workloadsPerNode: 4, podsPerNode: 10, minPeers: 3, maxPeers: 30,
-		clients: 1, rate: 20, duration: 3 * time.Minute, retain: 4095, timeout: 15 * time.Minute, workers: 32,
+		clients: 1, rate: 20, monitored: 0.05, duration: 3 * time.Minute, retain: 4095, timeout: 15 * time.Minute, workers: 32,
 		gogc: "400", gomemlimit: "512MiB"}
 }
 
@@ -49,6 +49,7 @@ func main() {
 	flag.DurationVar(&o.observedInterval, "observed-interval", 0, "the writer's observed_interval; 0: its default")
 	flag.BoolVar(&o.killReader, "kill-reader", false, "SIGKILL a reader during the flows")
 	flag.BoolVar(&o.killLeader, "kill-leader", false, "SIGKILL the leader during the flows (and start it again)")
+	flag.Float64Var(&o.monitored, "monitored", o.monitored, "the share of the Deployments that serve an edge whose ingress gets a monitor-mode policy that allows nothing (each connection to them a violation)")
 	flag.Float64Var(&o.replace, "replace", 0, "the share of nodes to replace during the flows (0.1: 10%)")
 	flag.IntVar(&o.retain, "buffer", o.retain, "each node's ring buffer (hubble.eventBufferCapacity)")
 	flag.DurationVar(&o.timeout, "timeout", o.timeout, "the longest wait of each phase")

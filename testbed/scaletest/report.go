@@ -36,6 +36,13 @@ type report struct {
 	leaderRecords          int64
 	leaderCPU              time.Duration
 	killedLeaderCPU        time.Duration
+	// leaderMoved says that a reader took the lead at the leader's kill:
+	// the leader's CPU and records are then not of one role.
+	leaderMoved bool
+	// monitored is the number of workloads with a monitor-mode policy;
+	// violations compares their events with the connections sent.
+	monitored              int
+	violations             violations
 	proposalsWanted        int
 	proposalsMissing       int
 	proposalsAfter         time.Duration
@@ -72,12 +79,11 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "  proposals of every workload with flows: %d of %d exist; the last %s after its workload's first flow (goal ≤ %s: %s)\n",
 		r.proposalsWanted-r.proposalsMissing, r.proposalsWanted, r.proposalsAfter.Round(time.Second), goalProposals,
 		met(r.proposalsMissing == 0 && r.proposalsAfter <= goalProposals))
-	per1000 := float64(r.leaderRecords) * 1000 / float64(max(r.sent, 1))
-	fmt.Fprintf(w, "  leader records per 1,000 cluster flows: %.2f (%d records; %d cluster flows sent, %d read, a killed reader's re-read included) (goal ≤ %.0f: %s)\n",
-		per1000, r.leaderRecords, r.sent, r.flowsRead, goalRecordsPer1000, met(per1000 <= goalRecordsPer1000))
-	cpu := float64((r.leaderCPU + r.killedLeaderCPU).Nanoseconds()) / 1e3 / float64(max(r.sent, 1))
-	fmt.Fprintf(w, "  leader CPU per cluster flow: %.3f µs (%s over %s, fixed costs included) (goal ≤ %.1f: %s)\n",
-		cpu, (r.leaderCPU + r.killedLeaderCPU).Round(time.Millisecond), r.window.Round(time.Second), goalLeaderCPU, met(cpu <= goalLeaderCPU))
+	if r.leaderMoved {
+		fmt.Fprintf(w, "  leader records and CPU per cluster flow: not measured, a reader took the lead at the leader's kill\n")
+	} else {
+		r.printLeader(w)
+	}
 	secs := r.apiWindow.Seconds()
 	var total int64
 	for _, k := range slices.Sorted(maps.Keys(r.objectBytes)) {
@@ -116,9 +122,24 @@ func (r *report) print(w io.Writer) {
 		"counted twice: %d edges (+%d flows); counted less (lost, or not yet in the evidence): %d edges; "+
 		"absent from the evidence (no proposal or entry yet): %d edges; %d flows short in all (goal 0, 0: %s)\n",
 		c.edges, c.exact, c.perConn, c.over, c.overFlows, c.under, c.missing, c.underFlows, met(c.edges > 0 && c.exact == c.edges))
+	if v := r.violations; r.monitored > 0 {
+		fmt.Fprintf(w, "  violations reported, per edge into the %d workloads with a monitor-mode policy against the connections sent: %d edges, %d exact at %d events per connection; "+
+			"reported twice: %d edges (+%d events); reported less: %d edges (-%d events) (goal 0, 0: %s)\n",
+			r.monitored, v.edges, v.exact, v.perConn, v.twice, v.twiceEvents, v.lost, v.lostEvent, met(v.edges > 0 && v.exact == v.edges))
+	}
 	if r.proposalsMissing > 0 {
 		fmt.Fprintf(w, "      (with proposals missing, the counts say how far the writer got, not what was lost)\n")
 	}
+}
+
+// printLeader prints the leader's records and CPU per cluster flow.
+func (r *report) printLeader(w io.Writer) {
+	per1000 := float64(r.leaderRecords) * 1000 / float64(max(r.sent, 1))
+	fmt.Fprintf(w, "  leader records per 1,000 cluster flows: %.2f (%d records; %d cluster flows sent, %d read, a killed reader's re-read included) (goal ≤ %.0f: %s)\n",
+		per1000, r.leaderRecords, r.sent, r.flowsRead, goalRecordsPer1000, met(per1000 <= goalRecordsPer1000))
+	cpu := float64((r.leaderCPU + r.killedLeaderCPU).Nanoseconds()) / 1e3 / float64(max(r.sent, 1))
+	fmt.Fprintf(w, "  leader CPU per cluster flow: %.3f µs (%s over %s, fixed costs included) (goal ≤ %.1f: %s)\n",
+		cpu, (r.leaderCPU + r.killedLeaderCPU).Round(time.Millisecond), r.window.Round(time.Second), goalLeaderCPU, met(cpu <= goalLeaderCPU))
 }
 
 // printRates prints each series per second of secs, the largest first.

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/internal/violationevent"
+)
+
+// monitorPolicies gives a share (-monitored) of the Deployments that serve
+// an edge an ingress policy in monitor mode that allows nothing, as a person
+// writes one by hand: every connection to them is a violation, which the
+// leader reports once as an event (counted by violationCounts).
+func (h *harness) monitorPolicies(ctx context.Context) error {
+	h.monitored = map[int]bool{}
+	if h.opts.monitored <= 0 {
+		return nil
+	}
+	wls := h.traffic.workloads
+	served := map[int]bool{}
+	for _, e := range h.traffic.edges {
+		served[e.dst] = true
+	}
+	for _, w := range slices.Sorted(maps.Keys(served)) {
+		wl := wls[w]
+		if wl.Kind != string(v1alpha1.WorkloadKindDeployment) ||
+			float64(hash(wl.Namespace+"/"+wl.Name+"/monitored")%10000) >= h.opts.monitored*10000 {
+			continue
+		}
+		policy := &v1alpha1.WorkloadNetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: "scaletest-" + wl.Name + "-ingress"},
+			Spec: v1alpha1.WorkloadNetworkPolicySpec{Mode: v1alpha1.PolicyModeMonitor, PolicySpec: v1alpha1.PolicySpec{
+				Backend: v1alpha1.BackendKubernetes, Direction: v1alpha1.DirectionIngress,
+				TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.WorkloadKindDeployment, Name: wl.Name},
+				Kubernetes: &networkingv1.NetworkPolicySpec{
+					PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": wl.Name}},
+					PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+				},
+			}},
+		}
+		if err := h.env.Client.Create(ctx, policy); err != nil {
+			return fmt.Errorf("the monitor-mode policy of %s/%s: %w", wl.Namespace, wl.Name, err)
+		}
+		h.monitored[w] = true
+	}
+	logf("%d workloads have an ingress policy in monitor mode that allows nothing", len(h.monitored))
+	return nil
+}
+
+// violationKey is an edge as a violation event names it.
+type violationKey struct {
+	srcNamespace, srcName, dstNamespace, dstName string
+	port                                         int64
+}
+
+// violations is the comparison of the violation events with the connections
+// sent to the monitored workloads, by edge.
+type violations struct {
+	// perConn is the events per connection (the most common ratio).
+	perConn                int64
+	edges, exact           int
+	twice, lost            int
+	twiceEvents, lostEvent int64
+}
+
+// violationCounts compares, for each edge into a monitored workload, the
+// events that the sink received with the connections sent.
+func (h *harness) violationCounts() violations {
+	got := map[violationKey]int64{}
+	for _, v := range h.sink.Events() {
+		str := func(k string) string { s, _ := v.Attrs[k].(string); return s }
+		port, _ := v.Attrs[violationevent.AttrDestinationPort].(int64)
+		got[violationKey{str(violationevent.AttrSourceNamespace), str(violationevent.AttrSourceName),
+			str(violationevent.AttrDestinationNamespace), str(violationevent.AttrDestinationName), port}]++
+	}
+	wls := h.traffic.workloads
+	type edgeCount struct{ events, conns int64 }
+	var all []edgeCount
+	ratios := map[int64]int{}
+	for _, e := range h.traffic.edges {
+		conns := e.conns.Load()
+		if conns == 0 || !h.monitored[e.dst] {
+			continue
+		}
+		src, dst := wls[e.src], wls[e.dst]
+		n := got[violationKey{src.Namespace, src.Name, dst.Namespace, dst.Name, int64(e.port)}]
+		if n%conns == 0 {
+			ratios[n/conns]++
+		}
+		all = append(all, edgeCount{n, conns})
+	}
+	var v violations
+	for r, n := range ratios {
+		if r > 0 && (n > ratios[v.perConn] || (n == ratios[v.perConn] && r > v.perConn)) {
+			v.perConn = r
+		}
+	}
+	for _, c := range all {
+		v.edges++
+		want := v.perConn * c.conns
+		switch {
+		case c.events == want:
+			v.exact++
+		case c.events > want:
+			v.twice++
+			v.twiceEvents += c.events - want
+		default:
+			v.lost++
+			v.lostEvent += want - c.events
+		}
+	}
+	return v
+}
