@@ -37,16 +37,16 @@ const (
 	// of their namespace with this label.
 	MemberOfLabel = "networkenforcer.kubewarden.io/member-of"
 
-	// CheckpointsAnnotation, on a replica's membership Lease, holds what the
-	// replica published of its flow sources' progress: a JSON object from key
+	// CheckpointsAnnotation, on a replica's checkpoint shards (ShardOfLabel),
+	// holds what the replica published of its flow sources' progress: a JSON object from key
 	// (a Cilium node) to the RFC 3339 time (nanoseconds) up to which it handed
 	// every flow of that key on. The next owner of a key resumes from it.
 	CheckpointsAnnotation = "networkenforcer.kubewarden.io/checkpoints"
-	// ReleasedAnnotation, on a replica's membership Lease, lists the keys
+	// ReleasedAnnotation, on a replica's checkpoint shards, lists the keys
 	// (JSON, sorted) that the replica no longer reads: their checkpoints there
 	// are final, and a new owner resumes from them at once.
 	ReleasedAnnotation = "networkenforcer.kubewarden.io/released"
-	// CountedAnnotation, on the leader's membership Lease, holds a JSON object
+	// CountedAnnotation, on the leader's checkpoint shards, holds a JSON object
 	// from key to the RFC 3339 time (nanoseconds) up to which the leader took
 	// every record that members learned from that key's flows. The next owner
 	// of a key whose reader was killed counts from it.
@@ -55,14 +55,17 @@ const (
 	// ShardOfLabel marks a checkpoint shard: a Lease, beside a replica's
 	// membership Lease and labelled as a member of the same group, that holds
 	// the checkpoints, released keys and counts of the keys that hash to it
-	// (the same three annotations), so that they hold for every key however
-	// many there are. The value is the membership Lease's name; ShardLabel is
-	// the shard's index, from 1 (the membership Lease itself is shard 0).
+	// (the three annotations above), so that they hold for every key however
+	// many there are, and so that the membership Lease, renewed every retry
+	// period, carries none of them. The value is the membership Lease's name;
+	// ShardLabel is the shard's index, from 0. A membership Lease written by
+	// an earlier release may carry the three annotations itself: they are
+	// read as one more shard.
 	ShardOfLabel = "networkenforcer.kubewarden.io/shard-of"
 	// ShardLabel is a checkpoint shard's index (ShardOfLabel).
 	ShardLabel = "networkenforcer.kubewarden.io/shard"
 	// ShardsAnnotation, on a membership Lease, is how many shards its
-	// checkpoints take, the Lease itself included; absent for one. A shard
+	// checkpoints take; absent for one. A shard
 	// whose index is not below it is stale and read as nothing.
 	ShardsAnnotation = "networkenforcer.kubewarden.io/shards"
 )

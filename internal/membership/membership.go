@@ -108,6 +108,19 @@ type Membership struct {
 	// published are the checkpoints as the last write of the Lease held
 	// them: a claim is published once it is here.
 	published map[string]time.Time
+	// urgent says that the next renewal writes the shards: a claim, a
+	// release, a forgotten key or a new count changed them. Checkpoints that
+	// only advanced wait until shardsWritten is a lease duration old: the
+	// next owner of a killed reader's key counts from the leader's counts,
+	// so a live reader's progress need not be published at every renewal.
+	urgent bool
+	// shardsWritten is when a renewal last wrote the shards; shardCount is
+	// how many it wrote.
+	shardsWritten time.Time
+	shardCount    int
+	// countsChanged says that the leader took records past what its shards
+	// publish (countsDueLocked says when they go).
+	countsChanged bool
 	// checkpoints are this replica's own, by key.
 	checkpoints map[string]time.Time
 	// released are the keys this replica no longer reads, with the
@@ -294,6 +307,7 @@ func (m *Membership) Stop(ctx context.Context, graceful bool) {
 	for k, t := range m.checkpoints {
 		m.released[k] = t
 	}
+	m.urgent = true
 	m.mu.Unlock()
 	// A renewal cut short by the stop may have been written all the same:
 	// then this one conflicts, forgets the Lease as written, and the next
@@ -319,6 +333,9 @@ func (m *Membership) Stop(ctx context.Context, graceful bool) {
 			zap.String("lease", own.Name), zap.Error(err))
 		return
 	}
+	// Its shards after it: the others kept what they said when the Lease
+	// went, and a later run of this pod starts with none.
+	m.deleteStaleShards(ctx, 0)
 	m.logger.Info("Left the members: deleted the membership Lease", zap.String("lease", own.Name))
 }
 
@@ -348,8 +365,16 @@ func (m *Membership) renew(ctx context.Context) {
 	l := m.own.DeepCopy()
 	m.mu.Lock()
 	l.Spec = m.specLocked(l.Spec, now)
-	shards := splitShards(m.checkpoints, m.released, m.counted)
-	snapshot := maps.Clone(m.checkpoints)
+	publish := m.urgent || m.shardsWritten.IsZero() || now.Sub(m.shardsWritten) >= m.cfg.LeaseDuration ||
+		(m.countsChanged && m.countsDueLocked(now))
+	var shards []shard
+	var snapshot map[string]time.Time
+	if publish {
+		shards = splitShards(m.checkpoints, m.released, m.counted)
+		snapshot = maps.Clone(m.checkpoints)
+		m.urgent, m.countsChanged = false, false
+	}
+	n := max(m.shardCount, 1)
 	pod := m.pod
 	m.mu.Unlock()
 	if l.Labels == nil {
@@ -360,14 +385,25 @@ func (m *Membership) renew(ctx context.Context) {
 		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: m.cfg.Replica, UID: uid, Controller: ptr.To(false)}}
 	}
 	// The shards first: the watchers that see this renewal have seen them.
-	failed := m.writeShards(ctx, shards, l.OwnerReferences)
-	setShard(l, shards[0])
-	n := ""
-	if len(shards) > 1 {
-		n = strconv.Itoa(len(shards))
+	// The Lease itself holds none, so that a renewal that publishes nothing
+	// new writes a few hundred bytes.
+	var failed map[int]bool
+	if publish {
+		failed = m.writeShards(ctx, shards, l.OwnerReferences)
+		n = len(shards)
 	}
-	setAnnotation(l, v1alpha1.ShardsAnnotation, n)
+	setShard(l, shard{})
+	count := ""
+	if n > 1 {
+		count = strconv.Itoa(n)
+	}
+	setAnnotation(l, v1alpha1.ShardsAnnotation, count)
 	written, err := writeLease(ctx, leases, l)
+	if publish && (err != nil || len(failed) > 0) {
+		m.mu.Lock()
+		m.urgent = true // written again at the next renewal
+		m.mu.Unlock()
+	}
 	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 			m.own = nil // read it again at the next renewal
@@ -383,9 +419,14 @@ func (m *Membership) renew(ctx context.Context) {
 	if m.joined.IsZero() {
 		m.joined = now
 	}
-	m.published = publishedWithout(snapshot, len(shards), failed)
+	if publish {
+		m.published = publishedWithout(snapshot, n, failed)
+		m.shardsWritten, m.shardCount = now, n
+	}
 	m.mu.Unlock()
-	m.deleteStaleShards(ctx, len(shards))
+	if publish {
+		m.deleteStaleShards(ctx, n)
+	}
 }
 
 // setAnnotation sets the annotation key of l to v, making the map if need be,
@@ -443,6 +484,12 @@ func (m *Membership) evaluate() {
 		return
 	}
 	m.live = live
+	if len(m.counted) > 0 {
+		// A member left: how far the leader took its keys' records goes
+		// at once, whatever went before.
+		m.urgent = true
+		m.renewSoon()
+	}
 	m.logger.Info("The members that share the flow sources' keys changed",
 		zap.Int("members", len(live)), zap.Bool("self", set[m.cfg.Identity]))
 	if m.gauge != nil {
@@ -574,8 +621,10 @@ func (m *Membership) Checkpoint(key string, t time.Time) {
 	if released && t.After(r) {
 		delete(m.released, key)
 	}
+	now := !known || (released && t.After(r))
+	m.urgent = m.urgent || now
 	m.mu.Unlock()
-	if !known || (released && t.After(r)) {
+	if now {
 		m.renewSoon()
 	}
 }
@@ -628,6 +677,9 @@ const claimPoll = 20 * time.Millisecond
 // its release, rather than reading the node's buffer a second time.
 func (m *Membership) Claim(ctx context.Context, key string, t time.Time) error {
 	m.Checkpoint(key, t)
+	m.mu.Lock()
+	m.urgent = true
+	m.mu.Unlock()
 	m.renewSoon()
 	tick := time.NewTicker(claimPoll)
 	defer tick.Stop()
@@ -667,6 +719,7 @@ func (m *Membership) Forget(key string) {
 	_, counted := m.counted[key]
 	delete(m.counted, key)
 	delete(m.countedGone, key)
+	m.urgent = m.urgent || had || counted
 	m.mu.Unlock()
 	if had || counted {
 		m.renewSoon()
@@ -681,7 +734,37 @@ func (m *Membership) Counted(key string, t time.Time) {
 	defer m.mu.Unlock()
 	if t.After(m.counted[key]) {
 		m.counted[key] = t
+		m.countsChanged = true
 	}
+}
+
+// countsDueLocked reports whether the leader's counts, when they changed, go
+// with the next renewal. They are needed when a reader is killed: the next
+// owner of its keys takes them a lease duration after its last renewal and
+// counts from what the leader published by then. So they go at every renewal
+// while another member's renewal is overdue (two retry periods since this
+// replica saw it), which a killed reader's is within two retry periods of
+// its death, and otherwise only with the shards' refresh, a lease duration
+// apart: renewals come every retry period, and at 5,000 nodes each would
+// write some 390 KB of counts. A lease shorter than six retry periods leaves
+// too little room after the overdue renewal: then they go at every renewal.
+func (m *Membership) countsDueLocked(now time.Time) bool {
+	if m.cfg.LeaseDuration < 6*m.cfg.RetryPeriod || m.informer == nil {
+		return true
+	}
+	for _, obj := range m.informer.GetStore().List() {
+		l, ok := obj.(*coordinationv1.Lease)
+		if !ok || l.Name == m.leaseName {
+			continue
+		}
+		if _, _, isShard := shardIndex(l); isShard {
+			continue
+		}
+		if _, live := m.liveLocked(l, now); live && now.Sub(m.seen[l.Name].at) > 2*m.cfg.RetryPeriod {
+			return true
+		}
+	}
+	return false
 }
 
 // CountFrom returns the time up to which every flow of key is counted, for
@@ -728,6 +811,7 @@ func (m *Membership) Release(key string) {
 	t, ok := m.checkpoints[key]
 	if ok {
 		m.released[key] = t
+		m.urgent = true
 	}
 	m.mu.Unlock()
 	if ok {

@@ -56,8 +56,14 @@ func testConfig(lease, replica string) Config {
 // abruptly when the test ends.
 func startMember(t *testing.T, lease, replica string) member {
 	t.Helper()
+	return startMemberWith(t, testConfig(lease, replica))
+}
+
+// startMemberWith is startMember with the configuration cfg.
+func startMemberWith(t *testing.T, cfg Config) member {
+	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
-	m := New(zap.New(core), testConfig(lease, replica), nil)
+	m := New(zap.New(core), cfg, nil)
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -274,8 +280,8 @@ func TestCheckpointsAcrossMembers(t *testing.T) {
 	if _, ok := reader.CheckpointOf("node-2"); ok {
 		t.Fatal("a checkpoint of a key nobody checkpointed")
 	}
-	l, _ := getLease(t, memberLeaseName("checkpoints-"+suffix, "writer-"+suffix))
-	if got := l.Annotations[v1alpha1.CheckpointsAnnotation]; got != `{"node-1":"2026-12-03T10:00:00.123456789Z"}` {
+	shard, _ := getLease(t, shardLeaseName(memberLeaseName("checkpoints-"+suffix, "writer-"+suffix), 0))
+	if got := shard.Annotations[v1alpha1.CheckpointsAnnotation]; got != `{"node-1":"2026-12-03T10:00:00.123456789Z"}` {
 		t.Fatalf("checkpoints annotation %q", got)
 	}
 
@@ -488,13 +494,7 @@ func TestForgottenKeyLeavesTheLease(t *testing.T) {
 	ms[0].Checkpoint("node-kept", t1)
 	ms[0].Checkpoint("node-gone", t1)
 	name := memberLeaseName(lease, "reader-"+suffix)
-	published := func() map[string]time.Time {
-		l, ok := getLease(t, name)
-		if !ok {
-			return nil
-		}
-		return parseCheckpoints(l.Annotations[v1alpha1.CheckpointsAnnotation])
-	}
+	published := func() map[string]time.Time { return publishedCheckpoints(t, name) }
 	waitFor(t, "both checkpoints published", memberWait, func() bool { return len(published()) == 2 })
 	ms[0].Forget("node-gone")
 	waitFor(t, "the forgotten key to leave the Lease", memberWait, func() bool {
@@ -522,11 +522,7 @@ func TestTakeReturnsOnceClaimWritten(t *testing.T) {
 	if from, ok, err := ms[0].Take(ctx, "node-c", t1); err != nil || ok {
 		t.Fatalf("take: counted up to %v (%v), %v; want nothing counted before", from, ok, err)
 	}
-	l, ok := getLease(t, memberLeaseName(lease, "reader-"+suffix))
-	if !ok {
-		t.Fatal("no Lease")
-	}
-	if got, ok := parseCheckpoints(l.Annotations[v1alpha1.CheckpointsAnnotation])["node-c"]; !ok || got.Before(t1) {
+	if got, ok := publishedCheckpoints(t, memberLeaseName(lease, "reader-"+suffix))["node-c"]; !ok || got.Before(t1) {
 		t.Fatalf("after the claim the Lease holds %v (%v), want %v", got, ok, t1)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
@@ -223,7 +224,7 @@ func TestSixThousandNodesSurvivePublish(t *testing.T) {
 			t.Fatalf("%s: checkpoint %v, count %v; want %v, %v", k, gotC[k], gotN[k], want, counted[k])
 		}
 	}
-	// A replica with few keys keeps them in its membership Lease alone.
+	// A replica with few keys keeps them in one shard.
 	if n := len(splitShards(map[string]time.Time{"node-1": t0}, nil, nil)); n != 1 {
 		t.Fatalf("one checkpoint in %d shards", n)
 	}
@@ -312,4 +313,48 @@ func FuzzMemberAnnotations(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCountsGoWhenAMemberIsOverdue: the leader's counts that changed go with
+// the next renewal only while another live member's renewal is overdue (two
+// retry periods since it was seen), which a killed reader's becomes long
+// before its lease ends; or always, with a lease shorter than six retry
+// periods.
+func TestCountsGoWhenAMemberIsOverdue(t *testing.T) {
+	seen := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	reader := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "network-enforcer-member-pod-b"}, Spec: coordinationv1.LeaseSpec{
+		HolderIdentity: ptr.To("pod-b_1"), LeaseDurationSeconds: ptr.To(int32(15)), RenewTime: &metav1.MicroTime{Time: seen},
+	}}
+	shard := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "network-enforcer-member-pod-b-shard-0",
+		Labels: map[string]string{v1alpha1.ShardOfLabel: reader.Name, v1alpha1.ShardLabel: "0"}}}
+	leader := func(lease time.Duration) *Membership {
+		m := New(nil, Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-a", Identity: "pod-a_1",
+			LeaseDuration: lease, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, nil)
+		m.informer = toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &coordinationv1.Lease{}, 0, toolscache.Indexers{})
+		for _, l := range []*coordinationv1.Lease{reader, shard} {
+			if err := m.informer.GetStore().Add(l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.liveLocked(reader, seen) // first seen now
+		return m
+	}
+	m := leader(15 * time.Second)
+	for _, c := range []struct {
+		after time.Duration
+		due   bool
+	}{
+		{time.Second, false},     // renews on time
+		{4 * time.Second, false}, // two retry periods: not yet overdue
+		{5 * time.Second, true},  // overdue, still live
+		{14 * time.Second, true},
+		{16 * time.Second, false}, // expired: gone from the members, which publishes at once (evaluate)
+	} {
+		if got := m.countsDueLocked(seen.Add(c.after)); got != c.due {
+			t.Errorf("%s after the reader's renewal: due %v, want %v", c.after, got, c.due)
+		}
+	}
+	if !leader(10 * time.Second).countsDueLocked(seen.Add(time.Second)) {
+		t.Error("a lease of five retry periods: the counts must go at every renewal")
+	}
 }

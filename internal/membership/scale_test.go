@@ -121,11 +121,13 @@ func (b countingBody) Read(p []byte) (int, error) {
 
 // BenchmarkPublishAtFiveThousandNodes measures what the membership writes
 // and watches at 5,000 nodes with 4 readers and a leader, when every node
-// has flows in every period: each iteration is one publish of every member
-// (each reader's checkpoints of its 1,250 nodes, the leader's counts of all
-// 5,000), on the test control plane. It reports the bytes written per
-// publish in all, per second at the default retry_period (2 s), and the
-// bytes that one replica's watch receives per publish.
+// has flows in every period, on the test control plane: a renewal of every
+// member that publishes nothing new (the membership Leases alone); each
+// iteration, one that carries the leader's counts of all 5,000 nodes; and
+// once, the readers' refresh of their checkpoints of 1,250 nodes each. It
+// reports each, the bytes per second at the defaults that they make while
+// every member renews on time and while one is overdue (countsDueLocked), and
+// the bytes that one replica's watch receives per iteration.
 //
 //	go test ./internal/membership/ -run '^$' -bench PublishAtFiveThousandNodes -benchtime 10x
 func BenchmarkPublishAtFiveThousandNodes(b *testing.B) {
@@ -164,11 +166,15 @@ func BenchmarkPublishAtFiveThousandNodes(b *testing.B) {
 	}
 	nodes := nodeNames(nodeCount)
 	t0 := time.Now()
-	publish := func(round int) {
-		at := t0.Add(time.Duration(round) * time.Second)
-		for i, k := range nodes {
-			ms[i%readers].Checkpoint(k, at)
-			leader.Counted(k, at)
+	// renew renews every member once; with advance, the readers' checkpoints
+	// and the leader's counts of every node move on first.
+	renew := func(round int, advance bool) {
+		if advance {
+			at := t0.Add(time.Duration(round) * time.Second)
+			for i, k := range nodes {
+				ms[i%readers].Checkpoint(k, at)
+				leader.Counted(k, at)
+			}
 		}
 		before := make([]time.Time, len(ms))
 		for i, m := range ms {
@@ -185,29 +191,50 @@ func BenchmarkPublishAtFiveThousandNodes(b *testing.B) {
 			})
 		}
 	}
-	publish(0) // the first publish creates the shards
-	// The watches must receive the first publish's events before the
-	// counters are read, and a watch event's arrival marks no end: a second
-	// is many times the control plane's delivery on this scale.
-	time.Sleep(time.Second)
-	var written, writes, watched int64
-	for _, c := range counts {
-		written, writes, watched = written-c.written.Load(), writes-c.writes.Load(), watched-c.watched.Load()
+	// written measures the bytes that the members write in f, once the
+	// watches have received them: a watch event's arrival marks no end, and
+	// a second is many times the control plane's delivery on this scale.
+	written := func(f func()) (bytes, writes, watched int64) {
+		for _, c := range counts {
+			bytes, writes, watched = bytes-c.written.Load(), writes-c.writes.Load(), watched-c.watched.Load()
+		}
+		f()
+		time.Sleep(time.Second)
+		for _, c := range counts {
+			bytes, writes, watched = bytes+c.written.Load(), writes+c.writes.Load(), watched+c.watched.Load()
+		}
+		return bytes, writes, watched
 	}
+	renew(0, true) // the first publish creates the shards
+	// Renewals that publish nothing new: the membership Leases alone.
+	liveness, _, _ := written(func() { renew(1, false) })
+	// The leader's counts go at every renewal here (the lease is less than
+	// six renewals: countsDueLocked), the readers' advanced checkpoints not.
 	b.ResetTimer()
-	for i := range b.N {
-		publish(i + 1)
-	}
+	bytes, writes, watched := written(func() {
+		for i := range b.N {
+			renew(i+2, true)
+		}
+	})
 	b.StopTimer()
-	// The last events must reach the watches before the counters are read
-	// (as above).
-	time.Sleep(time.Second)
-	for _, c := range counts {
-		written, writes, watched = written+c.written.Load(), writes+c.writes.Load(), watched+c.watched.Load()
+	counted := float64(bytes)/float64(b.N) - float64(liveness)
+	// The readers' checkpoints that only advanced go a lease duration after
+	// their last write: one such round, measured apart.
+	for _, m := range ms[:readers] {
+		m.mu.Lock()
+		m.shardsWritten = time.Time{}
+		m.mu.Unlock()
 	}
-	perPublish := float64(written) / float64(b.N)
-	b.ReportMetric(perPublish, "B/publish")
-	b.ReportMetric(perPublish/2, "B/s@2s")
+	refresh, _, _ := written(func() { renew(b.N+2, true) })
+	refreshReaders := float64(refresh) - float64(liveness) - counted
+	b.ReportMetric(float64(liveness), "B/renewal")
+	b.ReportMetric(counted, "B/leader-counts")
+	b.ReportMetric(refreshReaders, "B/readers-refresh")
+	// At the defaults (renewals every 2 s, a 15 s lease): the shards go
+	// every 15 s while every member renews on time, the leader's counts
+	// every 2 s while one is overdue.
+	b.ReportMetric(float64(liveness)/2+(counted+refreshReaders)/15, "B/s@defaults")
+	b.ReportMetric(float64(liveness)/2+counted/2+refreshReaders/15, "B/s@overdue")
 	b.ReportMetric(float64(writes)/float64(b.N), "writes/publish")
 	b.ReportMetric(float64(watched)/float64(len(ms))/float64(b.N), "watchB/replica/publish")
 }

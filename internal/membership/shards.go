@@ -18,14 +18,18 @@ import (
 
 // A replica's checkpoints, released keys and (on the leader) counts hold for
 // every key, however many: they are split by a hash of the key into shards,
-// each a Lease of the member's group with the same three annotations. Shard 0
-// is the membership Lease itself, so that a replica with few keys writes one
-// object per renewal, as before; the others are Leases labelled with
-// v1alpha1.ShardOfLabel. A renewal writes the shards that changed, then the
-// membership Lease, which says how many shards there are
-// (v1alpha1.ShardsAnnotation): the replicas watch every Lease of the group
-// through one watch, whose events come in the order of the writes, so a
-// replica that sees a renewal has seen the shards written before it.
+// each a Lease of the member's group with the same three annotations,
+// labelled with v1alpha1.ShardOfLabel and numbered from 0. The membership
+// Lease holds none of them: it is renewed every retry period, and a renewal
+// that carried every checkpoint would write them all each time. A renewal
+// writes the shards that changed, when it publishes them (a claim, a release,
+// a count, or a lease duration since the last), then the membership Lease,
+// which says how many shards there are (v1alpha1.ShardsAnnotation): the
+// replicas watch every Lease of the group through one watch, whose events
+// come in the order of the writes, so a replica that sees a renewal has seen
+// the shards written before it. The membership Lease's own annotations are
+// still read, as those of one more shard: a replica of an earlier release
+// kept its checkpoints there.
 
 const (
 	// shardTargetBytes is what the annotations of one shard should hold at
@@ -122,7 +126,7 @@ func setShard(l *coordinationv1.Lease, s shard) {
 	setAnnotation(l, v1alpha1.CountedAnnotation, s.counted)
 }
 
-// shardLeaseName is the name of shard i (from 1) of membership Lease lease.
+// shardLeaseName is the name of shard i (from 0) of membership Lease lease.
 func shardLeaseName(lease string, i int) string {
 	return shortName(lease + "-shard-" + strconv.Itoa(i))
 }
@@ -144,22 +148,26 @@ func shardIndex(l *coordinationv1.Lease) (string, int, bool) {
 		return "", 0, false
 	}
 	i, err := strconv.Atoi(l.Labels[v1alpha1.ShardLabel])
-	if err != nil || i < 1 {
+	if err != nil || i < 0 {
 		return of, 0, false
 	}
 	return of, i, true
 }
 
-// writeShards writes shards 1 and up of out that changed since they were
-// last written, owned as the membership Lease is; it returns the indexes of
-// those it could not write. Only the renewing goroutine calls it.
+// writeShards writes the shards of out that changed since they were last
+// written, owned as the membership Lease is; it returns the indexes of those
+// it could not write. An empty shard never written is not created. Only the
+// renewing goroutine calls it.
 func (m *Membership) writeShards(ctx context.Context, out []shard, owners []metav1.OwnerReference) map[int]bool {
 	leases := m.cs.CoordinationV1().Leases(m.cfg.Namespace)
 	var failed map[int]bool
-	for i := 1; i < len(out); i++ {
+	for i := range out {
 		prev := m.ownShards[i]
 		if prev != nil && shardOfLease(prev) == out[i] && ownersEqual(prev.OwnerReferences, owners) {
 			continue
+		}
+		if prev == nil && out[i] == (shard{}) && len(out) == 1 {
+			continue // nothing to publish yet
 		}
 		name := shardLeaseName(m.leaseName, i)
 		if prev == nil {
@@ -220,7 +228,7 @@ func (m *Membership) deleteStaleShards(ctx context.Context, n int) {
 // collector wrote beside membership Lease l, and keeps their checkpoints as
 // this replica's own: what it published stays published.
 func (m *Membership) loadEarlierShards(ctx context.Context, l *coordinationv1.Lease) {
-	for i := 1; i < shardsOf(l); i++ {
+	for i := range shardsOf(l) {
 		s, err := m.cs.CoordinationV1().Leases(m.cfg.Namespace).Get(ctx, shardLeaseName(m.leaseName, i), metav1.GetOptions{})
 		if err != nil {
 			continue

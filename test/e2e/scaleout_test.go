@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -919,7 +920,8 @@ func (a memberAnnotations) reading() map[string]time.Time {
 	return out
 }
 
-// memberLease reads replica's membership Lease.
+// memberLease reads replica's membership Lease, with what its checkpoint
+// shards (the Leases labelled as its shards) publish.
 func memberLease(t *testing.T, replica string) memberAnnotations {
 	t.Helper()
 	var leases coordinationv1.LeaseList
@@ -929,22 +931,34 @@ func memberLease(t *testing.T, replica string) memberAnnotations {
 		if l.Spec.HolderIdentity == nil || !strings.HasPrefix(*l.Spec.HolderIdentity, replica+"_") {
 			continue
 		}
-		a := memberAnnotations{checkpoints: timesAnnotation(t, l.Annotations[v1alpha1.CheckpointsAnnotation]),
-			counted: timesAnnotation(t, l.Annotations[v1alpha1.CountedAnnotation]), released: map[string]bool{}}
+		a := memberAnnotations{checkpoints: map[string]time.Time{}, counted: map[string]time.Time{}, released: map[string]bool{}}
 		if l.Spec.RenewTime != nil {
 			a.renewed = l.Spec.RenewTime.Time
 		}
-		if v := l.Annotations[v1alpha1.ReleasedAnnotation]; v != "" {
-			var keys []string
-			must(t, json.Unmarshal([]byte(v), &keys))
-			for _, k := range keys {
-				a.released[k] = true
+		a.add(t, l.Annotations)
+		for _, s := range leases.Items {
+			if s.Labels[v1alpha1.ShardOfLabel] == l.Name {
+				a.add(t, s.Annotations)
 			}
 		}
 		return a
 	}
 	t.Fatalf("no membership Lease of %s", replica)
 	return memberAnnotations{}
+}
+
+// add adds what one Lease's annotations publish.
+func (a memberAnnotations) add(t *testing.T, annotations map[string]string) {
+	t.Helper()
+	maps.Copy(a.checkpoints, timesAnnotation(t, annotations[v1alpha1.CheckpointsAnnotation]))
+	maps.Copy(a.counted, timesAnnotation(t, annotations[v1alpha1.CountedAnnotation]))
+	if v := annotations[v1alpha1.ReleasedAnnotation]; v != "" {
+		var keys []string
+		must(t, json.Unmarshal([]byte(v), &keys))
+		for _, k := range keys {
+			a.released[k] = true
+		}
+	}
 }
 
 // timesAnnotation reads a JSON object from key to RFC 3339 time.
