@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -12,11 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kubewarden/network-enforcer/testbed/procstat"
 )
 
 // healthTimeout bounds the wait for a healthy collector. The extension gives up
@@ -116,12 +115,12 @@ func (c collector) measure(ctx context.Context, enforcer bool) (measurement, err
 	}
 	pid := cmd.Process.Pid
 	for deadline := time.Now().Add(c.opts.sample); ; {
-		st, err := procStatus(pid)
+		mem, err := procstat.Memory(pid)
 		if err != nil {
 			return failed(err)
 		}
-		m.rss = max(m.rss, st["VmRSS"])
-		m.hwm = st["VmHWM"]
+		m.rss = max(m.rss, mem.Now)
+		m.hwm = mem.Peak
 		if !time.Now().Before(deadline) {
 			break
 		}
@@ -212,35 +211,6 @@ func sleep(ctx context.Context, exited <-chan struct{}, d time.Duration) error {
 	case <-exited:
 		return errExited
 	}
-}
-
-// procStatus returns the memory fields (Vm*) of /proc/<pid>/status, in bytes.
-func procStatus(pid int) (map[string]int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]int64{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		key, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || !strings.HasPrefix(key, "Vm") {
-			continue
-		}
-		fields := strings.Fields(value)
-		if len(fields) != 2 || fields[1] != "kB" {
-			continue
-		}
-		kb, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s in /proc/%d/status: %w", key, pid, err)
-		}
-		out[key] = kb << 10
-	}
-	if _, ok := out["VmRSS"]; !ok {
-		return nil, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
-	}
-	return out, nil
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.

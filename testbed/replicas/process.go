@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kubewarden/network-enforcer/testbed/procstat"
 )
 
 // Launcher starts the processes of one run, each with its output in a log
@@ -131,41 +133,13 @@ func (p *Process) Failed() error {
 
 // CPU is the process's user and system CPU time so far.
 func (p *Process) CPU() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	// The fields after the command name, which is in parentheses: utime and
-	// stime are the 14th and 15th fields of the line, in clock ticks.
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("short /proc stat: %q", s)
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc stat: %q", s)
-	}
-	const ticksPerSecond = 100 // USER_HZ, the same on every Linux
-	return time.Duration(utime+stime) * time.Second / ticksPerSecond, nil
+	return procstat.CPU(p.Cmd.Process.Pid)
 }
 
 // PeakRSS is the process's peak resident memory so far (VmHWM).
 func (p *Process) PeakRSS() (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", p.Cmd.Process.Pid)
+	m, err := procstat.Memory(p.Cmd.Process.Pid)
+	return m.Peak, err
 }
 
 // Counter sums the samples of the metrics whose names start with name.
