@@ -153,14 +153,15 @@ func TestScaleOutReplicaKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-victim.exited
-	// How far the leader took each node's records, as its Lease publishes
-	// them once it renewed after the kill: the victim's nodes stay there
-	// until their new readers send.
+	// How far the leader took each node's records, as its shards publish
+	// them once the victim's renewal is overdue (two retry periods) and the
+	// leader renewed after that: the victim's nodes stay there until their
+	// new readers send, a lease after its last renewal.
 	var counted map[string]time.Time
-	waitFor(t, "the leader to renew after the kill", 10*time.Second, func() bool {
+	waitFor(t, "the leader to renew once the victim is overdue", 10*time.Second, func() bool {
 		l := memberLease(t, leader.name)
 		counted = l.counted
-		return l.renewed.After(killed.Add(retryPeriod))
+		return l.renewed.After(killed.Add(4 * retryPeriod))
 	})
 	third := scaleOutFlows().shifted(2000)
 	s.push(third)
