@@ -366,6 +366,7 @@ func (h *harness) drive(ctx context.Context) error {
 	// sent.
 	live := h.liveReaders()
 	var state string
+	lastGot, gotSince := int64(-1), time.Now()
 	if err := replicas.Poll(ctx, "the readers to read every flow and the leader to take what they sent", o.timeout, h.liveAll(), func() (bool, error) {
 		held, err1 := replicas.Sum(live, replicas.MetricEdgesHeld)
 		sent, err2 := replicas.Sum(live, replicas.MetricRecordsSent)
@@ -374,8 +375,24 @@ func (h *harness) drive(ctx context.Context) error {
 		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			return false, err
 		}
-		state = fmt.Sprintf("read %d of %d sent; held %d, sent %d, leader took %d", read, rep.sent, held, sent, got)
-		return read >= rep.sent && held == 0 && got >= sent, nil
+		queued, err := replicas.Sum(h.liveAll(), metricQueueSize)
+		if err != nil {
+			return false, err
+		}
+		state = fmt.Sprintf("read %d of %d sent; held %d, queued %d, sent %d, leader took %d", read, rep.sent, held, queued, sent, got)
+		if read < rep.sent || held != 0 || queued != 0 {
+			return false, nil
+		}
+		if !o.killLeader {
+			return got >= sent, nil
+		}
+		// What the readers sent went partly to the killed leader, and
+		// what it had not written to the new one again: done once the new
+		// leader has taken nothing more for a while.
+		if got != lastGot {
+			lastGot, gotSince = got, time.Now()
+		}
+		return time.Since(gotSince) >= 10*time.Second, nil
 	}); err != nil {
 		logf("%v (%s); taking the figures as they are", err, state)
 		rep.notes = append(rep.notes, "not every flow was taken before the timeout: "+state)
@@ -387,7 +404,7 @@ func (h *harness) drive(ctx context.Context) error {
 	}
 	rep.leaderCPU = cpu1[0] - cpu0[0]
 	if recs, err := h.leader.Counter(replicas.MetricLeaderAccepted); err == nil {
-		rep.leaderRecords = recs - leaderRecords0
+		rep.leaderRecords = recs + rep.killedLeaderRecords - leaderRecords0
 	}
 	rep.window = time.Since(flowStart)
 
@@ -449,6 +466,10 @@ func (h *harness) readFlows() (int64, error) {
 	n, err := replicas.Sum(h.liveReaders(), flowsource.MetricFlowsAccepted, flowsource.MetricFlowsDropped)
 	return n + h.rep.killedRead, err
 }
+
+// metricQueueSize is the collector's gauge of the batches in an exporter's
+// sending queue: the leader exporter's, to the leader.
+const metricQueueSize = "otelcol_exporter_queue_size"
 
 // replica is the configuration of the replica whose pod has the address ip,
 // its telemetry on metrics: every replica the same, as the chart runs them,
@@ -588,9 +609,12 @@ func (h *harness) killReader(ctx context.Context) error {
 func (h *harness) killLeader(ctx context.Context) error {
 	logf("SIGKILL the leader")
 	cpu, _ := h.leader.CPU()
+	// Read just before the kill: what it takes in between is missed.
+	took, _ := h.leader.Counter(replicas.MetricLeaderAccepted)
 	start := time.Now()
 	h.leader.Kill()
 	h.rep.killedLeaderCPU += cpu
+	h.rep.killedLeaderRecords += took
 	p, err := h.launcher.StartAs("scaletest-leader", namespace, h.leaderCfg, h.leader.Metrics)
 	if err != nil {
 		return err

@@ -36,6 +36,8 @@ type report struct {
 	leaderRecords          int64
 	leaderCPU              time.Duration
 	killedLeaderCPU        time.Duration
+	// killedLeaderRecords is what a killed leader had taken.
+	killedLeaderRecords int64
 	// leaderMoved says that a reader took the lead at the leader's kill:
 	// the leader's CPU and records are then not of one role.
 	leaderMoved bool

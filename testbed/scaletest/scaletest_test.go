@@ -9,17 +9,11 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
-// TestScaleSmall runs the harness at a small size with few flows: every node
-// is read, every workload with flows has its proposals, and every edge's
-// evidence counts each flow once. It asserts no time: the figures are logged.
-//
-// It kills no reader. After a reader's SIGKILL nodes mode does not yet count
-// every flow exactly once at this scale: `make scaletest` with -kill-reader
-// at 500 nodes counted 36 of 66,020 edge directions one connection twice and
-// 2 one short, at the moved nodes' resume points (issue 54, open). A test that
-// fails one run in a few would say nothing a user can act on; the harness
-// reports the figure, and TestScaleOutReplicaKilled holds the kill at the
-// end-to-end tests' size.
+// TestScaleSmall runs the harness at a small size with few flows, and kills
+// a reader halfway: every node is read, every workload with flows has its
+// proposals, every edge's evidence counts each flow once, and every
+// connection into a workload with a monitor-mode policy is reported once. It
+// asserts no time: the figures are logged.
 func TestScaleSmall(t *testing.T) {
 	controlplanetest.Require(t)
 	controlplanetest.RequireBinary(t)
@@ -33,6 +27,10 @@ func TestScaleSmall(t *testing.T) {
 	o.clients, o.minPeers, o.maxPeers = 0.1, 3, 6
 	o.duration, o.timeout = 45*time.Second, 4*time.Minute
 	o.workers = 8
+	o.killReader = true
+	// A fifth of the served Deployments under a monitor-mode policy: a few
+	// dozen edges whose connections are violations.
+	o.monitored = 0.2
 	// The writer fast enough that the proposals and their evidence do not
 	// wait for its default rate, so that the run takes a few minutes.
 	o.writeQPS, o.writeBurst, o.observedInterval = 50, 100, 5*time.Second
@@ -59,5 +57,9 @@ func TestScaleSmall(t *testing.T) {
 	}
 	if c.over != 0 {
 		t.Errorf("flows counted twice: %d of %d edge directions, %d flows", c.over, c.edges, c.overFlows)
+	}
+	if v := rep.violations; rep.monitored == 0 || v.edges == 0 || v.perConn == 0 || v.exact != v.edges {
+		t.Errorf("violations: %d workloads monitored; of %d edges into them %d reported once per connection, %d twice (+%d events), %d less (-%d events)",
+			rep.monitored, v.edges, v.exact, v.twice, v.twiceEvents, v.lost, v.lostEvent)
 	}
 }
