@@ -62,7 +62,8 @@ func Telemetry(addr string) string {
 
 // Leader is the leading replica's configuration: the leader receiver into
 // the writer and the violation processor, its events to an OTLP sink (or to
-// nop). No flow source: it is not a member and reads no node.
+// nop). No flow source: it is not a member and reads no node, so its
+// membership publishes nothing (see Replica).
 type Leader struct {
 	Lease, Namespace string
 	// Listen is the receiver's host:port; ServerCert and ServerKey its
@@ -75,61 +76,6 @@ type Leader struct {
 	Writer string
 	// Metrics is where its telemetry is served.
 	Metrics string
-}
-
-// YAML renders the configuration.
-func (c Leader) YAML() string {
-	events := "nop: {}"
-	eventsExporter := "nop"
-	if c.Sink != "" {
-		events = fmt.Sprintf("otlp_grpc:\n    endpoint: %s\n    tls:\n      insecure: true", c.Sink)
-		eventsExporter = "otlp_grpc"
-	}
-	writer := " {}"
-	if c.Writer != "" {
-		writer = "\n" + strings.TrimRight(c.Writer, "\n")
-	}
-	return fmt.Sprintf(`extensions:
-  leader_elector:
-    auth_type: kubeConfig
-    lease_name: %[1]s
-    lease_namespace: %[2]s
-  enforcer:
-    auth_type: kubeConfig
-  policy_controller:
-receivers:
-  leader:
-    endpoint: %[3]s
-    tls:
-      cert_file: %[4]s
-      key_file: %[5]s
-      client_ca_file: %[6]s
-    enforcer: enforcer
-processors:
-  memory_limiter:
-    check_interval: 1s
-    limit_percentage: 80
-    spike_limit_percentage: 20
-  violation:
-    status_sync_interval: 30s
-connectors:
-  forward/violations: {}
-exporters:
-  k8swriter:%[10]s
-  %[7]s
-service:
-  extensions: [leader_elector, enforcer, policy_controller]
-%[8]s
-  pipelines:
-    logs/learned:
-      receivers: [leader]
-      processors: [memory_limiter]
-      exporters: [k8swriter, forward/violations]
-    logs/events:
-      receivers: [forward/violations]
-      processors: [violation]
-      exporters: [%[9]s]
-`, c.Lease, c.Namespace, c.Listen, c.ServerCert, c.ServerKey, c.ClientCA, events, Telemetry(c.Metrics), eventsExporter, writer)
 }
 
 // Reader is a reading replica's configuration: the hubble receiver in nodes
@@ -147,56 +93,6 @@ type Reader struct {
 	LeaderPort, ClientCert, ClientKey string
 	// Metrics is where its telemetry is served.
 	Metrics string
-}
-
-// YAML renders the configuration.
-func (c Reader) YAML() string {
-	return fmt.Sprintf(`extensions:
-  leader_elector:
-    auth_type: kubeConfig
-    lease_name: %[1]s
-    lease_namespace: %[2]s
-  enforcer:
-    auth_type: kubeConfig
-  policy_controller:
-receivers:
-  hubble:
-    nodes:
-      endpoint: %[3]s
-      tls:
-        ca_file: %[4]s
-        cert_file: %[5]s
-        key_file: %[6]s
-        server_name_override: %[7]s
-    backfill:
-      since: %[8]s
-    enforcer: enforcer
-processors:
-  memory_limiter:
-    check_interval: 1s
-    limit_percentage: 80
-    spike_limit_percentage: 20
-  learning: {}
-exporters:
-  leader:
-    port: %[9]s
-    tls:
-      ca_file: %[4]s
-      cert_file: %[10]s
-      key_file: %[11]s
-      server_name_override: %[12]s
-    aggregation:
-      interval: %[13]s
-service:
-  extensions: [leader_elector, enforcer, policy_controller]
-%[14]s
-  pipelines:
-    logs/flows:
-      receivers: [hubble]
-      processors: [memory_limiter, learning]
-      exporters: [leader]
-`, c.Lease, c.Namespace, c.Peer, c.CAFile, c.NodeCert, c.NodeKey, c.PeerServerName,
-		c.Backfill, c.LeaderPort, c.ClientCert, c.ClientKey, LeaderServerName, Interval, Telemetry(c.Metrics))
 }
 
 // RunningPod makes the Pod that names a replica's address, as the kubelet
@@ -230,75 +126,70 @@ type Replica struct {
 }
 
 // YAML renders the configuration.
+func (c Leader) YAML() string {
+	return render(c.Lease, c.Namespace, c.Metrics, c.sections())
+}
+
+// YAML renders the configuration.
+func (c Reader) YAML() string {
+	return render(c.Lease, c.Namespace, c.Metrics, c.sections())
+}
+
+// YAML renders the configuration.
 func (c Replica) YAML() string {
-	l, r := c.Leader, c.Reader
+	l, r := c.Leader.sections(), c.Reader.sections()
+	both := sections{
+		receivers:  r.receivers + l.receivers,
+		processors: "  memory_limiter:" + memoryLimiter + "\n  learning: {}\n  violation:" + violation,
+		connectors: l.connectors,
+		exporters:  r.exporters + l.exporters,
+		pipelines:  r.pipelines + l.pipelines,
+	}
+	return render(c.Leader.Lease, c.Leader.Namespace, c.Leader.Metrics, both)
+}
+
+// sections are the parts of a configuration under receivers, processors,
+// connectors, exporters and service::pipelines, each indented as it goes.
+type sections struct {
+	receivers, processors, connectors, exporters, pipelines string
+}
+
+// memoryLimiter and violation are the settings of those processors.
+const (
+	memoryLimiter = `
+    check_interval: 1s
+    limit_percentage: 80
+    spike_limit_percentage: 20`
+	violation = `
+    status_sync_interval: 30s`
+)
+
+// sections are the leader's: the leader receiver, into the writer and the
+// violation processor.
+func (c Leader) sections() sections {
 	events := "nop: {}"
 	eventsExporter := "nop"
-	if l.Sink != "" {
-		events = fmt.Sprintf("otlp_grpc:\n    endpoint: %s\n    tls:\n      insecure: true", l.Sink)
+	if c.Sink != "" {
+		events = fmt.Sprintf("otlp_grpc:\n    endpoint: %s\n    tls:\n      insecure: true", c.Sink)
 		eventsExporter = "otlp_grpc"
 	}
 	writer := " {}"
-	if l.Writer != "" {
-		writer = "\n" + strings.TrimRight(l.Writer, "\n")
+	if c.Writer != "" {
+		writer = "\n" + strings.TrimRight(c.Writer, "\n")
 	}
-	return fmt.Sprintf(`extensions:
-  leader_elector:
-    auth_type: kubeConfig
-    lease_name: %[1]s
-    lease_namespace: %[2]s
-  enforcer:
-    auth_type: kubeConfig
-  policy_controller:
-receivers:
-  hubble:
-    nodes:
-      endpoint: %[3]s
-      tls:
-        ca_file: %[4]s
-        cert_file: %[5]s
-        key_file: %[6]s
-        server_name_override: %[7]s
-    backfill:
-      since: %[8]s
-    enforcer: enforcer
+	return sections{
+		receivers: fmt.Sprintf(`
   leader:
-    endpoint: %[9]s
+    endpoint: %s
     tls:
-      cert_file: %[10]s
-      key_file: %[11]s
-      client_ca_file: %[12]s
-    enforcer: enforcer
-processors:
-  memory_limiter:
-    check_interval: 1s
-    limit_percentage: 80
-    spike_limit_percentage: 20
-  learning: {}
-  violation:
-    status_sync_interval: 30s
-connectors:
-  forward/violations: {}
-exporters:
-  leader:
-    port: %[13]s
-    tls:
-      ca_file: %[4]s
-      cert_file: %[14]s
-      key_file: %[15]s
-      server_name_override: %[16]s
-    aggregation:
-      interval: %[17]s
-  k8swriter:%[18]s
-  %[19]s
-service:
-  extensions: [leader_elector, enforcer, policy_controller]
-%[20]s
-  pipelines:
-    logs/flows:
-      receivers: [hubble]
-      processors: [memory_limiter, learning]
-      exporters: [leader]
+      cert_file: %s
+      key_file: %s
+      client_ca_file: %s
+    enforcer: enforcer`, c.Listen, c.ServerCert, c.ServerKey, c.ClientCA),
+		processors: "  memory_limiter:" + memoryLimiter + "\n  violation:" + violation,
+		connectors: "\n  forward/violations: {}",
+		exporters:  fmt.Sprintf("\n  k8swriter:%s\n  %s", writer, events),
+		pipelines: fmt.Sprintf(`
     logs/learned:
       receivers: [leader]
       processors: [memory_limiter]
@@ -306,8 +197,67 @@ service:
     logs/events:
       receivers: [forward/violations]
       processors: [violation]
-      exporters: [%[21]s]
-`, l.Lease, l.Namespace, r.Peer, r.CAFile, r.NodeCert, r.NodeKey, r.PeerServerName, r.Backfill,
-		l.Listen, l.ServerCert, l.ServerKey, l.ClientCA,
-		r.LeaderPort, r.ClientCert, r.ClientKey, LeaderServerName, Interval, writer, events, Telemetry(l.Metrics), eventsExporter)
+      exporters: [%s]`, eventsExporter),
+	}
+}
+
+// sections are the reader's: the hubble receiver in nodes mode, learning,
+// and the leader exporter.
+func (c Reader) sections() sections {
+	return sections{
+		receivers: fmt.Sprintf(`
+  hubble:
+    nodes:
+      endpoint: %[1]s
+      tls:
+        ca_file: %[2]s
+        cert_file: %[3]s
+        key_file: %[4]s
+        server_name_override: %[5]s
+    backfill:
+      since: %[6]s
+    enforcer: enforcer`, c.Peer, c.CAFile, c.NodeCert, c.NodeKey, c.PeerServerName, c.Backfill),
+		processors: "  memory_limiter:" + memoryLimiter + "\n  learning: {}",
+		exporters: fmt.Sprintf(`
+  leader:
+    port: %s
+    tls:
+      ca_file: %s
+      cert_file: %s
+      key_file: %s
+      server_name_override: %s
+    aggregation:
+      interval: %s`, c.LeaderPort, c.CAFile, c.ClientCert, c.ClientKey, LeaderServerName, Interval),
+		pipelines: `
+    logs/flows:
+      receivers: [hubble]
+      processors: [memory_limiter, learning]
+      exporters: [leader]`,
+	}
+}
+
+// render renders a configuration of the sections: the leader elector and
+// the enforcer extension on lease, the telemetry on metrics.
+func render(lease, namespace, metrics string, s sections) string {
+	connectors := ""
+	if s.connectors != "" {
+		connectors = "connectors:" + s.connectors + "\n"
+	}
+	return fmt.Sprintf(`extensions:
+  leader_elector:
+    auth_type: kubeConfig
+    lease_name: %s
+    lease_namespace: %s
+  enforcer:
+    auth_type: kubeConfig
+  policy_controller:
+receivers:%s
+processors:
+%s
+%sexporters:%s
+service:
+  extensions: [leader_elector, enforcer, policy_controller]
+%s
+  pipelines:%s
+`, lease, namespace, s.receivers, s.processors, connectors, s.exporters, Telemetry(metrics), s.pipelines)
 }

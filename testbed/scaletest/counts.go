@@ -9,20 +9,62 @@ import (
 	"github.com/kubewarden/network-enforcer/testbed/replicas"
 )
 
-// counts is the comparison of every edge's evidence with what was sent, in
-// each direction's proposal.
+// counts is the comparison, edge by edge, of what the product shows (the
+// flows of an edge direction's evidence, the violation events of an edge)
+// with the connections that the harness sent on it.
 type counts struct {
-	// perConn is the flows that the evidence counts per connection sent (the
-	// most common ratio; the receiver counts some of a connection's flow
+	// perConn is what the product counts per connection sent: the most
+	// common ratio (the receiver counts some of a connection's flow
 	// messages).
 	perConn int64
-	edges   int // the edges with connections, in both directions' proposals
+	edges   int
 	exact   int
 	// over and under are the edges counted more (twice) or less (lost) than
-	// perConn × connections, missing those absent from the evidence;
-	// overFlows and underFlows the flows by which they differ.
-	over, under, missing  int
-	overFlows, underFlows int64
+	// perConn × connections, missing those the product shows nothing of;
+	// overBy and underBy what they differ by in all.
+	over, under, missing int
+	overBy, underBy      int64
+}
+
+// sample is one edge's comparison: got of conns connections sent; found is
+// false when the product shows nothing of it.
+type sample struct {
+	got, conns int64
+	found      bool
+}
+
+// countsOf compares the samples at their most common ratio.
+func countsOf(samples []sample) counts {
+	ratios := map[int64]int{}
+	for _, s := range samples {
+		if s.found && s.got%s.conns == 0 {
+			ratios[s.got/s.conns]++
+		}
+	}
+	var c counts
+	for r, n := range ratios {
+		if r > 0 && (n > ratios[c.perConn] || (n == ratios[c.perConn] && r > c.perConn)) {
+			c.perConn = r
+		}
+	}
+	for _, s := range samples {
+		c.edges++
+		want := c.perConn * s.conns
+		switch {
+		case !s.found:
+			c.missing++
+			c.underBy += want
+		case s.got == want:
+			c.exact++
+		case s.got > want:
+			c.over++
+			c.overBy += s.got - want
+		default:
+			c.under++
+			c.underBy += want - s.got
+		}
+	}
+	return c
 }
 
 // compareCounts waits until the evidence of every edge holds perConn flows
@@ -64,27 +106,19 @@ func (h *harness) count(ctx context.Context) (counts, error) {
 		byName[p.Namespace+"/"+p.Name] = p
 	}
 	wls := h.traffic.workloads
-	type side struct {
-		flows, conns int64
-		found        bool
-	}
-	var sides []side
-	ratios := map[int64]int{}
+	var samples []sample
 	lookup := func(owner int, dir v1alpha1.Direction, peer int, port uint32, conns int64) {
 		w, pw := wls[owner], wls[peer]
-		s := side{conns: conns}
+		s := sample{conns: conns}
 		if p := byName[w.Namespace+"/"+proposalName(w, dir)]; p != nil {
 			for _, e := range p.Status.Observed {
 				if e.Peer.Namespace == pw.Namespace && e.Peer.Name == pw.Name && e.Port == int32(port) {
-					s.flows += e.Flows
+					s.got += e.Flows
 					s.found = true
 				}
 			}
 		}
-		if s.found && s.flows%conns == 0 {
-			ratios[s.flows/conns]++
-		}
-		sides = append(sides, s)
+		samples = append(samples, s)
 	}
 	for _, e := range h.traffic.edges {
 		conns := e.conns.Load()
@@ -96,28 +130,5 @@ func (h *harness) count(ctx context.Context) (counts, error) {
 			lookup(e.dst, v1alpha1.DirectionIngress, e.src, e.port, conns)
 		}
 	}
-	var c counts
-	for r, n := range ratios {
-		if n > ratios[c.perConn] || (n == ratios[c.perConn] && r > c.perConn) {
-			c.perConn = r
-		}
-	}
-	for _, s := range sides {
-		c.edges++
-		want := c.perConn * s.conns
-		switch {
-		case !s.found:
-			c.missing++
-			c.underFlows += want
-		case s.flows == want:
-			c.exact++
-		case s.flows > want:
-			c.over++
-			c.overFlows += s.flows - want
-		default:
-			c.under++
-			c.underFlows += want - s.flows
-		}
-	}
-	return c, nil
+	return countsOf(samples), nil
 }

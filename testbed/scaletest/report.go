@@ -44,7 +44,7 @@ type report struct {
 	// monitored is the number of workloads with a monitor-mode policy;
 	// violations compares their events with the connections sent.
 	monitored              int
-	violations             violations
+	violations             counts
 	proposalsWanted        int
 	proposalsMissing       int
 	proposalsAfter         time.Duration
@@ -123,11 +123,11 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "  flows counted, per edge and direction against what was sent: %d edges, %d exact at %d flows per connection; "+
 		"counted twice: %d edges (+%d flows); counted less (lost, or not yet in the evidence): %d edges; "+
 		"absent from the evidence (no proposal or entry yet): %d edges; %d flows short in all (goal 0, 0: %s)\n",
-		c.edges, c.exact, c.perConn, c.over, c.overFlows, c.under, c.missing, c.underFlows, met(c.edges > 0 && c.exact == c.edges))
+		c.edges, c.exact, c.perConn, c.over, c.overBy, c.under, c.missing, c.underBy, met(c.edges > 0 && c.exact == c.edges))
 	if v := r.violations; r.monitored > 0 {
 		fmt.Fprintf(w, "  violations reported, per edge into the %d workloads with a monitor-mode policy against the connections sent: %d edges, %d exact at %d events per connection; "+
 			"reported twice: %d edges (+%d events); reported less: %d edges (-%d events) (goal 0, 0: %s)\n",
-			r.monitored, v.edges, v.exact, v.perConn, v.twice, v.twiceEvents, v.lost, v.lostEvent, met(v.edges > 0 && v.exact == v.edges))
+			r.monitored, v.edges, v.exact, v.perConn, v.over, v.overBy, v.under, v.underBy, met(v.edges > 0 && v.exact == v.edges))
 	}
 	if r.proposalsMissing > 0 {
 		fmt.Fprintf(w, "      (with proposals missing, the counts say how far the writer got, not what was lost)\n")

@@ -53,13 +53,13 @@ func TestScaleSmall(t *testing.T) {
 	}
 	c := rep.counts
 	if c.edges == 0 || c.perConn == 0 || c.under != 0 || c.missing != 0 {
-		t.Errorf("flows lost: %d edges counted less than sent (%d flows), %d absent from the evidence (%+v)", c.under, c.underFlows, c.missing, c)
+		t.Errorf("flows lost: %d edges counted less than sent (%d flows), %d absent from the evidence (%+v)", c.under, c.underBy, c.missing, c)
 	}
 	if c.over != 0 {
-		t.Errorf("flows counted twice: %d of %d edge directions, %d flows", c.over, c.edges, c.overFlows)
+		t.Errorf("flows counted twice: %d of %d edge directions, %d flows", c.over, c.edges, c.overBy)
 	}
 	if v := rep.violations; rep.monitored == 0 || v.edges == 0 || v.perConn == 0 || v.exact != v.edges {
 		t.Errorf("violations: %d workloads monitored; of %d edges into them %d reported once per connection, %d twice (+%d events), %d less (-%d events)",
-			rep.monitored, v.edges, v.exact, v.twice, v.twiceEvents, v.lost, v.lostEvent)
+			rep.monitored, v.edges, v.exact, v.over, v.overBy, v.under, v.underBy)
 	}
 }

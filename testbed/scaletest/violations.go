@@ -59,19 +59,9 @@ type violationKey struct {
 	port                                         int64
 }
 
-// violations is the comparison of the violation events with the connections
-// sent to the monitored workloads, by edge.
-type violations struct {
-	// perConn is the events per connection (the most common ratio).
-	perConn                int64
-	edges, exact           int
-	twice, lost            int
-	twiceEvents, lostEvent int64
-}
-
 // violationCounts compares, for each edge into a monitored workload, the
 // events that the sink received with the connections sent.
-func (h *harness) violationCounts() violations {
+func (h *harness) violationCounts() counts {
 	got := map[violationKey]int64{}
 	for _, v := range h.sink.Events() {
 		str := func(k string) string { s, _ := v.Attrs[k].(string); return s }
@@ -80,40 +70,15 @@ func (h *harness) violationCounts() violations {
 			str(violationevent.AttrDestinationNamespace), str(violationevent.AttrDestinationName), port}]++
 	}
 	wls := h.traffic.workloads
-	type edgeCount struct{ events, conns int64 }
-	var all []edgeCount
-	ratios := map[int64]int{}
+	var samples []sample
 	for _, e := range h.traffic.edges {
 		conns := e.conns.Load()
 		if conns == 0 || !h.monitored[e.dst] {
 			continue
 		}
 		src, dst := wls[e.src], wls[e.dst]
-		n := got[violationKey{src.Namespace, src.Name, dst.Namespace, dst.Name, int64(e.port)}]
-		if n%conns == 0 {
-			ratios[n/conns]++
-		}
-		all = append(all, edgeCount{n, conns})
+		// No event is a count of 0, less than sent: found.
+		samples = append(samples, sample{got: got[violationKey{src.Namespace, src.Name, dst.Namespace, dst.Name, int64(e.port)}], conns: conns, found: true})
 	}
-	var v violations
-	for r, n := range ratios {
-		if r > 0 && (n > ratios[v.perConn] || (n == ratios[v.perConn] && r > v.perConn)) {
-			v.perConn = r
-		}
-	}
-	for _, c := range all {
-		v.edges++
-		want := v.perConn * c.conns
-		switch {
-		case c.events == want:
-			v.exact++
-		case c.events > want:
-			v.twice++
-			v.twiceEvents += c.events - want
-		default:
-			v.lost++
-			v.lostEvent += want - c.events
-		}
-	}
-	return v
+	return countsOf(samples)
 }
