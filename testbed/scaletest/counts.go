@@ -71,9 +71,19 @@ func countsOf(samples []sample) counts {
 // per connection sent, or stops changing, and notes the comparison.
 func (h *harness) compareCounts(ctx context.Context) error {
 	wait := 3*max(h.opts.observedInterval, time.Minute) + time.Minute
+	if h.opts.settle > 0 {
+		wait = h.opts.settle
+	}
 	var last counts
 	var stableSince time.Time
+	var listed time.Time
 	err := replicas.Poll(ctx, "the evidence of every edge to count what was sent", wait, h.liveAll(), func() (bool, error) {
+		// A list of every proposal, status and all, is a load on the API
+		// server that the writer shares: one every few seconds.
+		if time.Since(listed) < 5*time.Second {
+			return false, nil
+		}
+		listed = time.Now()
 		c, err := h.count(ctx)
 		if err != nil {
 			return false, err
@@ -83,6 +93,9 @@ func (h *harness) compareCounts(ctx context.Context) error {
 			return true, nil
 		}
 		if c != last {
+			if c.under != last.under || c.over != last.over {
+				logf("counts: %d of %d edge directions exact, %d less, %d twice", c.exact, c.edges, c.under, c.over)
+			}
 			last, stableSince = c, time.Now()
 			return false, nil
 		}

@@ -49,9 +49,10 @@ type options struct {
 	writeBurst                    int
 	observedInterval              time.Duration // the writer's observed_interval; 0: its default
 	killReader, killLeader        bool
-	replace                       float64 // the share of nodes replaced
-	monitored                     float64 // the share of served Deployments with a monitor-mode policy
-	retain                        int     // each node's ring buffer
+	replace                       float64       // the share of nodes replaced
+	monitored                     float64       // the share of served Deployments with a monitor-mode policy
+	settle                        time.Duration // the longest wait for the counts; 0: three observed intervals and a minute
+	retain                        int           // each node's ring buffer
 	timeout                       time.Duration
 	workers                       int
 	gogc, gomemlimit              string
@@ -804,7 +805,15 @@ func (h *harness) waitProposals(ctx context.Context) error {
 	want := h.proposalNames()
 	seen := map[string]time.Time{}
 	logged := time.Now()
+	var listed time.Time
 	err := replicas.Poll(ctx, "every workload's proposals", h.opts.timeout, h.liveAll(), func() (bool, error) {
+		// The figure is the proposals' creation times, not when a list
+		// saw them: a list a second is enough, and loads the API server
+		// that the writer shares less.
+		if time.Since(listed) < time.Second {
+			return false, nil
+		}
+		listed = time.Now()
 		var list metav1.PartialObjectMetadataList
 		list.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("WorkloadNetworkPolicyProposalList"))
 		if err := h.env.Client.List(ctx, &list); err != nil {

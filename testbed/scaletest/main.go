@@ -52,6 +52,7 @@ func main() {
 	flag.Float64Var(&o.monitored, "monitored", o.monitored, "the share of the Deployments that serve an edge whose ingress gets a monitor-mode policy that allows nothing (each connection to them a violation)")
 	flag.Float64Var(&o.replace, "replace", 0, "the share of nodes to replace during the flows (0.1: 10%)")
 	flag.IntVar(&o.retain, "buffer", o.retain, "each node's ring buffer (hubble.eventBufferCapacity)")
+	flag.DurationVar(&o.settle, "settle", 0, "the longest wait for every edge's evidence to count what was sent; 0: three observed intervals and a minute")
 	flag.DurationVar(&o.timeout, "timeout", o.timeout, "the longest wait of each phase")
 	flag.IntVar(&o.workers, "workers", o.workers, "concurrent requests while creating the cluster")
 	flag.StringVar(&o.gogc, "gogc", o.gogc, "GOGC of the binary, as the chart sets it")
