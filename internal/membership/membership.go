@@ -121,6 +121,9 @@ type Membership struct {
 	// countsChanged says that the leader took records past what its shards
 	// publish (countsDueLocked says when they go).
 	countsChanged bool
+	// unpublished says that counts came while no receiver reads keys here:
+	// warned once.
+	unpublished bool
 	// checkpoints are this replica's own, by key.
 	checkpoints map[string]time.Time
 	// released are the keys this replica no longer reads, with the
@@ -735,6 +738,16 @@ func (m *Membership) Counted(key string, t time.Time) {
 	if t.After(m.counted[key]) {
 		m.counted[key] = t
 		m.countsChanged = true
+	}
+	if len(m.fns) == 0 && !m.unpublished {
+		// Only a member publishes, and only a replica that reads keys is
+		// one: the counts stay here, and the next reader of a killed
+		// reader's key counts from that reader's own checkpoint.
+		m.unpublished = true
+		m.logger.Warn("This replica takes the readers' records, but reads no nodes itself, so it is not a member and cannot publish how far it took them: "+
+			"after a reader is killed, its nodes are counted from its own checkpoint, which can count flows twice. "+
+			"Run the leader receiver in the same collector as the hubble receiver in nodes mode, every replica configured alike.",
+			zap.String("key", key))
 	}
 }
 

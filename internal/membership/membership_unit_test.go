@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -356,5 +358,24 @@ func TestCountsGoWhenAMemberIsOverdue(t *testing.T) {
 	}
 	if !leader(10 * time.Second).countsDueLocked(seen.Add(time.Second)) {
 		t.Error("a lease of five retry periods: the counts must go at every renewal")
+	}
+}
+
+// TestCountsWithoutMembershipWarnOnce: a replica that takes the readers'
+// records but reads no keys itself (no OnMembersChanged) cannot publish its
+// counts; it says so once.
+func TestCountsWithoutMembershipWarnOnce(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	m := New(zap.New(core), Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-a", Identity: "pod-a_1"}, nil)
+	m.Counted("node-1", time.Now())
+	m.Counted("node-2", time.Now())
+	if n := logs.FilterMessageSnippet("cannot publish how far it took them").Len(); n != 1 {
+		t.Fatalf("%d warnings, want 1: %v", n, logs.All())
+	}
+	member := New(zap.New(core), Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-b", Identity: "pod-b_1"}, nil)
+	member.OnMembersChanged(func() {})
+	member.Counted("node-1", time.Now())
+	if n := logs.FilterMessageSnippet("cannot publish how far it took them").Len(); n != 1 {
+		t.Fatalf("a member warned too: %d warnings", n)
 	}
 }
