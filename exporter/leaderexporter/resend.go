@@ -23,7 +23,15 @@ type resendable struct {
 	last   int64
 	// leader is the leader process that took the last batch.
 	leader string
-	kept   []keptBatch
+	// resending is the leader process that the kept batches are being sent
+	// to again, and resentUpTo the last of them that it took: a resend cut
+	// short (a timeout under load) goes on after it, not from the first.
+	// Starting over each time would send a slow leader its predecessor's
+	// last resend_window of batches at every try, which is what makes it
+	// slow.
+	resending  string
+	resentUpTo int64
+	kept       []keptBatch
 }
 
 // keptBatch is a batch that a leader took, kept until the window after it
@@ -51,23 +59,38 @@ func (r *resendable) number(ld plog.Logs) int64 {
 
 // toSendAgain is what a leader must be sent before batch seq (0 for a batch
 // that is not numbered): every batch kept, in order, when leader is not the
-// process that took the last batch; nothing otherwise. Batches past the
-// window are dropped first.
-func (r *resendable) toSendAgain(leader string, seq int64, now time.Time) []plog.Logs {
+// process that took the last batch, but those it took already in a resend
+// cut short; nothing otherwise. Batches past the window are dropped first.
+// The caller reports each batch that the leader takes with resent.
+func (r *resendable) toSendAgain(leader string, seq int64, now time.Time) []keptBatch {
 	r.expire(now)
 	if leader == r.leader || len(r.kept) == 0 {
 		return nil
 	}
-	var again []plog.Logs
-	for i := range r.kept {
-		k := &r.kept[i]
+	var again []keptBatch
+	for _, k := range r.kept {
 		if seq > 0 && k.seq >= seq {
 			break // a try of this batch that an earlier leader took
 		}
-		again = append(again, k.ld)
-		k.sent = now
+		if leader == r.resending && k.seq <= r.resentUpTo {
+			continue
+		}
+		again = append(again, k)
 	}
 	return again
+}
+
+// resent notes that leader took kept batch seq again at now.
+func (r *resendable) resent(leader string, seq int64, now time.Time) {
+	if leader != r.resending {
+		r.resending, r.resentUpTo = leader, 0
+	}
+	r.resentUpTo = max(r.resentUpTo, seq)
+	for i := range r.kept {
+		if r.kept[i].seq == seq {
+			r.kept[i].sent = now
+		}
+	}
 }
 
 // took notes that leader took batch seq (0: not numbered, not kept).

@@ -128,6 +128,43 @@ func TestKeptBatchesExpire(t *testing.T) {
 	}
 }
 
+// TestAResendCutShortGoesOn: when a send of the kept batches to a new leader
+// fails midway (a timeout under load), the next try sends only those the
+// new leader has not taken yet; another leader process gets them all.
+func TestAResendCutShortGoesOn(t *testing.T) {
+	r := newResendable(2 * time.Minute)
+	now := base
+	for range 3 {
+		ld, sl := newScope()
+		appendEdge(sl, 80, 1, 0)
+		r.took("leader-a", r.number(ld), ld, now)
+	}
+	seqs := func(kept []keptBatch) []int64 {
+		var out []int64
+		for _, k := range kept {
+			out = append(out, k.seq)
+		}
+		return out
+	}
+	again := r.toSendAgain("leader-b", 0, now)
+	if got := seqs(again); len(got) != 3 {
+		t.Fatalf("a new leader is sent %v, want the 3 kept batches", got)
+	}
+	r.resent("leader-b", again[0].seq, now) // the second send times out
+	if got := seqs(r.toSendAgain("leader-b", 0, now.Add(time.Second))); len(got) != 2 || got[0] != 2 || got[1] != 3 {
+		t.Fatalf("the next try sends %v, want 2 and 3", got)
+	}
+	if got := seqs(r.toSendAgain("leader-c", 0, now.Add(time.Second))); len(got) != 3 {
+		t.Fatalf("another leader process is sent %v, want all 3", got)
+	}
+	r.resent("leader-b", 2, now.Add(time.Second))
+	r.resent("leader-b", 3, now.Add(time.Second))
+	r.took("leader-b", 0, plog.Logs{}, now.Add(time.Second))
+	if got := r.toSendAgain("leader-b", 0, now.Add(2*time.Second)); len(got) != 0 {
+		t.Fatalf("the leader that took them all is sent %v again", seqs(got))
+	}
+}
+
 // TestGapsAreNotSentAgain: a coverage gap is merged and sent with its
 // interval's learned records, once; a new leader is sent the kept batch
 // without it, since its writer does not count gaps by batch and would count

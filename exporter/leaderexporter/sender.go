@@ -203,10 +203,11 @@ func (s *sender) leaderExporter(ctx context.Context) (exporter.Logs, string, err
 // take the last batch.
 func (s *sender) sendAgain(ctx context.Context, exp exporter.Logs, leader string, seq int64, now time.Time) error {
 	for _, again := range s.batches.toSendAgain(leader, seq, now) {
-		if err := s.export(ctx, exp, again); err != nil {
+		if err := s.export(ctx, exp, again.ld); err != nil {
 			return err
 		}
-		s.telemetry.resent.Add(ctx, int64(again.LogRecordCount()), s.telemetry.attrs)
+		s.batches.resent(leader, again.seq, now)
+		s.telemetry.resent.Add(ctx, int64(again.ld.LogRecordCount()), s.telemetry.attrs)
 	}
 	return nil
 }
