@@ -199,6 +199,8 @@ func BenchmarkPublishAtFiveThousandNodes(b *testing.B) {
 			bytes, writes, watched = bytes-c.written.Load(), writes-c.writes.Load(), watched-c.watched.Load()
 		}
 		f()
+		// The watches must receive the writes' events before the counters
+		// are read, and no event marks that end.
 		time.Sleep(time.Second)
 		for _, c := range counts {
 			bytes, writes, watched = bytes+c.written.Load(), writes+c.writes.Load(), watched+c.watched.Load()

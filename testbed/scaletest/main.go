@@ -3,10 +3,12 @@
 // mutual TLS on a loopback address of its own (127.1.0.1 and on) announced
 // by one Peer service, all in this process; a real kube-apiserver filled
 // with the workloads and pods that the nodes' flows name (fakecluster, about
-// 4 workloads and 10 pods a node); R reader replicas and a leader of the
-// built binary, configured as loadtest's scale-out path (replicas). Flows
-// come at a steady rate per node, each workload a client of a few to a few
-// dozen others. Faults on request: a reader SIGKILLed, the leader SIGKILLed
+// 4 workloads and 10 pods a node); a leader and R readers of the built
+// binary, every one configured alike, as the chart runs them
+// (replicas.Replica). Flows come at a steady rate per node, each workload a
+// client of a few to a few dozen others; a share of the Deployments have a
+// monitor-mode policy that allows nothing, so that every connection to them
+// is a violation. Faults on request: a reader SIGKILLed, the leader SIGKILLed
 // (and restarted), a share of the nodes replaced by nodes of new names.
 //
 // It prints issue 54's figures with their goals, read through the replicas'
