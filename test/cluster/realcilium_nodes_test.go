@@ -27,8 +27,11 @@ func TestRealCiliumNodes(t *testing.T) {
 	enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
 	holder := waitLeader(t, enforcers)
 	t.Logf("nodes mode ready on the Cilium node in %s; leader %s", time.Since(start).Round(100*time.Millisecond), holder)
+	// The membership Leases, not their checkpoint shards, which carry the
+	// same label.
 	waitFor(t, "both replicas' membership Leases", time.Minute, func() bool {
-		out, _ := kubectlErr("", "-n", namespace, "get", "leases", "-l", "networkenforcer.kubewarden.io/member-of",
+		out, _ := kubectlErr("", "-n", namespace, "get", "leases",
+			"-l", "networkenforcer.kubewarden.io/member-of,!networkenforcer.kubewarden.io/shard-of",
 			"-o", "jsonpath={.items[*].metadata.name}")
 		return len(strings.Fields(out)) == 2
 	})
