@@ -291,9 +291,12 @@ func TestBrowserAmendments(t *testing.T) {
 	_, h := startEnforcer(t, "review-browser-amendments")
 	base := startReview(t, h, AuthModeAuto) // loopback: no token
 	policy := base + "/policies/" + amendmentNamespace + "/deployment-web-egress"
-	testwait.For(t, "the policy's view to show its amendment", 30*time.Second, func() bool {
+	// The amendment, and the policy's revision as it stands once its
+	// revisions are recorded (asynchronously): the diff names it.
+	testwait.For(t, "the policy's view to show its amendment on its revision", 30*time.Second, func() bool {
 		_, page := get(t, policy)
-		return strings.Contains(page, `id="amendment-deployment-web-egress-amendment"`)
+		return strings.Contains(page, `id="amendment-deployment-web-egress-amendment"`) &&
+			strings.Contains(page, "--- NetworkPolicy rel/deployment-web-egress (revision 3)")
 	})
 	if err := chromedp.Do(ctx, chromedp.Navigate(policy), chromedp.WaitVisible(chromedp.ID("amendments"))); err != nil {
 		t.Fatal(err)
