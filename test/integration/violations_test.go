@@ -212,7 +212,11 @@ func TestMonitorViolationsOfACiliumPolicy(t *testing.T) {
 	controlplanetest.Require(t)
 	fresh(t)
 	sink := &consumertest.LogsSink{}
-	p := pipelinetest.StartPipeline(t, pipelinetest.Options{Violations: sink, StatusSyncInterval: time.Second})
+	// The evidence is written at most once per observed_interval: when the
+	// policy's first status write comes before the flows, its default (1m)
+	// would hold their WouldBlock edges past the wait below.
+	p := pipelinetest.StartPipeline(t, pipelinetest.Options{Violations: sink, StatusSyncInterval: time.Second,
+		ObservedInterval: time.Second})
 	pol := apiIngressPolicy("deployment-api-ingress", v1alpha1.PolicyModeMonitor)
 	pol.Spec.Backend = v1alpha1.BackendCilium
 	createPolicy(t, p, pol)
