@@ -51,6 +51,11 @@ const (
 	// every record that members learned from that key's flows. The next owner
 	// of a key whose reader was killed counts from it.
 	CountedAnnotation = "networkenforcer.kubewarden.io/counted"
+	// WrittenThroughAnnotation, on the leader's membership Lease, holds a
+	// JSON object from a reader's sender name (new with each start of its
+	// process) to the last of its batches up to which the leader wrote every
+	// record: the reader keeps the later ones to send again to a next leader.
+	WrittenThroughAnnotation = "networkenforcer.kubewarden.io/written-through"
 
 	// ShardOfLabel marks a checkpoint shard: a Lease, beside a replica's
 	// membership Lease and labelled as a member of the same group, that holds

@@ -40,6 +40,7 @@ type enforcer interface {
 	// Revision reads a workload revision that an amendment edge names.
 	Revision(namespace, name string) (workload.Revision, bool)
 	DataPlane() netpolmatch.DataPlane
+	enforcerextension.WrittenMarks
 }
 
 // writer is the exporter: it aggregates learned edges in memory and, while this
@@ -86,6 +87,9 @@ func (w *writer) Start(_ context.Context, host component.Host) error {
 		return err
 	}
 	w.enforcer = e
+	// The readers keep each batch they sent until the leader's Lease says
+	// that it is written.
+	e.PublishWritten(func() map[string]int64 { return w.observed.WrittenThrough(time.Now()) })
 	w.queue = writing.WriteProposals(proposalWatches, w.reconcileKey, func(enqueue func(types.NamespacedName)) {
 		// A new leader checks every proposal it knows of, since the previous
 		// one may have stopped mid-way.
@@ -104,6 +108,9 @@ func (w *writer) Shutdown(ctx context.Context) error {
 		if err := w.queue.Stop(ctx, w.observed.HandOff(w.agg.dirtyNames()...)); err != nil {
 			w.set.Logger.Warn("Could not write every proposal before the lease is given up: the next leader reads the flow source's backfill", zap.Error(err))
 		}
+	}
+	if w.enforcer != nil {
+		w.enforcer.PublishWritten(nil)
 	}
 	w.telemetry.shutdown()
 	return nil
@@ -245,6 +252,9 @@ func (w *writer) readAmendment(am *learning.Amendment) (observed.Seen, bool) {
 // dirty again and returns the error, which retries it with backoff.
 func (w *writer) reconcileKey(ctx context.Context, name types.NamespacedName, pw termwriter.ProposalWriter) error {
 	w.asked.taken(name)
+	// Before the learned edges are taken: a batch that comes after has
+	// edges that this write does not take.
+	w.observed.Hold(name)
 	key, l, ok := w.agg.take(name)
 	if !ok {
 		// Nothing learned here: its observed edges, or a spec edit's verdicts.

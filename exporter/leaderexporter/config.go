@@ -39,11 +39,12 @@ type Config struct {
 	// Aggregation merges learned edges and observations before they are sent.
 	Aggregation AggregationConfig `mapstructure:"aggregation"`
 
-	// ResendWindow is how long a batch of learned edges and observations is
-	// kept after the leader took it, to be sent again to a new leader: the
+	// ResendWindow is the longest a batch of learned edges and observations
+	// is kept after the leader took it, to be sent again to a new leader: the
 	// previous one may have died before it wrote the batch's counts, which it
-	// writes at most once per the writer's observed_interval. Set it to at
-	// least twice that interval; 0 keeps nothing.
+	// writes at most once per the writer's observed_interval, and later while
+	// its writes queue. A batch goes sooner once the leader says it wrote
+	// it. 0 keeps nothing.
 	ResendWindow time.Duration `mapstructure:"resend_window"`
 
 	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
@@ -65,9 +66,11 @@ type AggregationConfig struct {
 // DefaultMaxEdges is the default of aggregation::max_edges.
 const DefaultMaxEdges = 10_000
 
-// DefaultResendWindow is the default of resend_window: twice the writer's
-// default observed_interval (1m).
-const DefaultResendWindow = 2 * time.Minute
+// DefaultResendWindow is the default of resend_window: what a large
+// cluster's first proposals take to be written at the writer's rate (minutes),
+// with room. In the steady state a batch goes within an observed_interval or
+// two, when the leader says that it wrote it.
+const DefaultResendWindow = 10 * time.Minute
 
 func createDefaultConfig() component.Config {
 	retry := configretry.NewDefaultBackOffConfig()

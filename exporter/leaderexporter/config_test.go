@@ -23,7 +23,7 @@ func TestLoadConfig(t *testing.T) {
 	custom.TLS.ServerName = "network-enforcer-leader.network-enforcer.svc"
 	custom.Compression = configcompression.TypeGzip
 	custom.Aggregation = AggregationConfig{Interval: 5 * time.Second, MaxEdges: 500}
-	custom.ResendWindow = 10 * time.Minute
+	custom.ResendWindow = 20 * time.Minute
 	custom.TimeoutConfig.Timeout = 10 * time.Second
 	custom.RetryConfig.InitialInterval, custom.RetryConfig.MaxInterval, custom.RetryConfig.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, time.Minute
 	custom.QueueConfig.Get().QueueSize = 100

@@ -36,12 +36,13 @@ type leaderExporter struct {
 
 func newLeaderExporter(set exporter.Settings, cfg *Config) (*leaderExporter, error) {
 	e := &leaderExporter{set: set, cfg: cfg, agg: newAggregator()}
-	tel, err := newTelemetry(set, e.agg.len)
+	e.sender = newSender(set, cfg)
+	tel, err := newTelemetry(set, e.agg.len, e.sender.batches.records.Load)
 	if err != nil {
 		return nil, err
 	}
 	e.telemetry = tel
-	e.sender = newSender(set, cfg, tel)
+	e.sender.telemetry = tel
 	return e, nil
 }
 

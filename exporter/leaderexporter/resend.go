@@ -1,6 +1,7 @@
 package leaderexporter
 
 import (
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -10,13 +11,17 @@ import (
 )
 
 // resendable numbers a reader's batches of learned records and keeps those
-// the leader took for the resend window: a leader that dies holds what it
-// took in memory until it writes it, at most once per observed_interval, so
-// the next leader is sent it again, and skips, proposal by proposal, what
-// the previous one wrote (the batch numbers that the status counts). Used
-// under the sender's sendMu.
+// the leader took until the leader says that it wrote them (its membership
+// Lease's written-through mark), or for the resend window at most: a leader
+// that dies holds what it took in memory until it writes it, at most once
+// per observed_interval and later while its writes queue, so the next leader
+// is sent it again, and skips, proposal by proposal, what the previous one
+// wrote (the batch numbers that the status counts). Used under the sender's
+// sendMu.
 type resendable struct {
 	window time.Duration
+	// records is how many records the kept batches hold, for the gauge.
+	records atomic.Int64
 	// sender is this process's name in the batches: a new one with each
 	// start, so that numbers start again at 1 without a clash.
 	sender string
@@ -104,6 +109,32 @@ func (r *resendable) took(leader string, seq int64, ld plog.Logs, now time.Time)
 		return
 	}
 	r.kept = append(r.kept, keptBatch{seq: seq, ld: ld, sent: now})
+	r.records.Add(int64(ld.LogRecordCount()))
+}
+
+// written drops the kept batches up to seq, which leader says it wrote:
+// when it is the process that took the last batch, it took every kept one,
+// since a new leader is sent them all again before the next.
+func (r *resendable) written(leader string, seq int64) {
+	if leader != r.leader {
+		return
+	}
+	n := 0
+	for n < len(r.kept) && r.kept[n].seq <= seq {
+		n++
+	}
+	r.drop(n)
+}
+
+// drop drops the first n kept batches.
+func (r *resendable) drop(n int) {
+	if n == 0 {
+		return
+	}
+	for _, k := range r.kept[:n] {
+		r.records.Add(-int64(k.ld.LogRecordCount()))
+	}
+	r.kept = append(r.kept[:0], r.kept[n:]...)
 }
 
 // expire drops the batches last sent more than the window ago.
@@ -112,9 +143,7 @@ func (r *resendable) expire(now time.Time) {
 	for n < len(r.kept) && now.Sub(r.kept[n].sent) > r.window {
 		n++
 	}
-	if n > 0 {
-		r.kept = append(r.kept[:0], r.kept[n:]...)
-	}
+	r.drop(n)
 }
 
 // len is how many batches are kept.

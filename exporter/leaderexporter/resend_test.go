@@ -2,10 +2,13 @@ package leaderexporter
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
@@ -200,4 +203,72 @@ func TestGapsAreNotSentAgain(t *testing.T) {
 	if len(got) != 1 || got[0].EventName() != learning.EventName {
 		t.Fatalf("the new leader got %d records, want the learned edge alone", len(got))
 	}
+}
+
+// TestWrittenBatchesAreNotKept: once the leader that took the batches says
+// that it wrote them up to one (its Lease's written-through mark), the
+// reader keeps only the later ones, and a new leader is sent only those; a
+// mark of another leader process drops nothing.
+func TestWrittenBatchesAreNotKept(t *testing.T) {
+	first := startLeaderReceiver(t)
+	second := startLeaderReceiverOn(t, first.ca, "127.0.0.2", first.port)
+	first.replica.Lead()
+	e, tel, reader := startReaderOf(t, first, 20*time.Millisecond)
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	for i := range 3 {
+		consume(t, e, func(sl plog.ScopeLogs) { appendEdge(sl, uint32(80+i), 1, time.Duration(i)*time.Second) })
+		waitFor(t, "the batch at the first leader", func() bool { seqs, _ := batchesOf(t, first); return len(seqs) == i+1 })
+	}
+	if n := gauge(tel, MetricRecordsKept); n != 3 {
+		t.Fatalf("%s is %d, want the 3 records taken", MetricRecordsKept, n)
+	}
+	// The first leader wrote batches 1 and 2 of this reader.
+	var mark atomic.Int64
+	mark.Store(2)
+	reader.PublishWritten(func() map[string]int64 {
+		marks := map[string]int64{"another-reader": 9}
+		for _, ld := range first.sink.AllLogs() {
+			if s, _, ok := flowsource.BatchOf(ld.ResourceLogs().At(0).Resource()); ok {
+				marks[s] = mark.Load()
+			}
+		}
+		return marks
+	})
+	waitFor(t, "the written batches to go", func() bool { return gauge(tel, MetricRecordsKept) == 1 })
+
+	// Another leader process leads: it is sent batch 3 only. A mark of
+	// another leader process drops nothing.
+	first.replica.Follow()
+	second.replica.Lead()
+	reader.SetLeaderAddress("127.0.0.2")
+	waitFor(t, "the kept batch at the new leader", func() bool { seqs, _ := batchesOf(t, second); return len(seqs) == 1 })
+	if seqs, _ := batchesOf(t, second); seqs[0] != 3 {
+		t.Fatalf("the new leader was sent batch %v, want 3", seqs)
+	}
+	r := newResendable(time.Minute)
+	ld, sl := newScope()
+	appendEdge(sl, 80, 1, 0)
+	r.took("leader-a", r.number(ld), ld, base)
+	r.written("leader-b", 5)
+	if r.len() != 1 || r.records.Load() != 1 {
+		t.Fatalf("another leader's mark dropped a batch: %d kept, %d records", r.len(), r.records.Load())
+	}
+	r.written("leader-a", 1)
+	if r.len() != 0 || r.records.Load() != 0 {
+		t.Fatalf("the leader's mark kept %d batches, %d records", r.len(), r.records.Load())
+	}
+}
+
+// gauge is the value of the exporter's gauge name; 0 before its first
+// collection.
+func gauge(tel *componenttest.Telemetry, name string) int64 {
+	m, err := tel.GetMetric(name)
+	if err != nil {
+		return 0
+	}
+	g, ok := m.Data.(metricdata.Gauge[int64])
+	if !ok || len(g.DataPoints) == 0 {
+		return 0
+	}
+	return g.DataPoints[0].Value
 }

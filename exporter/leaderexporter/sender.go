@@ -53,8 +53,9 @@ type sender struct {
 	batches *resendable
 }
 
-func newSender(set exporter.Settings, cfg *Config, tel *telemetry) *sender {
-	return &sender{set: set, cfg: cfg, telemetry: tel, otlp: otlpexporter.NewFactory(), batches: newResendable(cfg.ResendWindow)}
+// newSender returns a sender; its telemetry is set before it starts.
+func newSender(set exporter.Settings, cfg *Config) *sender {
+	return &sender{set: set, cfg: cfg, otlp: otlpexporter.NewFactory(), batches: newResendable(cfg.ResendWindow)}
 }
 
 func (s *sender) start(_ context.Context, host component.Host) error {
@@ -142,6 +143,7 @@ func (s *sender) otlpConfig(endpoint string) *otlpexporter.Config {
 func (s *sender) push(ctx context.Context, ld plog.Logs) error {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
+	s.dropWritten()
 	exp, leader, err := s.leaderExporter(ctx)
 	if err != nil {
 		return err
@@ -170,7 +172,11 @@ func (s *sender) push(ctx context.Context, ld plog.Logs) error {
 func (s *sender) sendKept(ctx context.Context) error {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
-	if s.batches.len() == 0 || s.locator == nil {
+	if s.locator == nil {
+		return nil
+	}
+	s.dropWritten()
+	if s.batches.len() == 0 {
 		return nil
 	}
 	exp, leader, err := s.leaderExporter(ctx)
@@ -183,6 +189,17 @@ func (s *sender) sendKept(ctx context.Context) error {
 	}
 	s.batches.took(leader, 0, plog.Logs{}, now)
 	return nil
+}
+
+// dropWritten drops the kept batches that the leader that took them says it
+// wrote. Called under sendMu.
+func (s *sender) dropWritten() {
+	if s.locator == nil || s.batches.len() == 0 {
+		return
+	}
+	if leader, seq, ok := s.locator.WrittenThrough(s.batches.sender); ok {
+		s.batches.written(leader, seq)
+	}
 }
 
 // leaderExporter is the OTLP exporter of the leader and the leader's

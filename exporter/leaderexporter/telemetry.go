@@ -18,6 +18,9 @@ const (
 	MetricRecordsSent     = "network_enforcer_leader_exporter_records_sent"
 	// MetricRecordsResent counts the records sent again to a new leader.
 	MetricRecordsResent = "network_enforcer_leader_exporter_records_resent"
+	// MetricRecordsKept is the records kept for a next leader: taken by the
+	// leader, not yet written by it.
+	MetricRecordsKept = "network_enforcer_leader_exporter_records_kept"
 )
 
 type telemetry struct {
@@ -28,7 +31,9 @@ type telemetry struct {
 	attrs    metric.MeasurementOption
 }
 
-func newTelemetry(set exporter.Settings, held func() int) (*telemetry, error) {
+// newTelemetry makes the exporter's instruments: held gives the edges held
+// for the next send, kept the records kept for a next leader.
+func newTelemetry(set exporter.Settings, held func() int, kept func() int64) (*telemetry, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
@@ -36,6 +41,12 @@ func newTelemetry(set exporter.Settings, held func() int) (*telemetry, error) {
 	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String("exporter", set.ID.String())))
 	if err := tb.Observe(tb.NetworkEnforcerLeaderExporterEdgesHeld, func(_ context.Context, o metric.Int64Observer) error {
 		o.Observe(int64(held()), attrs)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := tb.Observe(tb.NetworkEnforcerLeaderExporterRecordsKept, func(_ context.Context, o metric.Int64Observer) error {
+		o.Observe(kept(), attrs)
 		return nil
 	}); err != nil {
 		return nil, err
@@ -48,5 +59,5 @@ func newTelemetry(set exporter.Settings, held func() int) (*telemetry, error) {
 	}, nil
 }
 
-// shutdown removes the callback of the held edges' gauge.
+// shutdown removes the callbacks of the gauges.
 func (t *telemetry) shutdown() { t.tb.Shutdown() }

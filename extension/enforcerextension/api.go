@@ -132,6 +132,15 @@ type Counting interface {
 	Counted(key string, t time.Time)
 }
 
+// WrittenMarks is what the leader's writer tells the membership: for each
+// sender (a reader's process), the last of its batches up to which every
+// record is written. The leader's membership Lease publishes it, and each
+// reader keeps the later batches for a next leader.
+type WrittenMarks interface {
+	// PublishWritten sets where the marks are read (nil: nowhere).
+	PublishWritten(marks func() map[string]int64)
+}
+
 // LeaderLocator finds the leading replica, for the readers that send it what
 // they learned: from the leader Lease's holder and the cached pods, without a
 // Service or a write to a Pod.
@@ -140,4 +149,8 @@ type LeaderLocator interface {
 	// the leader Lease (new with each start of its process), or false when no
 	// leader is known or its pod has no IP yet.
 	LeaderAddress() (addr, identity string, ok bool)
+	// WrittenThrough returns the leader's identity and the last batch of
+	// sender up to which it wrote every record (WrittenMarks), as it last
+	// published it; false when it published nothing of sender.
+	WrittenThrough(sender string) (leader string, seq int64, ok bool)
 }

@@ -76,6 +76,7 @@ var (
 	_ Selectors          = (*enforcer)(nil)
 	_ Membership         = (*enforcer)(nil)
 	_ LeaderLocator      = (*enforcer)(nil)
+	_ WrittenMarks       = (*enforcer)(nil)
 
 	_ extensioncapabilities.Dependent = (*enforcer)(nil)
 )

@@ -30,6 +30,15 @@ func (e *enforcer) Release(key string) { e.membership.Release(key) }
 // Forget drops this replica's checkpoint of key, whose source is gone.
 func (e *enforcer) Forget(key string) { e.membership.Forget(key) }
 
+// PublishWritten sets where the leader's membership Lease reads how far its
+// writer wrote each reader's batches.
+func (e *enforcer) PublishWritten(marks func() map[string]int64) { e.membership.PublishWritten(marks) }
+
+// WrittenThrough returns how far the leader wrote sender's batches.
+func (e *enforcer) WrittenThrough(sender string) (string, int64, bool) {
+	return e.membership.WrittenThrough(sender)
+}
+
 // LeaderAddress returns the pod IP of the holder of the leader Lease, as this
 // replica's elector last observed it: the holder's identity names its pod,
 // which the shared cache holds, in the Lease's namespace.

@@ -124,6 +124,9 @@ type Membership struct {
 	// unpublished says that counts came while no receiver reads keys here:
 	// warned once.
 	unpublished bool
+	// writtenMarks gives, on the leader, how far its writer wrote each
+	// sender's batches (PublishWritten); nil for nothing.
+	writtenMarks func() map[string]int64
 	// checkpoints are this replica's own, by key.
 	checkpoints map[string]time.Time
 	// released are the keys this replica no longer reads, with the
@@ -379,6 +382,7 @@ func (m *Membership) renew(ctx context.Context) {
 	}
 	n := max(m.shardCount, 1)
 	pod := m.pod
+	marks := m.writtenAnnotationLocked()
 	m.mu.Unlock()
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
@@ -401,6 +405,7 @@ func (m *Membership) renew(ctx context.Context) {
 		count = strconv.Itoa(n)
 	}
 	setAnnotation(l, v1alpha1.ShardsAnnotation, count)
+	setAnnotation(l, v1alpha1.WrittenThroughAnnotation, marks)
 	written, err := writeLease(ctx, leases, l)
 	if publish && (err != nil || len(failed) > 0) {
 		m.mu.Lock()

@@ -302,9 +302,19 @@ func FuzzMemberAnnotations(f *testing.F) {
 	f.Add(`{"node-1":7}`)
 	f.Add(`{`)
 	f.Add(``)
+	f.Add(`{"reader-process":12,"other":-3}`)
 	f.Fuzz(func(t *testing.T, v string) {
 		times := parseCheckpoints(v)
 		_ = parseReleased(v)
+		marks := parseWritten(v)
+		for sender, seq := range marks {
+			if seq < 1 {
+				t.Fatalf("%s: a mark %d that names no batch", sender, seq)
+			}
+		}
+		if again := parseWritten(formatWritten(marks)); len(again) != len(marks) {
+			t.Fatalf("%d marks read back as %d", len(marks), len(again))
+		}
 		again := parseCheckpoints(formatCheckpoints(times))
 		if len(again) != len(times) {
 			t.Fatalf("%d checkpoints read back as %d", len(times), len(again))

@@ -55,6 +55,9 @@ func (s *Store) AddBatch(b Batch, seen []Seen, now time.Time) (first []types.Nam
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var took map[types.NamespacedName]bool
+	if b.Sender != "" {
+		s.noteSenderLocked(b, now)
+	}
 	for i := range seen {
 		r := &seen[i]
 		tb := s.table(r.Obj)
@@ -78,6 +81,7 @@ func (s *Store) AddBatch(b Batch, seen []Seen, now time.Time) (first []types.Nam
 			tb.counted = map[string]counted{}
 		}
 		tb.counted[b.Sender] = counted{seq: b.Seq, at: now}
+		s.notePendingLocked(tb, b)
 	}
 	return first, skipped
 }

@@ -53,6 +53,9 @@ type Update struct {
 	limit int
 	// notTracked is how many of the edges counted are not tracked.
 	notTracked int
+	// covered is, by sender, the last batch whose records the update
+	// writes (WrittenThrough).
+	covered map[string]int64
 }
 
 // Status merges what the store holds for obj into cur, the object's observed
@@ -137,6 +140,7 @@ func (s *Store) Status(obj types.NamespacedName, cur *v1alpha1.ObservedTraffic, 
 	}
 	s.countEdges(tb, u, counts)
 	u.Traffic.CountedBatches = tb.countedBatches(time.Now())
+	u.covered = tb.coveredLocked()
 	if tb.est.limitReached {
 		u.limit = s.maxTracked
 	}
@@ -243,6 +247,7 @@ func (u *Update) Written(now time.Time) (more bool) {
 		more = more || e.unwritten > 0
 	}
 	tb.pending = more
+	tb.writtenLocked(u.covered)
 	tb.recount()
 	return more
 }

@@ -33,6 +33,8 @@ type Store struct {
 	draining bool
 	// badEstimators counts the statuses whose estimators did not decode.
 	badEstimators int64
+	// senders are the senders of the batches taken, for WrittenThrough.
+	senders map[string]senderSeen
 }
 
 // table is one object's edges.
@@ -61,6 +63,11 @@ type table struct {
 	notTrackedEdges int
 	// counted is, by sender, the last batch that the counts include.
 	counted map[string]counted
+	// unwrittenBatches are, by sender, the batches whose records the table
+	// holds unwritten; held is what the next status write may count as
+	// written (Hold), nil when not held.
+	unwrittenBatches map[string]pendingBatches
+	held             map[string]int64
 	// What changed since the last write (Change): fresh is how many
 	// tracked edges have flows and none written, flows the flows not
 	// written (tracked or not), written the flows the last write counted

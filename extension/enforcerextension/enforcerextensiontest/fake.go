@@ -89,6 +89,8 @@ type Enforcer struct {
 	leaderAddress  string
 	// leaderIdentity is the identity that LeaderAddress answers.
 	leaderIdentity string
+	// writtenMarks is what PublishWritten set, which WrittenThrough answers.
+	writtenMarks func() map[string]int64
 
 	// Plane is what DataPlane answers: the enforcer's data_plane.
 	Plane netpolmatch.DataPlane
@@ -112,6 +114,7 @@ var (
 	_ enforcerextension.Membership      = (*Enforcer)(nil)
 	_ enforcerextension.LeaderLocator   = (*Enforcer)(nil)
 	_ enforcerextension.Counting        = (*Enforcer)(nil)
+	_ enforcerextension.WrittenMarks    = (*Enforcer)(nil)
 )
 
 var _ extension.Extension = (*Enforcer)(nil)

@@ -184,3 +184,31 @@ func (e *Enforcer) SetSettled(settled func(key string) bool) {
 	defer e.mu.Unlock()
 	e.settled = settled
 }
+
+// PublishWritten keeps marks, which WrittenThrough answers from.
+func (e *Enforcer) PublishWritten(marks func() map[string]int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.writtenMarks = marks
+}
+
+// WrittenThrough answers the marks published, for the leader that
+// LeaderAddress names.
+func (e *Enforcer) WrittenThrough(sender string) (string, int64, bool) {
+	_, leader, _ := e.LeaderAddress()
+	e.mu.Lock()
+	marks := e.writtenMarks
+	e.mu.Unlock()
+	if marks == nil {
+		return leader, 0, false
+	}
+	seq, ok := marks()[sender]
+	return leader, seq, ok
+}
+
+// WrittenMarks returns what PublishWritten kept; nil for nothing.
+func (e *Enforcer) WrittenMarks() func() map[string]int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.writtenMarks
+}

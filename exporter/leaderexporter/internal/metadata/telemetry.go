@@ -16,6 +16,8 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 var Metrics = []instruments.Metric{
 	{Name: "network_enforcer_leader_exporter_edges_held", Kind: instruments.ObservableGauge, Unit: "{edge}",
 		Description: "Distinct learned edges and observations held for the next send."},
+	{Name: "network_enforcer_leader_exporter_records_kept", Kind: instruments.ObservableGauge, Unit: "{record}",
+		Description: "Log records kept for a next leader: the leader took them and has not said yet that it wrote them."},
 	{Name: "network_enforcer_leader_exporter_records_received", Kind: instruments.Counter, Unit: "{record}",
 		Description: "Log records that the exporter took from the pipeline."},
 	{Name: "network_enforcer_leader_exporter_records_sent", Kind: instruments.Counter, Unit: "{record}",
@@ -29,6 +31,7 @@ var Metrics = []instruments.Metric{
 type TelemetryBuilder struct {
 	instruments.Set
 	NetworkEnforcerLeaderExporterEdgesHeld       metric.Int64ObservableGauge `metric:"network_enforcer_leader_exporter_edges_held"`
+	NetworkEnforcerLeaderExporterRecordsKept     metric.Int64ObservableGauge `metric:"network_enforcer_leader_exporter_records_kept"`
 	NetworkEnforcerLeaderExporterRecordsReceived metric.Int64Counter         `metric:"network_enforcer_leader_exporter_records_received"`
 	NetworkEnforcerLeaderExporterRecordsSent     metric.Int64Counter         `metric:"network_enforcer_leader_exporter_records_sent"`
 	NetworkEnforcerLeaderExporterRecordsResent   metric.Int64Counter         `metric:"network_enforcer_leader_exporter_records_resent"`

@@ -1,0 +1,131 @@
+package observed
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// A reader keeps each batch it sent the leader until the leader says that it
+// wrote every record of it: a leader that dies holds what it took in memory,
+// and the next leader must be sent it again. written.go is the leader's side:
+// for each sender, the last batch up to which every record is in a status
+// that the API server took (WrittenThrough).
+
+// pendingBatches are the batches of one sender whose records an object
+// holds unwritten: from the first of them to the last. A batch between the
+// two may have had no record of the object; it is held all the same.
+type pendingBatches struct {
+	from, last int64
+}
+
+// senderSeen is the last batch that a sender's records came in, and when.
+type senderSeen struct {
+	last int64
+	at   time.Time
+}
+
+// notePendingLocked notes that obj's table tb took records of batch b;
+// s.mu is held.
+func (s *Store) notePendingLocked(tb *table, b Batch) {
+	if tb.unwrittenBatches == nil {
+		tb.unwrittenBatches = map[string]pendingBatches{}
+	}
+	p, ok := tb.unwrittenBatches[b.Sender]
+	if !ok || b.Seq < p.from {
+		p.from = b.Seq
+	}
+	p.last = max(p.last, b.Seq)
+	tb.unwrittenBatches[b.Sender] = p
+}
+
+// noteSenderLocked notes that batch b came at now, counted or skipped;
+// s.mu is held.
+func (s *Store) noteSenderLocked(b Batch, now time.Time) {
+	if s.senders == nil {
+		s.senders = map[string]senderSeen{}
+	}
+	seen := s.senders[b.Sender]
+	s.senders[b.Sender] = senderSeen{last: max(seen.last, b.Seq), at: now}
+}
+
+// Hold marks where obj's next status write may count up to: the batches
+// its counts include now. The writer calls it before it takes obj's learned
+// edges for a write: a batch that comes after that has edges the write of
+// the spec did not take, so that write's status must not say it wrote them,
+// though its observed edges count the batch.
+func (s *Store) Hold(obj types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tb := s.objects[obj]
+	if tb == nil {
+		return
+	}
+	tb.held = make(map[string]int64, len(tb.unwrittenBatches))
+	for sender := range tb.unwrittenBatches {
+		tb.held[sender] = tb.counted[sender].seq
+	}
+}
+
+// coveredLocked is, for each sender whose batches tb holds unwritten, the
+// last batch that a status made now writes, and ends the hold; s.mu is held.
+func (tb *table) coveredLocked() map[string]int64 {
+	if len(tb.unwrittenBatches) == 0 {
+		tb.held = nil
+		return nil
+	}
+	covered := make(map[string]int64, len(tb.unwrittenBatches))
+	for sender := range tb.unwrittenBatches {
+		c := tb.counted[sender].seq
+		if tb.held != nil {
+			c = min(c, tb.held[sender])
+		}
+		covered[sender] = c
+	}
+	tb.held = nil
+	return covered
+}
+
+// writtenLocked notes that a status counting the batches covered is
+// written: they are no longer pending; s.mu is held.
+func (tb *table) writtenLocked(covered map[string]int64) {
+	for sender, c := range covered {
+		p, ok := tb.unwrittenBatches[sender]
+		switch {
+		case !ok:
+		case p.last <= c:
+			delete(tb.unwrittenBatches, sender)
+		case p.from <= c:
+			p.from = c + 1
+			tb.unwrittenBatches[sender] = p
+		}
+	}
+}
+
+// WrittenThrough is, for each sender heard from within countedBatchesTTL of
+// now, the last batch up to which every record it sent this writer is in a
+// written status: the batches that the sender no longer needs to keep for a
+// next leader. Senders not heard from since are dropped.
+func (s *Store) WrittenThrough(now time.Time) map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.senders) == 0 {
+		return nil
+	}
+	marks := make(map[string]int64, len(s.senders))
+	for sender, seen := range s.senders {
+		if now.Sub(seen.at) > countedBatchesTTL {
+			delete(s.senders, sender)
+			continue
+		}
+		marks[sender] = seen.last
+	}
+	for _, tb := range s.objects {
+		for sender, p := range tb.unwrittenBatches {
+			if m, ok := marks[sender]; ok && p.from <= m {
+				marks[sender] = p.from - 1
+			}
+		}
+	}
+	return marks
+}
