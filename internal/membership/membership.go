@@ -122,8 +122,9 @@ type Membership struct {
 	// publish (countsDueLocked says when they go).
 	countsChanged bool
 	// unpublished says that counts came while no receiver reads keys here:
-	// warned once.
+	// warned once. created is when New made the membership.
 	unpublished bool
+	created     time.Time
 	// writtenMarks gives, on the leader, how far its writer wrote each
 	// sender's batches (PublishWritten); nil for nothing.
 	writtenMarks func() map[string]int64
@@ -182,7 +183,7 @@ func New(logger *zap.Logger, cfg Config, gauge MembersGauge) *Membership {
 		logger = zap.NewNop()
 	}
 	return &Membership{
-		logger: logger, cfg: cfg, gauge: gauge,
+		logger: logger, cfg: cfg, gauge: gauge, created: time.Now(),
 		leaseName:   memberLeaseName(cfg.LeaseName, cfg.Replica),
 		group:       shortName(cfg.LeaseName),
 		checkpoints: map[string]time.Time{}, released: map[string]time.Time{}, renewNow: make(chan struct{}, 1),
@@ -744,7 +745,10 @@ func (m *Membership) Counted(key string, t time.Time) {
 		m.counted[key] = t
 		m.countsChanged = true
 	}
-	if len(m.fns) == 0 && !m.unpublished {
+	// Not in the first lease duration: the collector starts its receivers
+	// one by one, and a restarted leader may take records before its hubble
+	// receiver registers.
+	if len(m.fns) == 0 && !m.unpublished && time.Since(m.created) >= m.cfg.LeaseDuration {
 		// Only a member publishes, and only a replica that reads keys is
 		// one: the counts stay here, and the next reader of a killed
 		// reader's key counts from that reader's own checkpoint.

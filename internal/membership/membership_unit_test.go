@@ -373,9 +373,16 @@ func TestCountsGoWhenAMemberIsOverdue(t *testing.T) {
 
 // TestCountsWithoutMembershipWarnOnce: a replica that takes the readers'
 // records but reads no keys itself (no OnMembersChanged) cannot publish its
-// counts; it says so once.
+// counts; it says so once, but not within a lease duration of its start,
+// while its receivers start.
 func TestCountsWithoutMembershipWarnOnce(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
+	starting := New(zap.New(core), Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-c", Identity: "pod-c_1",
+		LeaseDuration: time.Hour}, nil)
+	starting.Counted("node-1", time.Now())
+	if n := logs.Len(); n != 0 {
+		t.Fatalf("warned while starting: %v", logs.All())
+	}
 	m := New(zap.New(core), Config{Namespace: "default", LeaseName: "network-enforcer", Replica: "pod-a", Identity: "pod-a_1"}, nil)
 	m.Counted("node-1", time.Now())
 	m.Counted("node-2", time.Now())

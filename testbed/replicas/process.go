@@ -265,6 +265,20 @@ func Poll(ctx context.Context, what string, wait time.Duration, ps []*Process, c
 	}
 }
 
+// AtMostEvery is check, asked at most once per every: a check that lists
+// what the replicas write loads the API server that they share, so it
+// answers "not yet" between its lists rather than listing at Poll's pace.
+func AtMostEvery(every time.Duration, check func() (bool, error)) func() (bool, error) {
+	var last time.Time
+	return func() (bool, error) {
+		if time.Since(last) < every {
+			return false, nil
+		}
+		last = time.Now()
+		return check()
+	}
+}
+
 // FreeAddr is a free port of 127.0.0.1, as host:port.
 func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -3,6 +3,7 @@ package replicas
 import (
 	"context"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +25,9 @@ type ViolationSink struct {
 
 	mu     sync.Mutex
 	events []Violation
+	// byPort is when the events of each destination port arrived: the
+	// harnesses ask by port for every edge while they wait.
+	byPort map[int64][]time.Time
 	srv    *grpc.Server
 }
 
@@ -39,7 +43,7 @@ func StartViolationSink() (*ViolationSink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &ViolationSink{Addr: lis.Addr().String(), srv: grpc.NewServer()}
+	s := &ViolationSink{Addr: lis.Addr().String(), srv: grpc.NewServer(), byPort: map[int64][]time.Time{}}
 	plogotlp.RegisterGRPCServer(s.srv, s)
 	go func() { _ = s.srv.Serve(lis) }()
 	return s, nil
@@ -55,7 +59,11 @@ func (s *ViolationSink) Export(_ context.Context, req plogotlp.ExportRequest) (p
 	defer s.mu.Unlock()
 	flow.EachLogRecord(req.Logs(), func(lr plog.LogRecord) {
 		if lr.EventName() == violationevent.Observed {
-			s.events = append(s.events, Violation{At: now, Attrs: lr.Attributes().AsRaw()})
+			v := Violation{At: now, Attrs: lr.Attributes().AsRaw()}
+			s.events = append(s.events, v)
+			if p, ok := v.Attrs[violationevent.AttrDestinationPort].(int64); ok {
+				s.byPort[p] = append(s.byPort[p], now)
+			}
 		}
 	})
 	return plogotlp.NewExportResponse(), nil
@@ -65,13 +73,7 @@ func (s *ViolationSink) Export(_ context.Context, req plogotlp.ExportRequest) (p
 func (s *ViolationSink) At(port uint32) []time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []time.Time
-	for _, v := range s.events {
-		if p, ok := v.Attrs[violationevent.AttrDestinationPort].(int64); ok && p == int64(port) {
-			out = append(out, v.At)
-		}
-	}
-	return out
+	return slices.Clone(s.byPort[int64(port)])
 }
 
 // Events returns every event received so far.

@@ -76,14 +76,9 @@ func (h *harness) compareCounts(ctx context.Context) error {
 	}
 	var last counts
 	var stableSince time.Time
-	var listed time.Time
-	err := replicas.Poll(ctx, "the evidence of every edge to count what was sent", wait, h.liveAll(), func() (bool, error) {
-		// A list of every proposal, status and all, is a load on the API
-		// server that the writer shares: one every few seconds.
-		if time.Since(listed) < 5*time.Second {
-			return false, nil
-		}
-		listed = time.Now()
+	// A list of every proposal, status and all, is a load on the API server
+	// that the writer shares: one every few seconds.
+	err := replicas.Poll(ctx, "the evidence of every edge to count what was sent", wait, h.liveAll(), replicas.AtMostEvery(5*time.Second, func() (bool, error) {
 		c, err := h.count(ctx)
 		if err != nil {
 			return false, err
@@ -100,7 +95,7 @@ func (h *harness) compareCounts(ctx context.Context) error {
 			return false, nil
 		}
 		return time.Since(stableSince) > 2*max(h.opts.observedInterval, time.Minute), nil
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("counts: %w", err)
 	}

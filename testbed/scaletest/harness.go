@@ -805,15 +805,10 @@ func (h *harness) waitProposals(ctx context.Context) error {
 	want := h.proposalNames()
 	seen := map[string]time.Time{}
 	logged := time.Now()
-	var listed time.Time
-	err := replicas.Poll(ctx, "every workload's proposals", h.opts.timeout, h.liveAll(), func() (bool, error) {
-		// The figure is the proposals' creation times, not when a list
-		// saw them: a list a second is enough, and loads the API server
-		// that the writer shares less.
-		if time.Since(listed) < time.Second {
-			return false, nil
-		}
-		listed = time.Now()
+	// The figure is the proposals' creation times, not when a list saw
+	// them: a list a second is enough, and loads the API server that the
+	// writer shares less.
+	err := replicas.Poll(ctx, "every workload's proposals", h.opts.timeout, h.liveAll(), replicas.AtMostEvery(time.Second, func() (bool, error) {
 		var list metav1.PartialObjectMetadataList
 		list.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("WorkloadNetworkPolicyProposalList"))
 		if err := h.env.Client.List(ctx, &list); err != nil {
@@ -842,7 +837,7 @@ func (h *harness) waitProposals(ctx context.Context) error {
 		}
 		h.rep.proposalsMissing = missing
 		return missing == 0, nil
-	})
+	}))
 	h.rep.proposalsWanted = len(want)
 	var worst time.Duration
 	for k, w := range want {
