@@ -248,6 +248,16 @@ func (w *writer) readAmendment(am *learning.Amendment) (observed.Seen, bool) {
 	return observed.Seen{Obj: name, Key: k, Flows: am.Flows, Time: am.Time}, true
 }
 
+// notWritten tells the store, after a reconcile of name that asked for no
+// other write of it, that what it took is not waiting for one: a reconcile
+// that left the proposal as it is (no proposal yet, a policy governs it, a
+// refusal) must not hold the readers' kept batches back.
+func (w *writer) notWritten(name types.NamespacedName) {
+	if _, queued := w.asked.queued(name); !queued {
+		w.observed.NotWritten(name)
+	}
+}
+
 // reconcileKey writes one proposal, as its controller asks. A failure marks it
 // dirty again and returns the error, which retries it with backoff.
 func (w *writer) reconcileKey(ctx context.Context, name types.NamespacedName, pw termwriter.ProposalWriter) error {
@@ -258,7 +268,11 @@ func (w *writer) reconcileKey(ctx context.Context, name types.NamespacedName, pw
 	key, l, ok := w.agg.take(name)
 	if !ok {
 		// Nothing learned here: its observed edges, or a spec edit's verdicts.
-		return w.reconcileObserved(ctx, name, pw)
+		err := w.reconcileObserved(ctx, name, pw)
+		if err == nil {
+			w.notWritten(name)
+		}
+		return err
 	}
 	defer w.agg.written(key)
 	err := w.reconcile(ctx, key, l, pw)
@@ -267,6 +281,7 @@ func (w *writer) reconcileKey(ctx context.Context, name types.NamespacedName, pw
 		if !w.agg.isRefused(key) {
 			w.agg.settle(key, l)
 		}
+		w.notWritten(name)
 	case errors.Is(err, errWorkloadGone):
 		w.agg.forget(key)
 		w.observed.Forget(name)

@@ -65,9 +65,10 @@ type table struct {
 	counted map[string]counted
 	// unwrittenBatches are, by sender, the batches whose records the table
 	// holds unwritten; held is what the next status write may count as
-	// written (Hold), nil when not held.
-	unwrittenBatches map[string]pendingBatches
-	held             map[string]int64
+	// written (Hold), nil when not held; lastCovered what the last status
+	// made counted (NotWritten).
+	unwrittenBatches  map[string]pendingBatches
+	held, lastCovered map[string]int64
 	// What changed since the last write (Change): fresh is how many
 	// tracked edges have flows and none written, flows the flows not
 	// written (tracked or not), written the flows the last write counted

@@ -53,25 +53,46 @@ func (s *Store) noteSenderLocked(b Batch, now time.Time) {
 // its counts include now. The writer calls it before it takes obj's learned
 // edges for a write: a batch that comes after that has edges the write of
 // the spec did not take, so that write's status must not say it wrote them,
-// though its observed edges count the batch.
+// though its observed edges count the batch. An object with no table yet
+// gets one, so that a first batch that comes before its first status is
+// held too.
 func (s *Store) Hold(obj types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tb := s.table(obj)
+	tb.held = make(map[string]int64, len(tb.counted))
+	for sender, c := range tb.counted {
+		tb.held[sender] = c.seq
+	}
+}
+
+// NotWritten says that the writer's last reconcile of obj left it as it is
+// and asked for no other (a policy governs its workload, it has no proposal
+// yet, the writer does not manage it, or the API server refused it): the
+// batches that reconcile took (up to the hold, or the status it made) no
+// longer hold the senders' marks back, else every reader would keep every
+// batch for the longest resend window. Their flows stay, for a write that
+// comes later; a leader that dies before it loses them.
+func (s *Store) NotWritten(obj types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tb := s.objects[obj]
 	if tb == nil {
 		return
 	}
-	tb.held = make(map[string]int64, len(tb.unwrittenBatches))
-	for sender := range tb.unwrittenBatches {
-		tb.held[sender] = tb.counted[sender].seq
+	bound := tb.held
+	if bound == nil {
+		bound = tb.lastCovered
 	}
+	tb.writtenLocked(bound)
+	tb.held, tb.lastCovered = nil, nil
 }
 
 // coveredLocked is, for each sender whose batches tb holds unwritten, the
 // last batch that a status made now writes, and ends the hold; s.mu is held.
 func (tb *table) coveredLocked() map[string]int64 {
 	if len(tb.unwrittenBatches) == 0 {
-		tb.held = nil
+		tb.held, tb.lastCovered = nil, nil
 		return nil
 	}
 	covered := make(map[string]int64, len(tb.unwrittenBatches))
@@ -82,7 +103,7 @@ func (tb *table) coveredLocked() map[string]int64 {
 		}
 		covered[sender] = c
 	}
-	tb.held = nil
+	tb.held, tb.lastCovered = nil, covered
 	return covered
 }
 

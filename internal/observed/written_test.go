@@ -51,13 +51,48 @@ func TestWrittenThroughFollowsTheWrites(t *testing.T) {
 	s.Status(other, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10).Written(now)
 	want("other written again", map[string]int64{"reader-a": 3, "reader-b": 7})
 
+	// A new object: the writer takes its learned edges before its first
+	// batch comes, so its first status does not write that batch.
+	fresh := types.NamespacedName{Namespace: "shop", Name: "deployment-new-egress"}
+	s.Hold(fresh)
+	s.AddBatch(a(4), []Seen{{Obj: fresh, Key: db, Flows: 1, Time: t0}}, now)
+	s.Status(fresh, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10).Written(now)
+	want("a new object held before its first batch", map[string]int64{"reader-a": 3, "reader-b": 7})
+	s.Status(fresh, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10).Written(now)
+	want("the new object written again", map[string]int64{"reader-a": 4, "reader-b": 7})
+
 	// A batch whose records were all counted already (sent again) holds
 	// nothing back.
 	s.AddBatch(a(3), []Seen{{Obj: other, Key: stripe, Flows: 1, Time: t0}}, now)
-	want("a batch sent again", map[string]int64{"reader-a": 3, "reader-b": 7})
+	want("a batch sent again", map[string]int64{"reader-a": 4, "reader-b": 7})
 
 	// A sender not heard from for countedBatchesTTL is dropped.
 	now = now.Add(countedBatchesTTL + time.Second)
-	s.AddBatch(a(4), []Seen{{Obj: obj, Key: db, Flows: 1, Time: t0}}, now)
-	want("reader-b gone quiet", map[string]int64{"reader-a": 3})
+	s.AddBatch(a(5), []Seen{{Obj: obj, Key: db, Flows: 1, Time: t0}}, now)
+	want("reader-b gone quiet", map[string]int64{"reader-a": 4})
+}
+
+// TestNotWrittenReleasesWhatAReconcileTook: a reconcile that leaves its
+// object as it is and asks for no other write releases the batches it took
+// (up to its hold), not one that came after the hold.
+func TestNotWrittenReleasesWhatAReconcileTook(t *testing.T) {
+	s := NewStore(10, nil, nil)
+	now := time.Now()
+	a := func(seq int64) Batch { return Batch{Sender: "reader-a", Seq: seq} }
+	s.AddBatch(a(1), []Seen{{Obj: obj, Key: db, Flows: 1, Time: t0}}, now)
+	s.Hold(obj)
+	s.AddBatch(a(2), []Seen{{Obj: obj, Key: stripe, Flows: 1, Time: t0}}, now)
+	if got := s.WrittenThrough(now)["reader-a"]; got != 0 {
+		t.Fatalf("before: written through %d, want 0", got)
+	}
+	s.NotWritten(obj)
+	if got := s.WrittenThrough(now)["reader-a"]; got != 1 {
+		t.Fatalf("after the reconcile that took batch 1: written through %d, want 1", got)
+	}
+	// A status the API server refused: what it counted is released too.
+	s.Status(obj, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10)
+	s.NotWritten(obj)
+	if got := s.WrittenThrough(now)["reader-a"]; got != 2 {
+		t.Fatalf("after a refused status: written through %d, want 2", got)
+	}
 }

@@ -72,6 +72,17 @@ func TestScaleOutLeaderKilled(t *testing.T) {
 	if resent == 0 {
 		t.Error("no reader sent the new leader again what the dead one took")
 	}
+	// The new leader wrote what it took, and its membership Lease says so:
+	// the replicas keep nothing more for a next leader.
+	waitFor(t, "the replicas to keep nothing that the new leader wrote", 2*time.Minute, func() bool {
+		var kept int64
+		for _, r := range s.replicas {
+			if r != leader {
+				kept += r.counter(t, "network_enforcer_leader_exporter_records_kept")
+			}
+		}
+		return kept == 0
+	})
 }
 
 // leadingTerms is how many terms of leadership each replica began so far.
