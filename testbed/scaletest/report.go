@@ -121,9 +121,9 @@ func (r *report) print(w io.Writer) {
 	}
 	c := r.counts
 	fmt.Fprintf(w, "  flows counted, per edge and direction against what was sent: %d edges, %d exact at %d flows per connection; "+
-		"counted twice: %d edges (+%d flows); counted less (lost, or not yet in the evidence): %d edges; "+
+		"counted twice: %d edges (+%d flows); counted less (lost, or not yet in the evidence): %d edges, %d of them in evidence that lists only part of its edges; "+
 		"absent from the evidence (no proposal or entry yet): %d edges; %d flows short in all (goal 0, 0: %s)\n",
-		c.edges, c.exact, c.perConn, c.over, c.overBy, c.under, c.missing, c.underBy, met(c.edges > 0 && c.exact == c.edges))
+		c.edges, c.exact, c.perConn, c.over, c.overBy, c.under, c.underListedPart, c.missing, c.underBy, met(c.edges > 0 && c.exact == c.edges))
 	if v := r.violations; r.monitored > 0 {
 		fmt.Fprintf(w, "  violations reported, per edge into the %d workloads with a monitor-mode policy against the connections sent: %d edges, %d exact at %d events per connection; "+
 			"reported twice: %d edges (+%d events); reported less: %d edges (-%d events) (goal 0, 0: %s)\n",
