@@ -408,6 +408,7 @@ func (h *harness) drive(ctx context.Context) error {
 		rep.leaderRecords = recs + rep.killedLeaderRecords - leaderRecords0
 	}
 	rep.window = time.Since(flowStart)
+	rep.dropped = h.dropped()
 
 	// Proposals: every workload with flows has both of its directions'.
 	logf("waiting for the proposals of every workload with flows")
@@ -459,6 +460,25 @@ func (h *harness) cpus() ([]time.Duration, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// droppedMetrics are where a record can be dropped on its way from a
+// reader to the writer, in the live replicas: the collector's exporter
+// helper (a send that failed for good, a full queue), the leader receiver
+// (duplicates, malformed) and the Hubble receiver.
+var droppedMetrics = []string{"otelcol_exporter_send_failed_log_records", "otelcol_exporter_enqueue_failed_log_records",
+	replicas.MetricLeaderDropped, flowsource.MetricFlowsDropped}
+
+// dropped is what the live replicas dropped, by metric; a killed replica's
+// is not known.
+func (h *harness) dropped() map[string]int64 {
+	out := map[string]int64{}
+	for _, name := range droppedMetrics {
+		if n, err := replicas.Sum(h.liveAll(), name); err == nil {
+			out[name] = n
+		}
+	}
+	return out
 }
 
 // readFlows is what the readers accepted or dropped, the killed ones' last

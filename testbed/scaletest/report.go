@@ -55,11 +55,13 @@ type report struct {
 	objectBytes            map[string]int64
 	rss                    []processRSS
 	readerMoved            time.Duration
-	readerNodes            int64
-	newLeader              time.Duration
-	replaced               int
-	replacedRead           time.Duration
-	notes                  []string
+	// dropped is what the live replicas dropped on the way, by metric.
+	dropped      map[string]int64
+	readerNodes  int64
+	newLeader    time.Duration
+	replaced     int
+	replacedRead time.Duration
+	notes        []string
 }
 
 func met(ok bool) string {
@@ -118,6 +120,13 @@ func (r *report) print(w io.Writer) {
 	}
 	if o.replace > 0 {
 		fmt.Fprintf(w, "  %d nodes replaced: read after %s\n", r.replaced, r.replacedRead.Round(time.Millisecond))
+	}
+	if len(r.dropped) > 0 {
+		fmt.Fprintf(w, "  dropped on the way, live replicas:")
+		for _, name := range droppedMetrics {
+			fmt.Fprintf(w, " %s %d;", name, r.dropped[name])
+		}
+		fmt.Fprintln(w)
 	}
 	c := r.counts
 	fmt.Fprintf(w, "  flows counted, per edge and direction against what was sent: %d edges, %d exact at %d flows per connection; "+
