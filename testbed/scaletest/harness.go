@@ -464,21 +464,44 @@ func (h *harness) cpus() ([]time.Duration, error) {
 
 // droppedMetrics are where a record can be dropped on its way from a
 // reader to the writer, in the live replicas: the collector's exporter
-// helper (a send that failed for good, a full queue), the leader receiver
-// (duplicates, malformed) and the Hubble receiver.
+// helpers (a send that failed, a full queue: the leader exporter's own
+// after its retries; the OTLP exporter inside it, which it retries, at
+// every failed try), the leader receiver (duplicates, malformed) and the
+// Hubble receiver.
 var droppedMetrics = []string{"otelcol_exporter_send_failed_log_records", "otelcol_exporter_enqueue_failed_log_records",
 	replicas.MetricLeaderDropped, flowsource.MetricFlowsDropped}
 
-// dropped is what the live replicas dropped, by metric; a killed replica's
-// is not known.
+// dropped is what the live replicas dropped, by series (metric and labels,
+// the process's own left out); a killed replica's is not known.
 func (h *harness) dropped() map[string]int64 {
 	out := map[string]int64{}
-	for _, name := range droppedMetrics {
-		if n, err := replicas.Sum(h.liveAll(), name); err == nil {
-			out[name] = n
+	for _, p := range h.liveAll() {
+		for _, name := range droppedMetrics {
+			series, err := p.Series(name)
+			if err != nil {
+				continue
+			}
+			for s, v := range series {
+				if v != 0 {
+					out[seriesWithout(s, "service_instance_id")] += int64(v)
+				}
+			}
 		}
 	}
 	return out
+}
+
+// seriesWithout is series without label's pair.
+func seriesWithout(series, label string) string {
+	i := strings.Index(series, label+`="`)
+	if i < 0 {
+		return series
+	}
+	j := strings.IndexByte(series[i+len(label)+2:], '"')
+	if j < 0 {
+		return series
+	}
+	return strings.Replace(series[:i]+series[i+len(label)+2+j+1:], "{,", "{", 1)
 }
 
 // readFlows is what the readers accepted or dropped, the killed ones' last

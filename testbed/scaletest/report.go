@@ -122,11 +122,10 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "  %d nodes replaced: read after %s\n", r.replaced, r.replacedRead.Round(time.Millisecond))
 	}
 	if len(r.dropped) > 0 {
-		fmt.Fprintf(w, "  dropped on the way, live replicas:")
-		for _, name := range droppedMetrics {
-			fmt.Fprintf(w, " %s %d;", name, r.dropped[name])
+		fmt.Fprintln(w, "  dropped or failed on the way, live replicas (see droppedMetrics):")
+		for _, s := range slices.Sorted(maps.Keys(r.dropped)) {
+			fmt.Fprintf(w, "      %-100s %d\n", s, r.dropped[s])
 		}
-		fmt.Fprintln(w)
 	}
 	c := r.counts
 	fmt.Fprintf(w, "  flows counted, per edge and direction against what was sent: %d edges, %d exact at %d flows per connection; "+
