@@ -125,6 +125,21 @@ func startReaderOf(t *testing.T, env *leaderEnv, interval time.Duration) (export
 	return e, tel, reader
 }
 
+// twoLeaders starts two leader receivers, the first leading, and a reader
+// of the first whose exporter merges for interval; the test moves the lead
+// to the second (at 127.0.0.2) itself.
+func twoLeaders(t *testing.T, interval time.Duration) (first, second *leaderEnv, e exporter.Logs, tel *componenttest.Telemetry,
+	reader *enforcerextensiontest.Enforcer) {
+	t.Helper()
+	first = startLeaderReceiver(t)
+	second = startLeaderReceiverOn(t, first.ca, "127.0.0.2", first.port)
+	first.replica.Lead()
+	e, tel, reader = startReaderOf(t, first, interval)
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	return first, second, e, tel, reader
+}
+
+
 // TestReaderToLeaderOverMutualTLS: a standby refuses and the exporter tries
 // again until the replica leads; a candidate arrives while the edges wait for
 // the interval; the edges arrive merged; a candidate sent again is dropped as
@@ -203,11 +218,7 @@ func TestReaderToLeaderOverMutualTLS(t *testing.T) {
 // old one answers Unavailable and the exporter, retrying, connects to the new
 // address and delivers there.
 func TestTheExporterFollowsTheLeader(t *testing.T) {
-	first := startLeaderReceiver(t)
-	second := startLeaderReceiverOn(t, first.ca, "127.0.0.2", first.port)
-	first.replica.Lead()
-	e, _, reader := startReaderOf(t, first, time.Hour)
-	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	first, second, e, _, reader := twoLeaders(t, time.Hour)
 
 	ld, sl := newScope()
 	appendCandidate(sl, 1, 0)

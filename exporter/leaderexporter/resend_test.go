@@ -55,11 +55,7 @@ func consume(t *testing.T, e interface {
 // it is sent every kept batch again, in order and before the next, without
 // waiting for one; candidates are never sent again.
 func TestANewLeaderIsSentTheKeptBatches(t *testing.T) {
-	first := startLeaderReceiver(t)
-	second := startLeaderReceiverOn(t, first.ca, "127.0.0.2", first.port)
-	first.replica.Lead()
-	e, tel, reader := startReaderOf(t, first, 20*time.Millisecond)
-	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	first, second, e, tel, reader := twoLeaders(t, 20*time.Millisecond)
 
 	consume(t, e, func(sl plog.ScopeLogs) { appendEdge(sl, 80, 3, 0); appendCandidate(sl, 1, 0) })
 	waitFor(t, "the first batch at the first leader", func() bool { seqs, _ := batchesOf(t, first); return len(seqs) == 1 })
@@ -173,11 +169,7 @@ func TestAResendCutShortGoesOn(t *testing.T) {
 // without it, since its writer does not count gaps by batch and would count
 // it twice. An interval of gaps alone is not numbered, nor kept.
 func TestGapsAreNotSentAgain(t *testing.T) {
-	first := startLeaderReceiver(t)
-	second := startLeaderReceiverOn(t, first.ca, "127.0.0.2", first.port)
-	first.replica.Lead()
-	e, _, reader := startReaderOf(t, first, 20*time.Millisecond)
-	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	first, second, e, _, reader := twoLeaders(t, 20*time.Millisecond)
 
 	gap := func(sl plog.ScopeLogs, node string) {
 		(&learning.Gap{Workload: web, Backend: v1alpha1.BackendKubernetes, Cause: v1alpha1.CoverageLostEvents, Node: node, Events: 3, Time: base}).AppendTo(sl)
@@ -210,11 +202,7 @@ func TestGapsAreNotSentAgain(t *testing.T) {
 // reader keeps only the later ones, and a new leader is sent only those; a
 // mark of another leader process drops nothing.
 func TestWrittenBatchesAreNotKept(t *testing.T) {
-	first := startLeaderReceiver(t)
-	second := startLeaderReceiverOn(t, first.ca, "127.0.0.2", first.port)
-	first.replica.Lead()
-	e, tel, reader := startReaderOf(t, first, 20*time.Millisecond)
-	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	first, second, e, tel, reader := twoLeaders(t, 20*time.Millisecond)
 	for i := range 3 {
 		consume(t, e, func(sl plog.ScopeLogs) { appendEdge(sl, uint32(80+i), 1, time.Duration(i)*time.Second) })
 		waitFor(t, "the batch at the first leader", func() bool { seqs, _ := batchesOf(t, first); return len(seqs) == i+1 })
