@@ -139,7 +139,6 @@ func twoLeaders(t *testing.T, interval time.Duration) (first, second *leaderEnv,
 	return first, second, e, tel, reader
 }
 
-
 // TestReaderToLeaderOverMutualTLS: a standby refuses and the exporter tries
 // again until the replica leads; a candidate arrives while the edges wait for
 // the interval; the edges arrive merged; a candidate sent again is dropped as
