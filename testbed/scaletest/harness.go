@@ -49,6 +49,7 @@ type options struct {
 	writeBurst                    int
 	observedInterval              time.Duration // the writer's observed_interval; 0: its default
 	killReader, killLeader        bool
+	addReader                     bool
 	replace                       float64       // the share of nodes replaced
 	monitored                     float64       // the share of served Deployments with a monitor-mode policy
 	settle                        time.Duration // the longest wait for the counts; 0: three observed intervals and a minute
@@ -307,7 +308,7 @@ func (h *harness) drive(ctx context.Context) error {
 		return err
 	}
 	for i := range o.readers {
-		if _, err := h.startReader(ctx, i); err != nil {
+		if err := h.startReader(ctx, i); err != nil {
 			return err
 		}
 	}
@@ -532,28 +533,28 @@ func (h *harness) replica(ip, metrics string) replicas.Replica {
 	}
 }
 
-func (h *harness) startReader(ctx context.Context, i int) (*replicas.Process, error) {
+func (h *harness) startReader(ctx context.Context, i int) error {
 	pod := fmt.Sprintf("scaletest-reader-%d", i+1)
 	if err := replicas.RunningPod(ctx, h.env.Client, namespace, pod, replicas.ReaderIP(i)); err != nil {
-		return nil, err
+		return err
 	}
 	metrics, err := replicas.FreeAddr()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	config, err := h.launcher.WriteConfig(pod, h.replica(replicas.ReaderIP(i), metrics).YAML())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p, err := h.launcher.StartAs(pod, namespace, config, metrics)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	h.mu.Lock()
 	h.all = append(h.all, p)
 	h.readers = append(h.readers, p)
 	h.mu.Unlock()
-	return p, nil
+	return nil
 }
 
 func exited(p *replicas.Process) bool {
@@ -611,6 +612,9 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 // faults are the faults asked for, in order.
 func (h *harness) faults() []func(context.Context) error {
 	var out []func(context.Context) error
+	if h.opts.addReader {
+		out = append(out, h.addReader)
+	}
 	if h.opts.killReader {
 		out = append(out, h.killReader)
 	}
@@ -621,6 +625,25 @@ func (h *harness) faults() []func(context.Context) error {
 		out = append(out, h.killLeader)
 	}
 	return out
+}
+
+// addReader starts one more reader, as a scale-up does: its share of the
+// nodes moves to it by graceful hand-offs (each released at its final
+// checkpoint). It measures until every node is read again.
+func (h *harness) addReader(ctx context.Context) error {
+	h.mu.Lock()
+	i := len(h.readers)
+	h.mu.Unlock()
+	logf("starting one more reader")
+	start := time.Now()
+	if err := h.startReader(ctx, i); err != nil {
+		return err
+	}
+	if err := h.waitAllRead(ctx, h.liveReaders(), 5*time.Minute); err != nil {
+		return fmt.Errorf("after a reader joined: %w", err)
+	}
+	logf("every node read again %s after the new reader started", time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // killReader SIGKILLs the first reader and measures until the others read
