@@ -383,7 +383,7 @@ func (m *Membership) renew(ctx context.Context) {
 	}
 	n := max(m.shardCount, 1)
 	pod := m.pod
-	marks := m.writtenAnnotationLocked()
+	marks := m.writtenMarksLocked()
 	m.mu.Unlock()
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
@@ -406,7 +406,11 @@ func (m *Membership) renew(ctx context.Context) {
 		count = strconv.Itoa(n)
 	}
 	setAnnotation(l, v1alpha1.ShardsAnnotation, count)
-	setAnnotation(l, v1alpha1.WrittenThroughAnnotation, marks)
+	published := ""
+	if marks != nil {
+		published = formatWritten(marks())
+	}
+	setAnnotation(l, v1alpha1.WrittenThroughAnnotation, published)
 	written, err := writeLease(ctx, leases, l)
 	if publish && (err != nil || len(failed) > 0) {
 		m.mu.Lock()

@@ -22,14 +22,14 @@ func (m *Membership) PublishWritten(marks func() map[string]int64) {
 	m.writtenMarks = marks
 }
 
-// writtenAnnotationLocked is what this replica's Lease says of the marks now:
-// the writer's, while this replica leads; m.mu is held, and the writer's
-// store has a lock of its own that never waits for m.mu.
-func (m *Membership) writtenAnnotationLocked() string {
-	if m.writtenMarks == nil || m.leader != m.cfg.Identity {
-		return ""
+// writtenMarksLocked is where this replica's marks are read while it leads,
+// nil otherwise; m.mu is held. The caller reads them after it lets go of
+// m.mu: the writer's store goes over every object it holds.
+func (m *Membership) writtenMarksLocked() func() map[string]int64 {
+	if m.leader != m.cfg.Identity {
+		return nil
 	}
-	return formatWritten(m.writtenMarks())
+	return m.writtenMarks
 }
 
 // WrittenThrough returns the leader's identity and the last batch of sender
@@ -37,22 +37,21 @@ func (m *Membership) writtenAnnotationLocked() string {
 // leader is known or it said nothing of sender.
 func (m *Membership) WrittenThrough(sender string) (leader string, seq int64, ok bool) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	leader = m.leader
-	if leader == "" {
+	leader, own, informer := m.leader, m.writtenMarksLocked(), m.informer
+	m.mu.Unlock()
+	switch {
+	case leader == "":
 		return "", 0, false
-	}
-	if leader == m.cfg.Identity {
-		if m.writtenMarks == nil {
+	case leader == m.cfg.Identity:
+		if own == nil {
 			return leader, 0, false
 		}
-		seq, ok = m.writtenMarks()[sender]
+		seq, ok = own()[sender]
 		return leader, seq, ok
-	}
-	if m.informer == nil {
+	case informer == nil:
 		return leader, 0, false
 	}
-	for _, obj := range m.informer.GetStore().List() {
+	for _, obj := range informer.GetStore().List() {
 		l, isLease := obj.(*coordinationv1.Lease)
 		if !isLease || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != leader {
 			continue

@@ -205,10 +205,3 @@ func (e *Enforcer) WrittenThrough(sender string) (string, int64, bool) {
 	seq, ok := marks()[sender]
 	return leader, seq, ok
 }
-
-// WrittenMarks returns what PublishWritten kept; nil for nothing.
-func (e *Enforcer) WrittenMarks() func() map[string]int64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.writtenMarks
-}
