@@ -822,7 +822,7 @@ func (m *Membership) CountFrom(key string) (time.Time, bool) {
 	}
 	// The newest time up to which any leader, this replica among them,
 	// published that it took key's records.
-	if t, _, ok := m.newestOfLocked(key, m.counted, m.countedGone, countsOf); ok {
+	if t, _, ok := m.newestOfLocked(key, m.counted, m.countedGone, false, false, countsOf, nil); ok {
 		return t, true
 	}
 	return newest, true
@@ -910,8 +910,17 @@ func (m *Membership) othersCaughtUpLocked() bool {
 
 // newestLocked returns the newest checkpoint of key and the member Lease
 // that published it; nil for this replica's own or a deleted Lease's.
+//
+// A claim at the time of a release is newer than the release: the claiming
+// member counts from there and reads key until it releases key in turn. A
+// key that moves twice within one publication period has both at one time
+// (the second member claims at the first one's released checkpoint and has
+// not published a later one yet); the release must not settle it while the
+// claim's member still reads it.
 func (m *Membership) newestLocked(key string) (time.Time, *coordinationv1.Lease, bool) {
-	return m.newestOfLocked(key, m.checkpoints, m.gone, checkpointsOf)
+	_, ownReleased := m.released[key]
+	return m.newestOfLocked(key, m.checkpoints, m.gone, ownReleased, m.goneReleased[key], checkpointsOf,
+		func(p parsedCheckpoints) bool { return p.released[key] })
 }
 
 // checkpointsOf and countsOf pick one kind of time out of what a member Lease
@@ -922,12 +931,19 @@ func countsOf(p parsedCheckpoints) map[string]time.Time      { return p.counted 
 // newestOfLocked returns the newest time of key among this replica's own
 // times, those kept of deleted Leases, and those that of picks out of every
 // other member Lease in the cache, with the Lease that published it (nil for
-// this replica's own or a deleted Lease's).
-func (m *Membership) newestOfLocked(key string, own, gone map[string]time.Time, of func(parsedCheckpoints) map[string]time.Time) (time.Time, *coordinationv1.Lease, bool) {
+// this replica's own or a deleted Lease's). Of times that are equal, one that
+// is not released (ownReleased, goneReleased, released) wins over one that
+// is; released may be nil when no time is ever released.
+func (m *Membership) newestOfLocked(key string, own, gone map[string]time.Time, ownReleased, goneReleased bool,
+	of func(parsedCheckpoints) map[string]time.Time, released func(parsedCheckpoints) bool) (time.Time, *coordinationv1.Lease, bool) {
 	best, ok := own[key]
+	bestReleased := ok && ownReleased
 	var from *coordinationv1.Lease
-	if t, found := gone[key]; found && (!ok || t.After(best)) {
-		best, ok = t, true
+	newer := func(t time.Time, isReleased bool) bool {
+		return !ok || t.After(best) || (t.Equal(best) && bestReleased && !isReleased)
+	}
+	if t, found := gone[key]; found && newer(t, goneReleased) {
+		best, ok, bestReleased = t, true, goneReleased
 	}
 	if m.informer == nil {
 		return best, nil, ok
@@ -943,8 +959,14 @@ func (m *Membership) newestOfLocked(key string, own, gone map[string]time.Time, 
 		if !current || (member.Spec.HolderIdentity != nil && *member.Spec.HolderIdentity == m.cfg.Identity) {
 			continue
 		}
-		if t, found := of(m.checkpointsOfLocked(l))[key]; found && (!ok || t.After(best)) {
-			best, from, ok = t, l, true
+		p := m.checkpointsOfLocked(l)
+		t, found := of(p)[key]
+		if !found {
+			continue
+		}
+		isReleased := released != nil && released(p)
+		if newer(t, isReleased) {
+			best, from, ok, bestReleased = t, l, true, isReleased
 		}
 	}
 	return best, from, ok

@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -586,4 +587,69 @@ func TestJoinerWaitsForEarlierMembers(t *testing.T) {
 		l.Annotations[v1alpha1.ReleasedAnnotation] = `["node-x"]`
 	})
 	waitFor(t, "the release", memberWait, func() bool { return joiner.Settled("node-x") })
+}
+
+// TestAClaimAtAReleasedCheckpointIsNotSettled: a key that moves twice within
+// one publication period (first to second at a release, then on to a third
+// that joins) has the first member's release and the second's claim at one
+// time. The claim wins: the third member waits for the second's release, and
+// counts from there, rather than from the first's release while the second
+// still reads the key.
+func TestAClaimAtAReleasedCheckpointIsNotSettled(t *testing.T) {
+	controlplanetest.Require(t)
+	suffix := rand.String(5)
+	ms := joinMembers(t, "twice-"+suffix, "first-"+suffix, "second-"+suffix, "third-"+suffix)
+	first, second, third := ms[0], ms[1], ms[2]
+	waitMembers(t, "three members", ms...)
+
+	released := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	first.Checkpoint("node-1", released)
+	first.Release("node-1")
+	ctx, cancel := context.WithTimeout(context.Background(), memberWait)
+	defer cancel()
+	from, ok, err := second.Take(ctx, "node-1", time.Time{})
+	if err != nil || !ok || !from.Equal(released) {
+		t.Fatalf("the second member's Take: %v (%v), %v; want the released checkpoint %v", from, ok, err, released)
+	}
+	// The claim is written when Take returns: the third member's cache
+	// holds it once it holds that write of the second member's Lease.
+	name := memberLeaseName("twice-"+suffix, "second-"+suffix)
+	claim, found := getLease(t, name)
+	if !found {
+		t.Fatalf("no Lease %s after the second member's claim", name)
+	}
+	written, _ := strconv.ParseUint(claim.ResourceVersion, 10, 64)
+	waitFor(t, "the third member to see the second's claim", memberWait, func() bool {
+		obj, ok, _ := third.informer.GetStore().GetByKey("default/" + name)
+		l, isLease := obj.(*coordinationv1.Lease)
+		if !ok || !isLease {
+			return false
+		}
+		seen, _ := strconv.ParseUint(l.ResourceVersion, 10, 64)
+		return seen >= written
+	})
+	// Both times are in the third member's cache now, in an order that
+	// changes from one look to the next.
+	for range 50 {
+		if third.Settled("node-1") {
+			t.Fatal("settled by the first member's release while the second member's claim at that time holds the key")
+		}
+	}
+
+	took := make(chan time.Time, 1)
+	go func() {
+		from, _, _ := third.Take(ctx, "node-1", time.Time{})
+		took <- from
+	}()
+	select {
+	case got := <-took:
+		t.Fatalf("the third member took the key (from %v) before the second member released it", got)
+	case <-time.After(5 * settlePoll):
+	}
+	later := released.Add(time.Minute)
+	second.Checkpoint("node-1", later)
+	second.Release("node-1")
+	if got := <-took; !got.Equal(later) {
+		t.Fatalf("the third member counts from %v, want the second member's release at %v", got, later)
+	}
 }
