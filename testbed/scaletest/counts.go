@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
@@ -37,6 +38,9 @@ type counts struct {
 type sample struct {
 	got, conns        int64
 	found, listedPart bool
+	// e and dir are the edge and the direction whose evidence it is.
+	e   *edge
+	dir v1alpha1.Direction
 }
 
 // countsOf compares the samples at their most common ratio.
@@ -108,7 +112,34 @@ func (h *harness) compareCounts(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("counts: %w", err)
 	}
+	h.logMiscounted(10)
 	return nil
+}
+
+// logMiscounted logs up to n edge directions counted less than sent, and n
+// counted more: the node that sent them and the time of each connection, to
+// set beside the replicas' logs of that node's hand-offs.
+func (h *harness) logMiscounted(n int) {
+	c := h.rep.counts
+	short, over := 0, 0
+	for _, s := range h.rep.miscounted {
+		what := &short
+		if s.got > c.perConn*s.conns {
+			what = &over
+		}
+		if *what == n {
+			continue
+		}
+		*what++
+		wls := h.traffic.workloads
+		src, dst := wls[s.e.src], wls[s.e.dst]
+		times := make([]string, len(s.e.sent))
+		for i, t := range s.e.sent {
+			times[i] = t.UTC().Format("15:04:05.000000")
+		}
+		logf("miscounted: %s/%s -> %s/%s:%d (%s evidence) from node %s: %d flows of %d connections at %d each; connections at %s",
+			src.Namespace, src.Name, dst.Namespace, dst.Name, s.e.port, s.dir, h.nodeName(s.e.node), s.got, s.conns, c.perConn, strings.Join(times, ", "))
+	}
 }
 
 // count reads every proposal and compares each edge's evidence.
@@ -124,9 +155,9 @@ func (h *harness) count(ctx context.Context) (counts, error) {
 	}
 	wls := h.traffic.workloads
 	var samples []sample
-	lookup := func(owner int, dir v1alpha1.Direction, peer int, port uint32, conns int64) {
+	lookup := func(e *edge, owner int, dir v1alpha1.Direction, peer int, port uint32, conns int64) {
 		w, pw := wls[owner], wls[peer]
-		s := sample{conns: conns}
+		s := sample{conns: conns, e: e, dir: dir}
 		if p := byName[w.Namespace+"/"+proposalName(w, dir)]; p != nil {
 			s.listedPart = p.Status.OmittedEdges > 0
 			for _, e := range p.Status.Observed {
@@ -143,10 +174,17 @@ func (h *harness) count(ctx context.Context) (counts, error) {
 		if conns == 0 {
 			continue
 		}
-		lookup(e.src, v1alpha1.DirectionEgress, e.dst, e.port, conns)
+		lookup(e, e.src, v1alpha1.DirectionEgress, e.dst, e.port, conns)
 		if !h.monitored[e.dst] { // violations, counted by violationCounts
-			lookup(e.dst, v1alpha1.DirectionIngress, e.src, e.port, conns)
+			lookup(e, e.dst, v1alpha1.DirectionIngress, e.src, e.port, conns)
 		}
 	}
-	return countsOf(samples), nil
+	c := countsOf(samples)
+	h.rep.miscounted = h.rep.miscounted[:0]
+	for _, s := range samples {
+		if s.found && s.got != c.perConn*s.conns {
+			h.rep.miscounted = append(h.rep.miscounted, s)
+		}
+	}
+	return c, nil
 }

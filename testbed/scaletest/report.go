@@ -43,12 +43,14 @@ type report struct {
 	leaderMoved bool
 	// monitored is the number of workloads with a monitor-mode policy;
 	// violations compares their events with the connections sent.
-	monitored              int
-	violations             counts
-	proposalsWanted        int
-	proposalsMissing       int
-	proposalsAfter         time.Duration
-	counts                 counts
+	monitored        int
+	violations       counts
+	proposalsWanted  int
+	proposalsMissing int
+	proposalsAfter   time.Duration
+	counts           counts
+	// miscounted are the edge directions of counts counted other than sent.
+	miscounted             []sample
 	apiWrites, watchEvents map[string]float64
 	apiWindow, watchWindow time.Duration
 	writerWrites           map[string]float64

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cilium/cilium/api/v1/observer"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kubewarden/network-enforcer/internal/dataplanetest"
 	"github.com/kubewarden/network-enforcer/testbed/fakecluster"
@@ -25,6 +26,13 @@ type edge struct {
 	// first is when its first connection was sent (unix nanoseconds; 0: not
 	// yet).
 	first atomic.Int64
+	// node is the node that emits it; sent the time of each connection's
+	// first flow, appended by the one goroutine that sends the node's
+	// connections and read once the traffic stopped.
+	node int
+	sent []time.Time
+	// portOffset is where its connections' source ports start.
+	portOffset uint64
 }
 
 // traffic is the cluster's edges, each node's share of them, and the pacing
@@ -40,8 +48,13 @@ type traffic struct {
 	// firstFlow[w] is when workload w's first connection was sent (unix
 	// nanoseconds; 0: never).
 	firstFlow []atomic.Int64
-	nextPort  atomic.Uint32
 }
+
+// Linux's ephemeral ports (net.ipv4.ip_local_port_range's default).
+const (
+	firstEphemeralPort = 32768
+	ephemeralPorts     = 60999 - firstEphemeralPort + 1
+)
 
 // hash is a stable number for s.
 func hash(s string) uint64 {
@@ -81,8 +94,10 @@ func newTraffic(workloads []fakecluster.Workload, nodes, minPeers, maxPeers int,
 			seen[dst] = true
 			// The client's pods in turn; the client pod's node emits it.
 			e := &edge{src: w, dst: dst, srcPod: k % len(workloads[w].Pods), port: 8080 + uint32(dst%8)}
+			e.node = workloads[w].Pods[e.srcPod].Node
+			e.portOffset = hash(strconv.Itoa(w) + ">" + strconv.Itoa(dst))
 			t.edges = append(t.edges, e)
-			node := workloads[w].Pods[e.srcPod].Node
+			node := e.node
 			t.byNode[node] = append(t.byNode[node], e)
 		}
 	}
@@ -96,15 +111,39 @@ func (t *traffic) end(w, p int) dataplanetest.End {
 	return dataplanetest.End{Namespace: wl.Namespace, Pod: pod.Name, IP: pod.IP, Workload: wl.Name, Identity: uint32(10000 + w)}
 }
 
-// connection is the flows of e's next connection, on node.
-func (t *traffic) connection(e *edge, node string) []*observer.GetFlowsResponse {
+// connection is the flows of e's next connection, on node, each after
+// *newest, which it moves to its last.
+//
+// A node's flows come in the order of their times: the agent stamps each
+// event as it queues it for Hubble, under one lock (cilium
+// pkg/hubble/monitor/consumer.go, sendEvent), and its ring buffer keeps them
+// in that order. Connections built one after another here overlap in time
+// (each spans its flows' microseconds from its start), so each is moved to
+// start after the node's newest flow.
+func (t *traffic) connection(e *edge, node string, newest *time.Time) []*observer.GetFlowsResponse {
 	k := int(e.conns.Load())
-	port := 32768 + t.nextPort.Add(1)%28000
+	// Linux picks a connection's source port by a hash of its destination
+	// plus a counter (RFC 6056's double-hash algorithm), so that one
+	// client's connections to one server take ports in turn: one port again
+	// only after all the others. One counter shared by every connection
+	// came back to an edge's port whenever the edge's period met the
+	// counter's turn (45 s at 500 nodes), and with it to the connection's
+	// five-tuple, which the receiver tells apart from the one before only
+	// after one to two connection periods.
+	port := firstEphemeralPort + uint32((e.portOffset+uint64(k))%ephemeralPorts)
 	msgs := dataplanetest.NewHubbleConnection(t.end(e.src, e.srcPod), t.end(e.dst, k), port, e.port, dataplanetest.ConnectionUnenforced)
+	var shift time.Duration
+	if first := msgs[0].GetFlow().GetTime().AsTime(); !first.After(*newest) {
+		shift = newest.Sub(first) + time.Microsecond
+	}
+	e.sent = append(e.sent, msgs[0].GetFlow().GetTime().AsTime().Add(shift))
 	for _, m := range msgs {
 		m.NodeName = node
 		if f := m.GetFlow(); f != nil {
 			f.NodeName = node
+			f.Time = timestamppb.New(f.GetTime().AsTime().Add(shift))
+			m.Time = f.Time
+			*newest = f.Time.AsTime()
 		}
 	}
 	return msgs
@@ -128,6 +167,8 @@ func (t *traffic) run(stop <-chan struct{}, to pusher, rate float64, workers int
 		wg.Go(func() {
 			credit := make([]float64, nodes)
 			next := make([]int, nodes)
+			newest := make([]time.Time, nodes) // each node's newest flow
+
 			// Spread the nodes' first connections over the first tick.
 			for n := g; n < nodes; n += workers {
 				credit[n] = perTick * float64(hash(strconv.Itoa(n))%1000) / 1000
@@ -151,7 +192,7 @@ func (t *traffic) run(stop <-chan struct{}, to pusher, rate float64, workers int
 					for ; credit[n] >= 1; credit[n]-- {
 						e := edges[next[n]%len(edges)]
 						next[n]++
-						msgs = append(msgs, t.connection(e, name)...)
+						msgs = append(msgs, t.connection(e, name, &newest[n])...)
 						now := time.Now().UnixNano()
 						e.first.CompareAndSwap(0, now)
 						t.firstFlow[e.src].CompareAndSwap(0, now)
