@@ -639,10 +639,29 @@ func (h *harness) addReader(ctx context.Context) error {
 	if err := h.startReader(ctx, i); err != nil {
 		return err
 	}
-	if err := h.waitAllRead(ctx, h.liveReaders(), 5*time.Minute); err != nil {
-		return fmt.Errorf("after a reader joined: %w", err)
+	h.mu.Lock()
+	joined := h.readers[i]
+	h.mu.Unlock()
+	// The others read every node until they see it join: the move is done
+	// once it reads its share and every node is read.
+	var state string
+	live := h.liveReaders()
+	err := replicas.Poll(ctx, "the new reader's share to move to it", 5*time.Minute, append([]*replicas.Process{h.leader}, live...), func() (bool, error) {
+		own, err := joined.Counter(replicas.MetricNodes)
+		if err != nil {
+			return false, nil // not serving its metrics yet
+		}
+		n, err := replicas.Sum(live, replicas.MetricNodes)
+		if err != nil {
+			return false, err
+		}
+		state = fmt.Sprintf("the new reader reads %d nodes, the readers %d of %d", own, n, h.opts.nodes)
+		return own > 0 && n == int64(h.opts.nodes), nil
+	})
+	if err != nil {
+		return fmt.Errorf("after a reader joined: %w (%s)", err, state)
 	}
-	logf("every node read again %s after the new reader started", time.Since(start).Round(time.Millisecond))
+	logf("%s, %s after it started", state, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

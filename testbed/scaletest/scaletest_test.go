@@ -9,16 +9,17 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/controlplanetest"
 )
 
-// TestScaleSmall runs the harness at a small size with few flows, and kills
-// a reader halfway: every node is read, every workload with flows has its
-// proposals, every edge's evidence counts each flow once, and every
-// connection into a workload with a monitor-mode policy is reported once. It
-// asserts no time: the figures are logged.
+// TestScaleSmall runs the harness at a small size with few flows, adds a
+// reader a third of the way (its share of the nodes moves to it by graceful
+// hand-offs) and kills a reader two thirds of the way: every node is read,
+// every workload with flows has its proposals, every edge's evidence counts
+// each flow once, and every connection into a workload with a monitor-mode
+// policy is reported once. It asserts no time: the figures are logged.
 func TestScaleSmall(t *testing.T) {
 	controlplanetest.Require(t)
 	controlplanetest.RequireBinary(t)
 	if testing.Short() {
-		t.Skip("starts a control plane and three replicas for minutes")
+		t.Skip("starts a control plane and four replicas for minutes")
 	}
 	o := defaultOptions()
 	o.nodes, o.readers = 100, 2
@@ -27,7 +28,7 @@ func TestScaleSmall(t *testing.T) {
 	o.clients, o.minPeers, o.maxPeers = 0.1, 3, 6
 	o.duration, o.timeout = 45*time.Second, 4*time.Minute
 	o.workers = 8
-	o.killReader = true
+	o.addReader, o.killReader = true, true
 	// A fifth of the served Deployments under a monitor-mode policy: a few
 	// dozen edges whose connections are violations.
 	o.monitored = 0.2
