@@ -647,10 +647,7 @@ func (h *harness) addReader(ctx context.Context) error {
 	var state string
 	live := h.liveReaders()
 	err := replicas.Poll(ctx, "the new reader's share to move to it", 5*time.Minute, append([]*replicas.Process{h.leader}, live...), func() (bool, error) {
-		own, err := joined.Counter(replicas.MetricNodes)
-		if err != nil {
-			return false, nil // not serving its metrics yet
-		}
+		own, _ := joined.Counter(replicas.MetricNodes) // 0 until it serves its metrics
 		n, err := replicas.Sum(live, replicas.MetricNodes)
 		if err != nil {
 			return false, err
