@@ -340,27 +340,8 @@ func TestHandOverSettles(t *testing.T) {
 
 	// The next reader's Take waits for the release, and then counts from
 	// the released checkpoint.
-	type taken struct {
-		from time.Time
-		ok   bool
-		err  error
-	}
-	took := make(chan taken, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), memberWait)
-	defer cancel()
-	go func() {
-		from, ok, err := next.Take(ctx, "node-1", time.Time{})
-		took <- taken{from, ok, err}
-	}()
-	select {
-	case got := <-took:
-		t.Fatalf("Take returned %v before the key's reader released it", got)
-	case <-time.After(5 * settlePoll):
-	}
 	t2 := t1.Add(time.Second)
-	previous.Checkpoint("node-1", t2)
-	previous.Release("node-1")
-	got := <-took
+	got := takeAtRelease(t, next, previous, "node-1", t2)
 	if got.err != nil || !got.ok || !got.from.Equal(t2) {
 		t.Fatalf("Take after the release: %v (%v), %v; want the released checkpoint %v", got.from, got.ok, got.err, t2)
 	}
@@ -636,20 +617,37 @@ func TestAClaimAtAReleasedCheckpointIsNotSettled(t *testing.T) {
 		}
 	}
 
-	took := make(chan time.Time, 1)
+	later := released.Add(time.Minute)
+	if got := takeAtRelease(t, third, second, "node-1", later); got.err != nil || !got.from.Equal(later) {
+		t.Fatalf("the third member counts from %v (%v), want the second member's release at %v", got.from, got.err, later)
+	}
+}
+
+// taken is what a Take returned.
+type taken struct {
+	from time.Time
+	ok   bool
+	err  error
+}
+
+// takeAtRelease has taker Take key, checks that the Take waits while
+// reader holds key, then has reader checkpoint key at t and release it, and
+// returns what the Take returned.
+func takeAtRelease(t *testing.T, taker, reader member, key string, at time.Time) taken {
+	t.Helper()
+	took := make(chan taken, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), memberWait)
+	defer cancel()
 	go func() {
-		from, _, _ := third.Take(ctx, "node-1", time.Time{})
-		took <- from
+		from, ok, err := taker.Take(ctx, key, time.Time{})
+		took <- taken{from, ok, err}
 	}()
 	select {
 	case got := <-took:
-		t.Fatalf("the third member took the key (from %v) before the second member released it", got)
+		t.Fatalf("Take returned %v before the key's reader released it", got)
 	case <-time.After(5 * settlePoll):
 	}
-	later := released.Add(time.Minute)
-	second.Checkpoint("node-1", later)
-	second.Release("node-1")
-	if got := <-took; !got.Equal(later) {
-		t.Fatalf("the third member counts from %v, want the second member's release at %v", got, later)
-	}
+	reader.Checkpoint(key, at)
+	reader.Release(key)
+	return <-took
 }
