@@ -78,6 +78,9 @@ type harness struct {
 	client     certtest.Pair
 	launcher   *replicas.Launcher
 	cluster    *dataplanetest.HubbleCluster
+	// replacing keeps a node's replacement apart from the pushes to it: a
+	// push goes to the node that its name is now, not one deleted since.
+	replacing  sync.RWMutex
 	plan       *fakecluster.Plan
 	traffic    *traffic
 	lease      string
@@ -113,6 +116,8 @@ func (h *harness) nodeName(i int) string {
 }
 
 func (h *harness) push(i int, msgs []*observer.GetFlowsResponse) {
+	h.replacing.RLock()
+	defer h.replacing.RUnlock()
 	if n := h.cluster.Node(h.nodeName(i)); n != nil {
 		n.Push(msgs...)
 	}
@@ -751,12 +756,18 @@ func (h *harness) replaceNodes(ctx context.Context) error {
 		name := fmt.Sprintf("%s-r%d", nodeName(i), time.Now().UnixNano()%100000)
 		h.mu.Lock()
 		h.hosts[name] = nodeHost(h.opts.nodes + i)
-		h.names[i] = name
 		h.mu.Unlock()
 		if _, err := h.cluster.AddNode(name); err != nil {
 			return err
 		}
+		// The node's connections go to the new node from here on: named
+		// before it existed, they went nowhere and counted as sent.
+		h.replacing.Lock()
+		h.mu.Lock()
+		h.names[i] = name
+		h.mu.Unlock()
 		h.cluster.DeleteNode(old)
+		h.replacing.Unlock()
 	}
 	if err := h.waitAllRead(ctx, h.liveReaders(), 5*time.Minute); err != nil {
 		return fmt.Errorf("after replacing nodes: %w", err)
