@@ -208,6 +208,7 @@ func TestIPBlockOverThePortLimitKeepsItsRange(t *testing.T) {
 	w2, err := newWriter(exportertest.NewNopSettings(f.Type()), cfg, enforcerextensiontest.FindWriting)
 	must(t, err)
 	must(t, w2.Start(context.Background(), fake.Host(enforcerextension.DefaultReference())))
+	t.Cleanup(w2.stopWatchingSilent)
 	learnEdges(t, w2, cidrEdge(v1alpha1.DirectionIngress, "203.0.113.7/32", "tcp", 9001))
 	if errs := fake.Drain(); len(errs) != 0 {
 		t.Fatal(errs)

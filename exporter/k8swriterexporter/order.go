@@ -14,7 +14,8 @@ import (
 // takes its keys by priority (termwriter.Queue.EnqueuePriority), highest
 // first, and in the order they came within a priority. What makes a proposal
 // exist and allow its workload's traffic comes first; the evidence of counts
-// comes last, most changed first.
+// comes last, most changed first, except what only the leader holds of a
+// reader gone silent.
 const (
 	// priorityCreate: a workload's first proposal (or a policy's first
 	// amendment): nothing the cluster has yet.
@@ -22,6 +23,10 @@ const (
 	// priorityNewEdge: new edges of a proposal that exists, a write of its
 	// spec.
 	priorityNewEdge = 2000
+	// prioritySilent: the evidence of a proposal that holds unwritten
+	// records of a reader gone silent, which the leader alone holds: a
+	// leader that dies before it writes them loses them.
+	prioritySilent = 1500
 	// priorityGap: a coverage gap, a condition of the writer's that changes,
 	// with no new edge.
 	priorityGap = 1000

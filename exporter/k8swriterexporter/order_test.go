@@ -14,7 +14,9 @@ import (
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/learning"
+	"github.com/kubewarden/network-enforcer/internal/observed"
 	"github.com/kubewarden/network-enforcer/internal/workload"
 )
 
@@ -165,5 +167,65 @@ func TestRefreshPriority(t *testing.T) {
 	}
 	if priorityRefreshMax >= -100 {
 		t.Errorf("refreshes reach %d: not below the cache's first list (-100)", priorityRefreshMax)
+	}
+}
+
+// TestASilentReadersEvidenceIsWrittenAtOnce: a reader's counts that the
+// leader took and has not written wait for the proposal's observed_interval;
+// once that reader goes silent (it died: the leader alone holds them), the
+// proposal's evidence is asked for at once, above the other refreshes, and
+// written with them.
+func TestASilentReadersEvidenceIsWrittenAtOnce(t *testing.T) {
+	w, fake := startWriter(t, func(c *Config) { c.ObservedInterval = time.Hour })
+	fake.Lead()
+	t0 := time.Now()
+	send := func(seq int64, flows int64) {
+		t.Helper()
+		ld := plog.NewLogs()
+		sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+		e := learning.Edge{Backend: v1alpha1.BackendKubernetes, Workload: cart, Direction: v1alpha1.DirectionIngress,
+			Peer: frontend, Protocol: "tcp", Port: 8080}
+		e.AppendTo(sl)
+		learning.SetObserved(sl.LogRecords().At(0), v1alpha1.PeerClassWorkload, flows, t0)
+		flowsource.StampBatch(ld, "reader-b", seq)
+		must(t, w.ConsumeLogs(context.Background(), ld))
+	}
+	flows := func() int64 {
+		t.Helper()
+		p, ok := fake.Proposal(cartIngress)
+		if !ok || len(p.Status.Observed) != 1 {
+			t.Fatalf("proposal %v (%v): want one observed edge", p, ok)
+		}
+		return p.Status.Observed[0].Flows
+	}
+	send(1, 5)
+	if errs := fake.DrainWithin(time.Minute); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if got := flows(); got != 5 {
+		t.Fatalf("first status: %d flows, want 5", got)
+	}
+
+	send(2, 7)
+	if errs := fake.DrainWithin(time.Minute); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if got := flows(); got != 5 {
+		t.Fatalf("written before its observed_interval: %d flows", got)
+	}
+	w.writeSilent(time.Now().Add(observed.SenderSilence / 2))
+	if d := fake.Queued()[cartIngress]; d < 30*time.Minute {
+		t.Fatalf("asked again after %s while its reader is not silent yet", d)
+	}
+
+	w.writeSilent(time.Now().Add(observed.SenderSilence + time.Second))
+	if d, p := fake.Queued()[cartIngress], fake.Priorities()[cartIngress]; d != 0 || p != prioritySilent {
+		t.Fatalf("after its reader went silent: asked after %s at priority %d, want at once at %d", d, p, prioritySilent)
+	}
+	if errs := fake.DrainWithin(time.Minute); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if got := flows(); got != 12 {
+		t.Fatalf("after its reader went silent: %d flows written, want 12", got)
 	}
 }

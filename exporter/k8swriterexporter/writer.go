@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -59,6 +60,10 @@ type writer struct {
 	telemetry *telemetry
 	// asked is the priority that each key waits at in queue.
 	asked asked
+	// stopSilent ends the look for silent senders (watchSilent), once.
+	stopSilent     chan struct{}
+	silentDone     chan struct{}
+	stopSilentOnce sync.Once
 }
 
 func newWriter(set exporter.Settings, cfg *Config, find termwriter.Finder) (*writer, error) {
@@ -97,13 +102,57 @@ func (w *writer) Start(_ context.Context, host component.Host) error {
 			enqueue(name)
 		}
 	})
+	w.stopSilent, w.silentDone = make(chan struct{}), make(chan struct{})
+	go w.watchSilent()
 	return nil
+}
+
+// stopWatchingSilent ends watchSilent, if it runs, and returns once it
+// ended.
+func (w *writer) stopWatchingSilent() {
+	if w.stopSilent == nil {
+		return
+	}
+	w.stopSilentOnce.Do(func() {
+		close(w.stopSilent)
+		<-w.silentDone
+	})
+}
+
+// silentLook is how often the writer looks for senders gone silent.
+const silentLook = time.Second
+
+// watchSilent asks, every silentLook, for the writes of the proposals that
+// hold unwritten records of a sender gone silent, until Shutdown.
+func (w *writer) watchSilent() {
+	defer close(w.silentDone)
+	tick := time.NewTicker(silentLook)
+	defer tick.Stop()
+	for {
+		select {
+		case <-w.stopSilent:
+			return
+		case now := <-tick.C:
+			w.writeSilent(now)
+		}
+	}
+}
+
+// writeSilent asks at once, and before the evidence refreshes, for the
+// writes of the proposals that hold unwritten records of a sender that went
+// silent at now: most likely a reader that died, whose records the leader
+// alone holds until they are written (observed.Store.HeldBySilent).
+func (w *writer) writeSilent(now time.Time) {
+	for _, name := range w.observed.HeldBySilent(now) {
+		w.enqueue(name, 0, prioritySilent)
+	}
 }
 
 // Shutdown ends the writer's controller. On a leader's way out, what is
 // learned and observed is written first, at once, so that the next leader
 // resumes after it; the receivers have stopped, and the lease is still held.
 func (w *writer) Shutdown(ctx context.Context) error {
+	w.stopWatchingSilent()
 	if w.queue != nil {
 		if err := w.queue.Stop(ctx, w.observed.HandOff(w.agg.dirtyNames()...)); err != nil {
 			w.set.Logger.Warn("Could not write every proposal before the lease is given up: the next leader reads the flow source's backfill", zap.Error(err))

@@ -48,6 +48,7 @@ func startWriter(t *testing.T, configure ...func(*Config)) (*writer, *enforcerex
 	if err := w.Start(context.Background(), fake.Host(enforcerextension.DefaultReference())); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(w.stopWatchingSilent)
 	return w, fake
 }
 
@@ -212,6 +213,7 @@ func TestPortsOverTheLimitCollapseIntoARange(t *testing.T) {
 	w2, err := newWriter(exportertest.NewNopSettings(f.Type()), f.CreateDefaultConfig().(*Config), enforcerextensiontest.FindWriting)
 	must(t, err)
 	must(t, w2.Start(context.Background(), fake.Host(enforcerextension.DefaultReference())))
+	t.Cleanup(w2.stopWatchingSilent)
 	learn(t, w2, 8080)
 	if errs := fake.Drain(); len(errs) != 0 {
 		t.Fatal(errs)

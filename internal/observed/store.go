@@ -172,12 +172,13 @@ func (s *Store) table(obj types.NamespacedName) *table {
 }
 
 // Wait is how long obj's next write of its observed edges must wait so that
-// it comes at most once per interval: 0 when it may be written now.
+// it comes at most once per interval: 0 when it may be written now, and
+// while it holds unwritten records of a silent sender (HeldBySilent).
 func (s *Store) Wait(obj types.NamespacedName, interval time.Duration, now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tb := s.objects[obj]
-	if tb == nil || tb.lastWrite.IsZero() || s.draining {
+	if tb == nil || tb.lastWrite.IsZero() || s.draining || s.holdsSilentLocked(tb) {
 		return 0
 	}
 	return max(0, tb.lastWrite.Add(interval).Sub(now))

@@ -1,6 +1,8 @@
 package observed
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -19,11 +21,21 @@ type pendingBatches struct {
 	from, last int64
 }
 
-// senderSeen is the last batch that a sender's records came in, and when.
+// senderSeen is the last batch that a sender's records came in, and when;
+// gap is the time between its last two batches, and silent says that it went
+// silent (HeldBySilent) and has sent nothing since.
 type senderSeen struct {
-	last int64
-	at   time.Time
+	last   int64
+	at     time.Time
+	gap    time.Duration
+	silent bool
 }
+
+// SenderSilence is the least time without a batch after which a sender is
+// taken for dead: a reader sends a batch every aggregation interval (1 s by
+// default) while its nodes' flows come. One that sends less often is given
+// three of its last gaps between batches.
+const SenderSilence = 10 * time.Second
 
 // notePendingLocked notes that obj's table tb took records of batch b;
 // s.mu is held.
@@ -46,7 +58,60 @@ func (s *Store) noteSenderLocked(b Batch, now time.Time) {
 		s.senders = map[string]senderSeen{}
 	}
 	seen := s.senders[b.Sender]
-	s.senders[b.Sender] = senderSeen{last: max(seen.last, b.Seq), at: now}
+	gap := seen.gap
+	if !seen.at.IsZero() {
+		gap = now.Sub(seen.at)
+	}
+	s.senders[b.Sender] = senderSeen{last: max(seen.last, b.Seq), at: now, gap: gap}
+}
+
+// HeldBySilent returns the objects that hold unwritten records of a sender
+// that went silent at now, once per silence, sorted. Until the sender sends
+// again their writes do not wait for observed_interval (Wait). A reader that
+// dies leaves the records it sent the leader in the leader's memory alone: it
+// kept them for a next leader, and its nodes' next readers count from where
+// the leader took them. Written at once, they no longer hang on the leader's
+// life for an observed interval.
+func (s *Store) HeldBySilent(now time.Time) []types.NamespacedName {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gone map[string]bool
+	for sender, seen := range s.senders {
+		if seen.silent || now.Sub(seen.at) <= max(SenderSilence, 3*seen.gap) {
+			continue
+		}
+		seen.silent = true
+		s.senders[sender] = seen
+		if gone == nil {
+			gone = map[string]bool{}
+		}
+		gone[sender] = true
+	}
+	if gone == nil {
+		return nil
+	}
+	var held []types.NamespacedName
+	for obj, tb := range s.objects {
+		for sender := range tb.unwrittenBatches {
+			if gone[sender] {
+				held = append(held, obj)
+				break
+			}
+		}
+	}
+	slices.SortFunc(held, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return held
+}
+
+// holdsSilentLocked reports whether tb holds unwritten records of a sender
+// that went silent; s.mu is held.
+func (s *Store) holdsSilentLocked(tb *table) bool {
+	for sender := range tb.unwrittenBatches {
+		if s.senders[sender].silent {
+			return true
+		}
+	}
+	return false
 }
 
 // Hold marks where obj's next status write may count up to: the batches

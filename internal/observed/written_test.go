@@ -2,6 +2,7 @@ package observed
 
 import (
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,5 +95,65 @@ func TestNotWrittenReleasesWhatAReconcileTook(t *testing.T) {
 	s.NotWritten(obj)
 	if got := s.WrittenThrough(now)["reader-a"]; got != 2 {
 		t.Fatalf("after a refused status: written through %d, want 2", got)
+	}
+}
+
+// TestASilentSendersRecordsAreWrittenAtOnce: once a sender sends nothing for
+// SenderSilence (or three of its gaps between batches), the objects that hold
+// its unwritten records are named once, and their writes no longer wait for
+// observed_interval, until it sends again; an object that holds only a live
+// sender's records waits as before.
+func TestASilentSendersRecordsAreWrittenAtOnce(t *testing.T) {
+	s := NewStore(10, nil, nil)
+	other := types.NamespacedName{Namespace: "shop", Name: "deployment-api-ingress"}
+	const interval = time.Hour
+	now := time.Now()
+	a := func(seq int64) Batch { return Batch{Sender: "reader-a", Seq: seq} }
+	b := func(seq int64) Batch { return Batch{Sender: "reader-b", Seq: seq} }
+	s.AddBatch(a(1), []Seen{{Obj: obj, Key: db, Flows: 1, Time: t0}}, now)
+	s.AddBatch(b(1), []Seen{{Obj: other, Key: db, Flows: 1, Time: t0}}, now)
+	s.Status(obj, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10).Written(now)
+	s.Status(other, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10).Written(now)
+	// New records of each since the writes: they wait for the interval.
+	now = now.Add(time.Second)
+	s.AddBatch(a(2), []Seen{{Obj: obj, Key: db, Flows: 1, Time: t0}}, now)
+	s.AddBatch(b(2), []Seen{{Obj: other, Key: db, Flows: 1, Time: t0}}, now)
+	if held := s.HeldBySilent(now.Add(SenderSilence / 2)); held != nil {
+		t.Fatalf("silent before SenderSilence: %v", held)
+	}
+
+	// reader-a goes on; reader-b sends nothing more.
+	s.AddBatch(a(3), []Seen{{Obj: obj, Key: db, Flows: 1, Time: t0}}, now.Add(SenderSilence-time.Second))
+	now = now.Add(SenderSilence + time.Second)
+	if held := s.HeldBySilent(now); len(held) != 1 || held[0] != other {
+		t.Fatalf("held by the silent sender: %v, want [%v]", held, other)
+	}
+	if held := s.HeldBySilent(now.Add(time.Second)); held != nil {
+		t.Fatalf("named again in the same silence: %v", held)
+	}
+	if w := s.Wait(other, interval, now); w != 0 {
+		t.Fatalf("the silent sender's object waits %s for its write", w)
+	}
+	if w := s.Wait(obj, interval, now); w <= 0 {
+		t.Fatal("the live sender's object does not wait for the interval")
+	}
+
+	// Once written, it waits again: nothing of the silent sender is left.
+	s.Status(other, &v1alpha1.ObservedTraffic{}, allowWorkloads, 10).Written(now)
+	if w := s.Wait(other, interval, now); w <= 0 {
+		t.Fatal("written, it does not wait for the interval")
+	}
+
+	// A sender whose batches come further apart is given three of its gaps
+	// (reader-a, silent by now, is named at the first look).
+	now = now.Add(time.Minute)
+	s.AddBatch(b(3), []Seen{{Obj: other, Key: db, Flows: 1, Time: t0}}, now)
+	s.AddBatch(b(4), []Seen{{Obj: other, Key: db, Flows: 1, Time: t0}}, now.Add(20*time.Second))
+	now = now.Add(20 * time.Second)
+	if held := s.HeldBySilent(now.Add(30 * time.Second)); slices.Contains(held, other) {
+		t.Fatalf("silent within three of its 20 s gaps: %v", held)
+	}
+	if held := s.HeldBySilent(now.Add(61 * time.Second)); !slices.Equal(held, []types.NamespacedName{other}) {
+		t.Fatalf("after three of its gaps: %v, want [%v]", held, other)
 	}
 }
