@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
@@ -126,16 +127,7 @@ const silentLook = time.Second
 // hold unwritten records of a sender gone silent, until Shutdown.
 func (w *writer) watchSilent() {
 	defer close(w.silentDone)
-	tick := time.NewTicker(silentLook)
-	defer tick.Stop()
-	for {
-		select {
-		case <-w.stopSilent:
-			return
-		case now := <-tick.C:
-			w.writeSilent(now)
-		}
-	}
+	wait.Until(func() { w.writeSilent(time.Now()) }, silentLook, w.stopSilent)
 }
 
 // writeSilent asks at once, and before the evidence refreshes, for the
