@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,14 +56,7 @@ func getPolicy(t *testing.T, name string) *v1alpha1.WorkloadNetworkPolicy {
 // controllers write its annotations meanwhile.
 func editPolicy(t *testing.T, name string, edit func(*v1alpha1.WorkloadNetworkPolicy)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p := getPolicy(t, name)
-		edit(p)
-		return env.Client.Update(context.Background(), p)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	controlplanetest.Edit(t, env.Client, getPolicy(t, name), edit)
 }
 
 // policyRevisions lists the policy's ControllerRevisions, oldest first.

@@ -73,13 +73,7 @@ func TestRenderAndStatusOwnerInQuickSuccession(t *testing.T) {
 
 	// The mode change asks both controllers for a round (spec changed).
 	before := rounds.Load()
-	if err := env.Client.Get(ctx, key, policy); err != nil {
-		t.Fatal(err)
-	}
-	policy.Spec.Mode = v1alpha1.PolicyModeMonitor
-	if err := env.Client.Update(ctx, policy); err != nil {
-		t.Fatal(err)
-	}
+	controlplanetest.Edit(t, env.Client, policy, func(p *v1alpha1.WorkloadNetworkPolicy) { p.Spec.Mode = v1alpha1.PolicyModeMonitor })
 	waitFor(t, "the status owner's round after the mode change", 20*time.Second, func() bool { return rounds.Load() > before })
 	waitFor(t, "both conditions after the mode change", 20*time.Second, both(v1alpha1.ReasonMonitor))
 }

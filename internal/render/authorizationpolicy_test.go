@@ -85,14 +85,7 @@ func renderedReason(t *testing.T, c client.Client, namespace, name string) strin
 
 func setMode(t *testing.T, p *v1alpha1.WorkloadNetworkPolicy, mode v1alpha1.PolicyMode) {
 	t.Helper()
-	ctx := context.Background()
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.Mode = mode
-	if err := env.Client.Update(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	controlplanetest.Edit(t, env.Client, p, func(p *v1alpha1.WorkloadNetworkPolicy) { p.Spec.Mode = mode })
 }
 
 // TestRenderAuthorizationPolicy: an istio-backend policy has an ALLOW

@@ -219,14 +219,7 @@ func TestRenderCiliumNetworkPolicy(t *testing.T) {
 		return app == "web"
 	})
 
-	var p v1alpha1.WorkloadNetworkPolicy
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "shop", Name: policy.Name}, &p); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.Mode = v1alpha1.PolicyModeMonitor
-	if err := env.Client.Update(ctx, &p); err != nil {
-		t.Fatal(err)
-	}
+	setMode(t, policy, v1alpha1.PolicyModeMonitor)
 	waitFor(t, "monitor mode to remove the CiliumNetworkPolicy", 20*time.Second, func() bool {
 		_, ok := ciliumNetworkPolicy(t, policy.Name)
 		return !ok

@@ -60,13 +60,7 @@ func TestRenderNetworkPolicy(t *testing.T) {
 		return ok && np.Spec.PodSelector.MatchLabels["app"] == "cart"
 	})
 
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "shop", Name: policy.Name}, policy); err != nil {
-		t.Fatal(err)
-	}
-	policy.Spec.Mode = v1alpha1.PolicyModeMonitor
-	if err := env.Client.Update(ctx, policy); err != nil {
-		t.Fatal(err)
-	}
+	setMode(t, policy, v1alpha1.PolicyModeMonitor)
 	waitFor(t, "monitor mode to remove the NetworkPolicy", 20*time.Second, func() bool { _, ok := networkPolicy(t, policy.Name); return !ok })
 
 	theirs := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "deployment-orders-ingress"},

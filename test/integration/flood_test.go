@@ -146,14 +146,16 @@ func TestEvidenceUnderAFlood(t *testing.T) {
 			// Protect, with a rule that allows the flood's addresses: a third
 			// flood is allowed, its edges past the limit too, and the rule's
 			// use counts every one of its flows.
-			policy.Spec.Mode = v1alpha1.PolicyModeProtect
-			tcp := corev1.ProtocolTCP
-			policy.Spec.Kubernetes.Egress = append(policy.Spec.Kubernetes.Egress, networkingv1.NetworkPolicyEgressRule{
-				To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "100.64.0.0/10"}}},
-				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: ptr.To(intstr.FromInt32(8080))}},
+			var rule string
+			controlplanetest.Edit(t, env.Client, policy, func(policy *v1alpha1.WorkloadNetworkPolicy) {
+				policy.Spec.Mode = v1alpha1.PolicyModeProtect
+				tcp := corev1.ProtocolTCP
+				policy.Spec.Kubernetes.Egress = append(policy.Spec.Kubernetes.Egress, networkingv1.NetworkPolicyEgressRule{
+					To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "100.64.0.0/10"}}},
+					Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: ptr.To(intstr.FromInt32(8080))}},
+				})
+				rule = "egress[" + strconv.Itoa(len(policy.Spec.Kubernetes.Egress)-1) + "]"
 			})
-			rule := "egress[" + strconv.Itoa(len(policy.Spec.Kubernetes.Egress)-1) + "]"
-			must(t, env.Client.Update(ctx, policy))
 			waitUntil(t, "the rule in the policy's rule use", time.Minute, func() bool {
 				must(t, env.Client.Get(ctx, key(policy.Namespace, policy.Name), policy))
 				return ruleFlows(policy, rule) >= 0

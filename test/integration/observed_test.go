@@ -40,7 +40,6 @@ var (
 func TestProposalShowsWhatProtectWouldBlock(t *testing.T) {
 	controlplanetest.Require(t)
 	fresh(t)
-	ctx := context.Background()
 	p := &pipeline{Learning: pipelinetest.StartPipeline(t, pipelinetest.Options{ObservedInterval: time.Second})}
 	waitUntil(t, "leadership", 30*time.Second, p.Enforcer.IsLeader)
 	sendBatch(t, p, 3)
@@ -65,8 +64,9 @@ func TestProposalShowsWhatProtectWouldBlock(t *testing.T) {
 	}
 
 	// Tighten by hand: the egress rules go, egress stays governed.
-	proposal.Spec.Kubernetes.Egress = []networkingv1.NetworkPolicyEgressRule{}
-	must(t, env.Client.Update(ctx, &proposal))
+	controlplanetest.Edit(t, env.Client, &proposal, func(p *v1alpha1.WorkloadNetworkPolicyProposal) {
+		p.Spec.Kubernetes.Egress = []networkingv1.NetworkPolicyEgressRule{}
+	})
 	edited := proposal.Generation
 	waitUntil(t, "the verdicts of the tightened spec", 30*time.Second, func() bool {
 		got, ok := batchEgressProposal(t)
