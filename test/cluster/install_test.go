@@ -36,14 +36,21 @@ func createNamespace(t *testing.T, ns string) {
 	deleteNamespaceAfter(t, ns)
 }
 
+// suiteValues are the values that the suite runs the chart with: a short
+// status sync and evidence refresh, as the tests wait for violations and
+// counts that the defaults (30s, a minute) write late.
+func suiteValues() []string {
+	return []string{"controller.statusSyncInterval=" + syncInterval.String(), "controller.observed.interval=" + syncInterval.String()}
+}
+
 // installChart installs the chart into its namespace with the default
-// collector's certificate, a short status sync, and values.
+// collector's certificate, the suite's values, and values.
 func installChart(t *testing.T, values ...string) {
 	t.Helper()
 	createNamespace(t, namespace)
 	collectorSecrets(t)
-	helmInstall(t, append([]string{"controller.statusSyncInterval=" + syncInterval.String(),
-		"telemetry.default.tls.mode=existingSecret", "telemetry.default.tls.existingSecret.name=" + collectorSecret}, values...)...)
+	helmInstall(t, append(append(suiteValues(),
+		"telemetry.default.tls.mode=existingSecret", "telemetry.default.tls.existingSecret.name="+collectorSecret), values...)...)
 }
 
 // helmInstall installs the chart with the real helm client, with the image

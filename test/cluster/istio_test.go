@@ -138,7 +138,7 @@ func accepted(t *testing.T, enforcers []pod) float64 {
 	return sum
 }
 
-// renewalUnderTraffic upgrades the release to certificates that live three
+// renewalUnderTraffic upgrades the release to certificates that live two
 // minutes (cert-manager issues new ones at once, as their duration changed,
 // and renews each a third of its life before it ends), sends a counted burst of
 // connections from 30 seconds before cert-manager renews the enforcer's and
@@ -151,11 +151,11 @@ func renewalUnderTraffic(t *testing.T) {
 	if _, err := httpDo("GET", control+"/quiet", ""); err != nil {
 		t.Fatal(err)
 	}
-	upgrade(t, "controller.certificateDuration=3m")
+	upgrade(t, "controller.certificateDuration=2m")
 	var short *x509.Certificate
-	waitFor(t, "a 3-minute certificate in "+otlpServer, 2*time.Minute, func() bool {
+	waitFor(t, "a 2-minute certificate in "+otlpServer, 2*time.Minute, func() bool {
 		short = parseCert(t, secretData(t, namespace, otlpServer, "tls.crt"))
-		return short.NotAfter.Sub(short.NotBefore) <= 3*time.Minute
+		return short.NotAfter.Sub(short.NotBefore) <= 2*time.Minute
 	})
 	enforcers := waitReady(t, namespace, enforcerPods, 2, 3*time.Minute)
 

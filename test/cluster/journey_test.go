@@ -175,13 +175,13 @@ func violationReported(t *testing.T) {
 	})
 }
 
-// upgradeToSuiteValues upgrades the release to the suite's value set (a
-// short status sync: violations reach the policy status sooner), which rolls
+// upgradeToSuiteValues upgrades the release to the suite's values
+// (suiteValues: violations and counts reach the status sooner), which rolls
 // the enforcers, and waits until the new leader reads the data plane
 // (reading).
 func upgradeToSuiteValues(t *testing.T, reading func() bool) {
 	t.Helper()
-	upgrade(t, "controller.statusSyncInterval="+syncInterval.String())
+	upgrade(t, suiteValues()...)
 	waitLeader(t, waitReady(t, namespace, enforcerPods, 2, 3*time.Minute))
 	waitFor(t, "the new leader to read the data plane", time.Minute, reading)
 }

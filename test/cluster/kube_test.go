@@ -197,6 +197,14 @@ func deleteNamespaceAfter(t *testing.T, ns string) {
 		if out, err := kubectlErr("", "delete", "namespace", ns, "--wait=false", "--ignore-not-found"); err != nil {
 			t.Errorf("deleting namespace %s: %v %s", ns, err, out)
 		}
+		// The namespace controller deletes the pods only at its first look,
+		// and then waits half of their longest grace period before it looks
+		// again, however soon they end (its estimate). Pods deleted now,
+		// while no controller may create more in the terminating namespace,
+		// are gone by that first look.
+		if out, err := kubectlErr("", "-n", ns, "delete", "pods", "--all", "--wait=false", "--ignore-not-found"); err != nil {
+			t.Errorf("deleting the pods of namespace %s: %v %s", ns, err, out)
+		}
 		deleting = append(deleting, "namespace/"+ns)
 	})
 }
