@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -135,12 +136,37 @@ func (c *Controller) drain(ctx context.Context, keys []types.NamespacedName) err
 		if left == 0 {
 			return nil
 		}
+		if refused, err := c.refusedSince(start, keys); refused == left {
+			// Every key left was refused for this replica's credentials or
+			// rights: an uninstall deletes the ServiceAccount and its
+			// bindings beside the Deployment, and waiting out the
+			// hand-off's time writes none of them.
+			return &errDrain{keys: left, last: err}
+		}
 		select {
 		case <-ctx.Done():
 			return &errDrain{keys: left, last: last}
 		case <-tick.C:
 		}
 	}
+}
+
+// refusedSince counts the keys whose newest reconcile began after start and
+// failed as the API server refused this replica (Unauthorized: its token is
+// no longer valid; Forbidden: it has not the right), with the newest such
+// error.
+func (c *Controller) refusedSince(start time.Time, keys []types.NamespacedName) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	refused, last := 0, error(nil)
+	for _, key := range keys {
+		r, ok := c.last[key]
+		if ok && !r.began.Before(start) && (apierrors.IsUnauthorized(r.err) || apierrors.IsForbidden(r.err)) {
+			refused++
+			last = r.err
+		}
+	}
+	return refused, last
 }
 
 // errNotLeading is a Stop on a replica that does not lead: it has nothing to
