@@ -24,9 +24,10 @@ const ztunnelLines = "/etc/ztunnel/ztunnel.jsonl"
 //
 // On :8081 a test counts what reaches the enforcer: /quiet stops the replay,
 // /burst?lines=N&every=D prints N connections, each a "connection complete"
-// line of its own source port (one flow record each), one every D, and
-// /printed says how many of those it has printed; POST /lines prints the
-// lines of its body, a test's own connections as ztunnel logs them.
+// line of its own source port (one flow record each), one every D, /stop
+// ends the burst and says how many it printed, and /printed says how many of
+// those it has printed; POST /lines prints the lines of its body, a test's
+// own connections as ztunnel logs them.
 func ztunnel() error {
 	lines, err := dataplanetest.LoadZtunnel(ztunnelLines)
 	if err != nil {
@@ -47,6 +48,10 @@ func ztunnel() error {
 		out     sync.Mutex // one line at a time on stdout
 		quiet   atomic.Bool
 		printed atomic.Int64
+		// burst holds a burst's line from its check of stopped to its
+		// count, so that /stop's count is the last.
+		burst   sync.Mutex
+		stopped bool
 	)
 	say := func(l string) {
 		out.Lock()
@@ -56,6 +61,13 @@ func ztunnel() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/quiet", func(http.ResponseWriter, *http.Request) { quiet.Store(true) })
 	mux.HandleFunc("/printed", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, printed.Load()) })
+	mux.HandleFunc("/stop", func(w http.ResponseWriter, _ *http.Request) {
+		burst.Lock()
+		stopped = true
+		n := printed.Load()
+		burst.Unlock()
+		fmt.Fprintln(w, n)
+	})
 	mux.HandleFunc("POST /lines", func(w http.ResponseWriter, r *http.Request) {
 		lines, err := readLines(r.Body)
 		if err != nil {
@@ -81,8 +93,14 @@ func ztunnel() error {
 					fmt.Fprintln(os.Stderr, "testpod:", err)
 					return
 				}
+				burst.Lock()
+				if stopped {
+					burst.Unlock()
+					return
+				}
 				say(line)
 				printed.Add(1)
+				burst.Unlock()
 				time.Sleep(every)
 			}
 		}()
