@@ -132,16 +132,16 @@ func (c *Controller) drain(ctx context.Context, keys []types.NamespacedName) err
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		left, last := c.unfinishedSince(start, keys)
+		left, refused, last := c.unfinishedSince(start, keys)
 		if left == 0 {
 			return nil
 		}
-		if refused, err := c.refusedSince(start, keys); refused == left {
+		if refused == left {
 			// Every key left was refused for this replica's credentials or
 			// rights: an uninstall deletes the ServiceAccount and its
 			// bindings beside the Deployment, and waiting out the
 			// hand-off's time writes none of them.
-			return &errDrain{keys: left, last: err}
+			return &errDrain{keys: left, last: last}
 		}
 		select {
 		case <-ctx.Done():
@@ -151,34 +151,18 @@ func (c *Controller) drain(ctx context.Context, keys []types.NamespacedName) err
 	}
 }
 
-// refusedSince counts the keys whose newest reconcile began after start and
-// failed as the API server refused this replica (Unauthorized: its token is
-// no longer valid; Forbidden: it has not the right), with the newest such
-// error.
-func (c *Controller) refusedSince(start time.Time, keys []types.NamespacedName) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	refused, last := 0, error(nil)
-	for _, key := range keys {
-		r, ok := c.last[key]
-		if ok && !r.began.Before(start) && (apierrors.IsUnauthorized(r.err) || apierrors.IsForbidden(r.err)) {
-			refused++
-			last = r.err
-		}
-	}
-	return refused, last
-}
-
 // errNotLeading is a Stop on a replica that does not lead: it has nothing to
 // hand off.
 var errNotLeading = errors.New("not leading")
 
 // unfinishedSince counts the keys without a successful reconcile that began
-// after start, with the newest error among them.
-func (c *Controller) unfinishedSince(start time.Time, keys []types.NamespacedName) (int, error) {
+// after start, with the newest error among them, and of those the ones whose
+// reconcile after start the API server refused for this replica
+// (Unauthorized: its token is no longer valid; Forbidden: it has not the
+// right).
+func (c *Controller) unfinishedSince(start time.Time, keys []types.NamespacedName) (left, refused int, last error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	left, last := 0, error(nil)
 	for _, key := range keys {
 		r, ok := c.last[key]
 		if !ok || r.began.Before(start) || r.err != nil {
@@ -186,12 +170,15 @@ func (c *Controller) unfinishedSince(start time.Time, keys []types.NamespacedNam
 			if ok && r.err != nil {
 				last = r.err
 			}
+			if ok && !r.began.Before(start) && (apierrors.IsUnauthorized(r.err) || apierrors.IsForbidden(r.err)) {
+				refused++
+			}
 		}
 	}
 	if left > 0 && last == nil {
 		last = errors.New("not reconciled yet")
 	}
-	return left, last
+	return left, refused, last
 }
 
 // Rounds returns how many reconciles of key have finished, in every term.

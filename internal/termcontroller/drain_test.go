@@ -38,13 +38,7 @@ func TestADrainThatTheAPIServerRefusesEndsAtOnce(t *testing.T) {
 		}
 		return nil
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Run(ctx, Env{Logger: zap.NewNop()})
-	}()
+	done := runTerm(t, c)
 	c.Enqueue(key("started"), 0)
 	testwait.For(t, "the term's first reconcile", 30*time.Second, func() bool { return c.Rounds(key("started")) > 0 })
 
@@ -68,4 +62,17 @@ func TestADrainThatTheAPIServerRefusesEndsAtOnce(t *testing.T) {
 		t.Error("HandedOff after refused writes: the next leader must read the backfill")
 	}
 	<-done
+}
+
+// runTerm runs a term of c until the test ends or Stop; the channel closes
+// when the term has ended.
+func runTerm(t *testing.T, c *Controller) <-chan struct{} {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx, Env{Logger: zap.NewNop()})
+	}()
+	return done
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,13 +45,7 @@ func TestKeysAreTakenByPriority(t *testing.T) {
 	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "shop", Name: name} }
 	// Between terms: kept, with its priority.
 	c.EnqueuePriority(key("holds-the-worker"), 0, 5)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Run(ctx, Env{Logger: zap.NewNop()})
-	}()
+	done := runTerm(t, c)
 	<-started
 	c.EnqueuePriority(key("refresh-small"), 0, -2000)
 	c.Enqueue(key("watch"), 0)
