@@ -24,10 +24,9 @@ const ztunnelLines = "/etc/ztunnel/ztunnel.jsonl"
 //
 // On :8081 a test counts what reaches the enforcer: /quiet stops the replay,
 // /burst?lines=N&every=D prints N connections, each a "connection complete"
-// line of its own source port (one flow record each), one every D, /stop
-// ends the burst and says how many it printed, and /printed says how many of
-// those it has printed; POST /lines prints the lines of its body, a test's
-// own connections as ztunnel logs them.
+// line of its own source port (one flow record each), one every D, and /stop
+// ends the burst and says how many of those it printed; POST /lines prints
+// the lines of its body, a test's own connections as ztunnel logs them.
 func ztunnel() error {
 	lines, err := dataplanetest.LoadZtunnel(ztunnelLines)
 	if err != nil {
@@ -45,13 +44,13 @@ func ztunnel() error {
 		return fmt.Errorf("%s has no connection complete line", ztunnelLines)
 	}
 	var (
-		out     sync.Mutex // one line at a time on stdout
-		quiet   atomic.Bool
-		printed atomic.Int64
+		out   sync.Mutex // one line at a time on stdout
+		quiet atomic.Bool
 		// burst holds a burst's line from its check of stopped to its
 		// count, so that /stop's count is the last.
 		burst   sync.Mutex
 		stopped bool
+		printed int
 	)
 	say := func(l string) {
 		out.Lock()
@@ -60,11 +59,10 @@ func ztunnel() error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/quiet", func(http.ResponseWriter, *http.Request) { quiet.Store(true) })
-	mux.HandleFunc("/printed", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, printed.Load()) })
 	mux.HandleFunc("/stop", func(w http.ResponseWriter, _ *http.Request) {
 		burst.Lock()
 		stopped = true
-		n := printed.Load()
+		n := printed
 		burst.Unlock()
 		fmt.Fprintln(w, n)
 	})
@@ -99,7 +97,7 @@ func ztunnel() error {
 					return
 				}
 				say(line)
-				printed.Add(1)
+				printed++
 				burst.Unlock()
 				time.Sleep(every)
 			}
