@@ -95,7 +95,7 @@ func (w *writer) Start(_ context.Context, host component.Host) error {
 	w.enforcer = e
 	// The readers keep each batch they sent until the leader's Lease says
 	// that it is written.
-	e.PublishWritten(func() map[string]int64 { return w.observed.WrittenThrough(time.Now()) })
+	e.PublishWritten(w.set.ID.String(), func() map[string]int64 { return w.observed.WrittenThrough(time.Now()) })
 	w.queue = writing.WriteProposals(proposalWatches, w.reconcileKey, func(enqueue func(types.NamespacedName)) {
 		// A new leader checks every proposal it knows of, since the previous
 		// one may have stopped mid-way.
@@ -151,7 +151,7 @@ func (w *writer) Shutdown(ctx context.Context) error {
 		}
 	}
 	if w.enforcer != nil {
-		w.enforcer.PublishWritten(nil)
+		w.enforcer.PublishWritten(w.set.ID.String(), nil)
 	}
 	w.telemetry.shutdown()
 	return nil

@@ -25,12 +25,17 @@ func mergeable(lr plog.LogRecord) bool {
 	return false
 }
 
-// keptForResend reports whether a merged record is kept for a new leader: a
-// learned edge, an observation or a progress record, which the writer counts
-// once per proposal by the batch's number. A coverage gap is sent once, with
-// the first try of its batch, and not again: the writer does not count gaps
-// by batch, so a new leader would count them twice.
+// keptForResend reports whether a record is kept for a new leader: a learned
+// edge, an observation or a progress record, which the writer counts once per
+// proposal by the batch's number, or a violation candidate, which the
+// violation processor counts once per policy by the same number. A coverage
+// gap is sent once, with the first try of its batch, and not again: the
+// writer does not count gaps by batch, so a new leader would count them
+// twice.
 func keptForResend(lr plog.LogRecord) bool {
+	if lr.EventName() == learning.CandidateEventName {
+		return true
+	}
 	return mergeable(lr) && lr.EventName() != learning.GapEventName
 }
 

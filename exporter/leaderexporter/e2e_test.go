@@ -29,6 +29,7 @@ import (
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
 	"github.com/kubewarden/network-enforcer/internal/certtest"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/testwait"
 	"github.com/kubewarden/network-enforcer/receiver/leaderreceiver"
@@ -239,9 +240,15 @@ func TestTheExporterFollowsTheLeader(t *testing.T) {
 	// The second leads, and the reader's cache sees the new holder.
 	second.replica.Lead()
 	reader.SetLeaderAddress("127.0.0.2")
-	waitFor(t, "the candidate at the new leader", func() bool { return second.sink.LogRecordCount() == 1 })
+	// The new leader is sent the first candidate again, marked as taken
+	// by the old one, and then the second.
+	waitFor(t, "the candidates at the new leader", func() bool { return second.sink.LogRecordCount() == 2 })
 	if n := first.sink.LogRecordCount(); n != 1 {
 		t.Fatalf("the old leader has %d records, want its first one", n)
+	}
+	got := second.sink.AllLogs()
+	if len(got) != 2 || !flowsource.WasTaken(got[0]) || flowsource.WasTaken(got[1]) {
+		t.Fatalf("the new leader got %d batches; want the old leader's marked as taken, then the new one", len(got))
 	}
 }
 

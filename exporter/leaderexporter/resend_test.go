@@ -49,20 +49,27 @@ func consume(t *testing.T, e interface {
 	}
 }
 
-// TestANewLeaderIsSentTheKeptBatches: the learned records' batches are
-// numbered in order and kept once a leader took them; when another leader
-// process is located (a new address, or a new process at the same address),
-// it is sent every kept batch again, in order and before the next, without
-// waiting for one; candidates are never sent again.
+// TestANewLeaderIsSentTheKeptBatches: the batches of learned records and of
+// violation candidates are numbered in order and kept once a leader took
+// them; when another leader process is located (a new address, or a new
+// process at the same address), it is sent every kept batch again, in order
+// and before the next, without waiting for one, each marked as taken before
+// (that leader reported its violations already).
 func TestANewLeaderIsSentTheKeptBatches(t *testing.T) {
 	first, second, e, tel, reader := twoLeaders(t, 20*time.Millisecond)
 
+	// The candidate goes at once, the edge with the next interval.
 	consume(t, e, func(sl plog.ScopeLogs) { appendEdge(sl, 80, 3, 0); appendCandidate(sl, 1, 0) })
-	waitFor(t, "the first batch at the first leader", func() bool { seqs, _ := batchesOf(t, first); return len(seqs) == 1 })
+	waitFor(t, "the first two batches at the first leader", func() bool { seqs, _ := batchesOf(t, first); return len(seqs) == 2 })
 	consume(t, e, func(sl plog.ScopeLogs) { appendEdge(sl, 81, 2, time.Second) })
-	waitFor(t, "the second batch at the first leader", func() bool { seqs, _ := batchesOf(t, first); return len(seqs) == 2 })
-	if seqs, candidates := batchesOf(t, first); seqs[0] != 1 || seqs[1] != 2 || candidates != 1 {
-		t.Fatalf("the first leader got batches %v and %d candidates, want 1, 2 and 1", seqs, candidates)
+	waitFor(t, "the third batch at the first leader", func() bool { seqs, _ := batchesOf(t, first); return len(seqs) == 3 })
+	if seqs, unnumbered := batchesOf(t, first); seqs[0] != 1 || seqs[1] != 2 || seqs[2] != 3 || unnumbered != 0 {
+		t.Fatalf("the first leader got batches %v and %d records in none, want 1, 2, 3 and none", seqs, unnumbered)
+	}
+	for _, ld := range first.sink.AllLogs() {
+		if flowsource.WasTaken(ld) {
+			t.Fatal("the first leader got a batch marked as taken before")
+		}
 	}
 
 	// The first leader dies; the second leads. No new record comes: the
@@ -70,30 +77,41 @@ func TestANewLeaderIsSentTheKeptBatches(t *testing.T) {
 	first.replica.Follow()
 	second.replica.Lead()
 	reader.SetLeaderAddress("127.0.0.2")
-	waitFor(t, "the kept batches at the new leader", func() bool { seqs, _ := batchesOf(t, second); return len(seqs) == 2 })
+	waitFor(t, "the kept batches at the new leader", func() bool { seqs, _ := batchesOf(t, second); return len(seqs) == 3 })
 	consume(t, e, func(sl plog.ScopeLogs) { appendEdge(sl, 82, 1, 2*time.Second) })
-	waitFor(t, "the third batch at the new leader", func() bool { seqs, _ := batchesOf(t, second); return len(seqs) == 3 })
-	seqs, candidates := batchesOf(t, second)
-	if seqs[0] != 1 || seqs[1] != 2 || seqs[2] != 3 || candidates != 0 {
-		t.Fatalf("the new leader got batches %v and %d candidates, want 1, 2, 3 and none", seqs, candidates)
+	waitFor(t, "the fourth batch at the new leader", func() bool { seqs, _ := batchesOf(t, second); return len(seqs) == 4 })
+	seqs, unnumbered := batchesOf(t, second)
+	if seqs[0] != 1 || seqs[1] != 2 || seqs[2] != 3 || seqs[3] != 4 || unnumbered != 0 {
+		t.Fatalf("the new leader got batches %v and %d records in none, want 1, 2, 3, 4 and none", seqs, unnumbered)
 	}
 	var ports []int64
-	for _, lr := range records(second.sink.AllLogs()...) {
-		if lr.EventName() == learning.EventName {
-			ports = append(ports, portOf(lr))
+	candidates := 0
+	for i, ld := range second.sink.AllLogs() {
+		if taken := flowsource.WasTaken(ld); taken != (i < 3) {
+			t.Errorf("the new leader's batch %d marked as taken before: %v, want %v", seqs[i], taken, i < 3)
+		}
+		for _, lr := range records(ld) {
+			switch lr.EventName() {
+			case learning.EventName:
+				ports = append(ports, portOf(lr))
+			case learning.CandidateEventName:
+				candidates++
+			}
 		}
 	}
-	if len(ports) != 3 || ports[0] != 80 || ports[1] != 81 || ports[2] != 82 {
-		t.Errorf("the new leader's learned edges by port %v, want 80, 81, 82", ports)
+	if len(ports) != 3 || ports[0] != 80 || ports[1] != 81 || ports[2] != 82 || candidates != 1 {
+		t.Errorf("the new leader's learned edges by port %v and %d candidates, want 80, 81, 82 and the one", ports, candidates)
 	}
-	if n := counter(tel, MetricRecordsResent, ""); n != 2 {
-		t.Errorf("%s is %d, want the 2 records sent again", MetricRecordsResent, n)
+	if n := counter(tel, MetricRecordsResent, ""); n != 3 {
+		t.Errorf("%s is %d, want the 3 records sent again", MetricRecordsResent, n)
 	}
 
 	// The same leader, another process (it restarted at the same address):
-	// its memory is gone too.
+	// its memory is gone too. (Here the same receiver plays the restarted
+	// process, and drops the candidate as one it took within its duplicate
+	// window, with the batch of nothing else.)
 	reader.SetLeaderIdentity("second-restarted")
-	waitFor(t, "the kept batches at the restarted leader", func() bool { seqs, _ := batchesOf(t, second); return len(seqs) == 6 })
+	waitFor(t, "the kept batches at the restarted leader", func() bool { seqs, _ := batchesOf(t, second); return len(seqs) == 7 })
 }
 
 // TestKeptBatchesExpire: a batch is kept for the resend window after a
@@ -213,7 +231,7 @@ func TestWrittenBatchesAreNotKept(t *testing.T) {
 	// The first leader wrote batches 1 and 2 of this reader.
 	var mark atomic.Int64
 	mark.Store(2)
-	reader.PublishWritten(func() map[string]int64 {
+	reader.PublishWritten("k8swriter", func() map[string]int64 {
 		marks := map[string]int64{"another-reader": 9}
 		for _, ld := range first.sink.AllLogs() {
 			if s, _, ok := flowsource.BatchOf(ld.ResourceLogs().At(0).Resource()); ok {

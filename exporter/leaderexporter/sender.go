@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 )
 
 // errNoLeader is what a send answers while no leader is known. It is not
@@ -160,7 +161,10 @@ func (s *sender) push(ctx context.Context, ld plog.Logs) error {
 		return err
 	}
 	if seq > 0 {
+		// A next leader is told that this one took it: this one reported
+		// its violations already.
 		ld = toKeep(ld)
+		flowsource.MarkTaken(ld)
 	}
 	s.batches.took(leader, seq, ld, now)
 	return nil

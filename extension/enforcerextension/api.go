@@ -132,13 +132,14 @@ type Counting interface {
 	Counted(key string, t time.Time)
 }
 
-// WrittenMarks is what the leader's writer tells the membership: for each
-// sender (a reader's process), the last of its batches up to which every
-// record is written. The leader's membership Lease publishes it, and each
-// reader keeps the later batches for a next leader.
+// WrittenMarks is what the leader's writers (of the proposals, and of the
+// policies' status) tell the membership: for each sender (a reader's
+// process), the last of its batches up to which every record is written. The
+// leader's membership Lease publishes the lowest of them, and each reader
+// keeps the later batches for a next leader.
 type WrittenMarks interface {
-	// PublishWritten sets where the marks are read (nil: nowhere).
-	PublishWritten(marks func() map[string]int64)
+	// PublishWritten sets where writer's marks are read (nil: nowhere).
+	PublishWritten(writer string, marks func() map[string]int64)
 }
 
 // LeaderLocator finds the leading replica, for the readers that send it what

@@ -30,9 +30,11 @@ func (e *enforcer) Release(key string) { e.membership.Release(key) }
 // Forget drops this replica's checkpoint of key, whose source is gone.
 func (e *enforcer) Forget(key string) { e.membership.Forget(key) }
 
-// PublishWritten sets where the leader's membership Lease reads how far its
+// PublishWritten sets where the leader's membership Lease reads how far
 // writer wrote each reader's batches.
-func (e *enforcer) PublishWritten(marks func() map[string]int64) { e.membership.PublishWritten(marks) }
+func (e *enforcer) PublishWritten(writer string, marks func() map[string]int64) {
+	e.membership.PublishWritten(writer, marks)
+}
 
 // WrittenThrough returns how far the leader wrote sender's batches.
 func (e *enforcer) WrittenThrough(sender string) (string, int64, bool) {

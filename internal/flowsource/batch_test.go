@@ -271,3 +271,22 @@ func fastReconnect() flowsource.ReconnectConfig {
 	r.InitialInterval, r.MaxInterval = 10*time.Millisecond, 10*time.Millisecond
 	return r
 }
+
+func TestABatchMarkedTakenIsReadAsTaken(t *testing.T) {
+	ld := plog.NewLogs()
+	ld.ResourceLogs().AppendEmpty()
+	flowsource.StampBatch(ld, "reader-1", 3)
+	if flowsource.WasTaken(ld) {
+		t.Fatal("a batch never taken reads as taken")
+	}
+	flowsource.MarkTaken(ld)
+	if !flowsource.WasTaken(ld) {
+		t.Fatal("a batch marked taken does not read as taken")
+	}
+	if sender, seq, ok := flowsource.BatchOf(ld.ResourceLogs().At(0).Resource()); !ok || sender != "reader-1" || seq != 3 {
+		t.Fatalf("the mark changed the batch's name: %q %d %v", sender, seq, ok)
+	}
+	if flowsource.WasTaken(plog.NewLogs()) {
+		t.Fatal("an empty batch reads as taken")
+	}
+}

@@ -14,7 +14,30 @@ import (
 const (
 	AttrBatchSender = "network_enforcer.batch.sender"
 	AttrBatchSeq    = "network_enforcer.batch.seq"
+	// AttrBatchTaken says that a leader took the batch before: it is sent
+	// again to the next one. The leader that took it reported its
+	// violations as events already, or lost them with its queue; the next
+	// one counts them in the policies' status only, so that none is
+	// reported twice.
+	AttrBatchTaken = "network_enforcer.batch.taken"
 )
+
+// MarkTaken marks every resource of ld as a batch that a leader took.
+func MarkTaken(ld plog.Logs) {
+	for _, rl := range ld.ResourceLogs().All() {
+		rl.Resource().Attributes().PutBool(AttrBatchTaken, true)
+	}
+}
+
+// WasTaken reports whether ld is a batch that a leader took before
+// (MarkTaken).
+func WasTaken(ld plog.Logs) bool {
+	if ld.ResourceLogs().Len() == 0 {
+		return false
+	}
+	v, ok := ld.ResourceLogs().At(0).Resource().Attributes().Get(AttrBatchTaken)
+	return ok && v.Type() == pcommon.ValueTypeBool && v.Bool()
+}
 
 // StampBatch names every resource of ld as the batch seq of sender.
 func StampBatch(ld plog.Logs, sender string, seq int64) {

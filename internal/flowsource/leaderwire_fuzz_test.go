@@ -21,7 +21,13 @@ func FuzzLeaderWire(f *testing.F) {
 	bad := plog.NewLogs()
 	ld.CopyTo(bad)
 	bad.ResourceLogs().At(0).Resource().Attributes().PutStr(AttrBatchSeq, "seven") // the wrong type
-	logsfuzz.Seed(f, ld, bad)
+	taken := plog.NewLogs()
+	ld.CopyTo(taken)
+	MarkTaken(taken)
+	notBool := plog.NewLogs()
+	taken.CopyTo(notBool)
+	notBool.ResourceLogs().At(0).Resource().Attributes().PutStr(AttrBatchTaken, "yes") // the wrong type
+	logsfuzz.Seed(f, ld, bad, taken, notBool)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		logsfuzz.Each(b, func(_ plog.ResourceLogs, lr plog.LogRecord) {
 			if mk, ok := ReadProgress(lr); ok && (mk.Key == "" || mk.Time.IsZero()) {
@@ -38,5 +44,6 @@ func FuzzLeaderWire(f *testing.F) {
 			}
 		}
 		_ = BatchSeqOf(ld)
+		_ = WasTaken(ld)
 	})
 }

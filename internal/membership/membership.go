@@ -125,9 +125,9 @@ type Membership struct {
 	// warned once. created is when New made the membership.
 	unpublished bool
 	created     time.Time
-	// writtenMarks gives, on the leader, how far its writer wrote each
-	// sender's batches (PublishWritten); nil for nothing.
-	writtenMarks func() map[string]int64
+	// writtenMarks give, on the leader, how far each of its writers wrote
+	// each sender's batches (PublishWritten), by writer.
+	writtenMarks map[string]func() map[string]int64
 	// checkpoints are this replica's own, by key.
 	checkpoints map[string]time.Time
 	// released are the keys this replica no longer reads, with the

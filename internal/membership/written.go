@@ -2,6 +2,8 @@ package membership
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
@@ -13,23 +15,62 @@ import (
 // and which is renewed every retry period anyway: a reader keeps a batch it
 // sent until then, to send it again to a next leader.
 
-// PublishWritten sets, on the leader, where each renewal reads how far the
-// writer wrote each sender's batches (nil: nowhere). The Lease carries the
-// marks only while this replica leads.
-func (m *Membership) PublishWritten(marks func() map[string]int64) {
+// PublishWritten sets, on the leader, where each renewal reads how far
+// writer (a component that writes statuses that count the readers' batches)
+// wrote each sender's batches; nil marks remove writer's. The Lease carries
+// the marks only while this replica leads: for each sender, the lowest that
+// the writers say, and only of senders that every writer names (a batch
+// goes to every writer, and one that a writer has not heard of yet is not
+// written there).
+func (m *Membership) PublishWritten(writer string, marks func() map[string]int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.writtenMarks = marks
+	if marks == nil {
+		delete(m.writtenMarks, writer)
+		return
+	}
+	if m.writtenMarks == nil {
+		m.writtenMarks = map[string]func() map[string]int64{}
+	}
+	m.writtenMarks[writer] = marks
 }
 
 // writtenMarksLocked is where this replica's marks are read while it leads,
 // nil otherwise; m.mu is held. The caller reads them after it lets go of
-// m.mu: the writer's store goes over every object it holds.
+// m.mu: the writers' stores go over every object they hold.
 func (m *Membership) writtenMarksLocked() func() map[string]int64 {
-	if m.leader != m.cfg.Identity {
+	if m.leader != m.cfg.Identity || len(m.writtenMarks) == 0 {
 		return nil
 	}
-	return m.writtenMarks
+	sources := slices.Collect(maps.Values(m.writtenMarks))
+	return func() map[string]int64 {
+		all := make([]map[string]int64, len(sources))
+		for i, marks := range sources {
+			all[i] = marks()
+		}
+		return CombineWritten(all...)
+	}
+}
+
+// CombineWritten is the written-through marks of several writers as one:
+// for each sender that every writer names, the lowest mark.
+func CombineWritten(writers ...map[string]int64) map[string]int64 {
+	if len(writers) == 0 {
+		return nil
+	}
+	out := maps.Clone(writers[0])
+	for _, marks := range writers[1:] {
+		for sender, seq := range out {
+			other, ok := marks[sender]
+			switch {
+			case !ok:
+				delete(out, sender)
+			case other < seq:
+				out[sender] = other
+			}
+		}
+	}
+	return out
 }
 
 // WrittenThrough returns the leader's identity and the last batch of sender

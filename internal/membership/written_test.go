@@ -24,8 +24,8 @@ func TestTheLeaderPublishesHowFarItWrote(t *testing.T) {
 	var mark atomic.Int64
 	mark.Store(7)
 	marks := func() map[string]int64 { return map[string]int64{"reader-process": mark.Load()} }
-	leader.PublishWritten(marks)
-	reader.PublishWritten(marks) // a writer that does not lead publishes nothing
+	leader.PublishWritten("writer", marks)
+	reader.PublishWritten("writer", marks) // a writer that does not lead publishes nothing
 
 	if _, _, ok := reader.WrittenThrough("reader-process"); ok {
 		t.Fatal("a mark while no leader is known")
@@ -63,5 +63,24 @@ func TestTheLeaderPublishesHowFarItWrote(t *testing.T) {
 	})
 	if who, seq, ok := leader.WrittenThrough("reader-process"); who != reader.cfg.Identity || (ok && seq != 9) {
 		t.Fatalf("after the hand-off: %s %d %v", who, seq, ok)
+	}
+}
+
+// TestTheWritersMarksCombine: with several writers, a sender's mark is the
+// lowest that they say, and a sender that one of them does not name yet has
+// none.
+func TestTheWritersMarksCombine(t *testing.T) {
+	got := CombineWritten(
+		map[string]int64{"a": 7, "b": 3, "c": 5},
+		map[string]int64{"a": 4, "b": 9},
+	)
+	if len(got) != 2 || got["a"] != 4 || got["b"] != 3 {
+		t.Fatalf("combined %v, want a at 4 and b at 3, c with none", got)
+	}
+	if got := CombineWritten(map[string]int64{"a": 7}); len(got) != 1 || got["a"] != 7 {
+		t.Fatalf("one writer's marks combined %v, want them as they are", got)
+	}
+	if got := CombineWritten(map[string]int64{"a": 7}, nil); len(got) != 0 {
+		t.Fatalf("with a writer that names no sender, %v, want none", got)
 	}
 }

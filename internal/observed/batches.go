@@ -86,6 +86,30 @@ func (s *Store) AddBatch(b Batch, seen []Seen, now time.Time) (first []types.Nam
 	return first, skipped
 }
 
+// Counts reports whether obj's counts include batch b: its last status, or
+// this store since, counted it. A writer that counts more than the store's
+// edges from a batch (the violation processor's violation records) asks
+// before it takes the batch, and skips what the status counts already. The
+// zero Batch is never counted.
+func (s *Store) Counts(obj types.NamespacedName, b Batch) bool {
+	if b.Sender == "" {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.table(obj).counted[b.Sender]
+	return ok && c.seq >= b.Seq
+}
+
+// HoldsBatches reports whether obj holds records of a sender's batch that no
+// written status counts yet: its next write must carry its counted batches.
+func (s *Store) HoldsBatches(obj types.NamespacedName) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tb := s.objects[obj]
+	return tb != nil && len(tb.unwrittenBatches) > 0
+}
+
 // restoreCounted reads the batches that obj's last status counts, once per
 // table: from the cache as the table is made, so that a new leader skips the
 // batches sent again that its predecessor wrote; s.mu is held.

@@ -91,9 +91,7 @@ func (b *buffer) putBack(policy types.NamespacedName, records map[recordKey]*pen
 	current := b.policies[policy]
 	for k, p := range records {
 		if c, ok := current[k]; ok {
-			c.count += p.count
-			c.first = minTime(c.first, p.first)
-			c.last = maxTime(c.last, p.last)
+			c.add(p)
 			continue
 		}
 		if b.n >= b.max {
@@ -108,6 +106,29 @@ func (b *buffer) putBack(policy types.NamespacedName, records map[recordKey]*pen
 		b.n++
 	}
 	return dropped
+}
+
+// add adds q's observations to p's.
+func (p *pending) add(q *pending) {
+	p.count += q.count
+	p.first = minTime(p.first, q.first)
+	p.last = maxTime(p.last, q.last)
+}
+
+// joinRecords adds more, records that a status write took from the buffer
+// after those it holds, to records.
+func joinRecords(records, more map[recordKey]*pending) map[recordKey]*pending {
+	if len(records) == 0 {
+		return more
+	}
+	for k, q := range more {
+		if p, ok := records[k]; ok {
+			p.add(q)
+			continue
+		}
+		records[k] = q
+	}
+	return records
 }
 
 // providerSeen is the data plane of the latest observation.

@@ -26,6 +26,9 @@ const (
 	reasonAmbiguous = "ambiguous"
 	// reasonProtocol: a transport that no policy can name.
 	reasonProtocol = "protocol"
+	// reasonCounted: a reader sent the flow's batch again to a new leader,
+	// and the policy's status counts it already.
+	reasonCounted = "counted_already"
 )
 
 // candidate is a flow that a policy governs, as the learning processor hands it

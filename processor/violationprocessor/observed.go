@@ -15,18 +15,16 @@ import (
 	"github.com/kubewarden/network-enforcer/internal/observed"
 )
 
-// observeEdge counts a flow of pol's workload and direction, allowed or not,
-// on its observed edge k. The policy's first since its last status write asks
-// for the next, at most once per observed_interval.
-func (p *violationProcessor) observeEdge(pol *v1alpha1.WorkloadNetworkPolicy, k *observed.Key, rec *flow.Record) {
+// observeEdge notes a flow of pol's workload and direction, allowed or not,
+// on its observed edge k, for the store to count with the rest of the batch
+// (addBatch): the policy's first since its last status write asks for the
+// next, at most once per observed_interval.
+func observeEdge(m *memo, pol *v1alpha1.WorkloadNetworkPolicy, k *observed.Key, rec *flow.Record) {
 	t := rec.Time
 	if t.IsZero() {
 		t = time.Now()
 	}
-	name := policyName(pol)
-	if first, _ := p.observed.Add(name, k, max(rec.Count, 1), t); first {
-		p.status.Enqueue(name, max(time.Second, p.observed.Wait(name, p.cfg.ObservedInterval, time.Now())))
-	}
+	m.seen = append(m.seen, observed.Seen{Obj: policyName(pol), Key: *k, Flows: max(rec.Count, 1), Time: t})
 }
 
 // judge judges pol's observed edges by its spec as it is now.
@@ -62,9 +60,12 @@ type observedStatus struct {
 // st as fresh has it when nothing asks for a write now: what changed is only
 // the flows or edges, the policy's last such write was less than
 // observed_interval ago, and the spec the verdicts judge is unchanged. The
-// caller asks for a sync at wait then.
+// caller asks for a sync at wait then. withViolations says that st has new
+// violation records: when the policy holds readers' batches that no status
+// counts yet, they are written too, so that the status's countedBatches
+// name the batches of those violations.
 func (p *violationProcessor) setObserved(fresh *v1alpha1.WorkloadNetworkPolicy, st *v1alpha1.WorkloadNetworkPolicyStatus,
-	now time.Time) (o observedStatus, wait time.Duration) {
+	now time.Time, withViolations bool) (o observedStatus, wait time.Duration) {
 	if !p.cfg.Observe {
 		return o, 0
 	}
@@ -92,7 +93,7 @@ func (p *violationProcessor) setObserved(fresh *v1alpha1.WorkloadNetworkPolicy, 
 	setCondition(st, unused)
 
 	specEdited := judged == nil || judged.ObservedGeneration != fresh.Generation
-	if specEdited || conditionChanged(held, st, v1alpha1.ConditionUnusedRules) {
+	if specEdited || conditionChanged(held, st, v1alpha1.ConditionUnusedRules) || (withViolations && p.observed.HoldsBatches(key)) {
 		return o, 0
 	}
 	if wait = p.observed.Wait(key, p.cfg.ObservedInterval, now); wait > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/internal/flow"
+	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/learning"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/observed"
@@ -26,6 +27,7 @@ import (
 // enforcer is what the violation processor asks of the enforcer extension: to
 // resolve flows' ends, and to read policies.
 type enforcer interface {
+	enforcerextension.WrittenMarks
 	workload.Resolver
 	workload.Labeler
 	workload.Revisions
@@ -54,6 +56,13 @@ type violationProcessor struct {
 	telemetry *telemetry
 	// reported holds the unknown acknowledge annotations already logged.
 	reported sync.Map
+	// batchMu makes a batch's records, in the buffer and in observed, and a
+	// status write's take of both, one step each: a status that says it
+	// counts a batch (countedBatches) holds all of the batch's violations
+	// and observed edges of its policy.
+	batchMu sync.Mutex
+	// id names this processor's written-through marks in the membership.
+	id string
 }
 
 func newViolationProcessor(set processor.Settings, cfg *Config, next consumer.Logs, find termwriter.Finder) (*violationProcessor, error) {
@@ -61,8 +70,9 @@ func newViolationProcessor(set processor.Settings, cfg *Config, next consumer.Lo
 	if err != nil {
 		return nil, err
 	}
-	p := &violationProcessor{cfg: cfg, logger: set.Logger, next: next, buffer: newBuffer(cfg.MaxBuffered), telemetry: tel, find: find}
-	p.observed = observed.NewStore(cfg.MaxTrackedEdges, p.judgeCached, nil)
+	p := &violationProcessor{cfg: cfg, logger: set.Logger, next: next, buffer: newBuffer(cfg.MaxBuffered), telemetry: tel, find: find,
+		id: set.ID.String()}
+	p.observed = observed.NewStore(cfg.MaxTrackedEdges, p.judgeCached, p.countedOf)
 	if err := p.observed.RegisterMetrics(tel.observedEdges, tel.base); err != nil {
 		return nil, err
 	}
@@ -80,6 +90,11 @@ func (p *violationProcessor) start(_ context.Context, host component.Host) error
 	}
 	p.enforcer = e
 	p.status = writing.SyncPolicyStatus(p.statusWatches(), p.reconcileStatus)
+	if p.cfg.Observe {
+		// The readers keep each batch they sent until the leader's Lease
+		// says that the statuses that count it are written.
+		e.PublishWritten(p.id, p.publishWritten())
+	}
 	return nil
 }
 
@@ -93,15 +108,27 @@ func (p *violationProcessor) shutdown(ctx context.Context) error {
 			p.logger.Warn("Could not write every policy status before the lease is given up: the next leader reads the flow source's backfill", zap.Error(err))
 		}
 	}
+	if p.enforcer != nil {
+		p.enforcer.PublishWritten(p.id, nil)
+	}
 	p.telemetry.shutdown()
 	return nil
 }
 
 func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	taken := flowsource.WasTaken(ld)
+	if taken && !p.cfg.Observe {
+		// Without observed edges no status says which batches it counts:
+		// what the leader that took the batch reported stays its own.
+		return ld, processorhelper.ErrSkipProcessingData
+	}
 	out := plog.NewLogs()
 	sl := out.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
 	var c counts
-	m := &memo{policies: map[policyKey][]v1alpha1.WorkloadNetworkPolicy{}, selectors: netpolmatch.SelectorCache{}}
+	m := &memo{policies: map[policyKey][]v1alpha1.WorkloadNetworkPolicy{}, selectors: netpolmatch.SelectorCache{},
+		batch: batchOf(ld), taken: taken}
+	p.batchMu.Lock()
+	defer p.batchMu.Unlock()
 	var rec flow.Record // one for the batch, as in the learning processor
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
 		target, direction, ok := learning.ReadCandidate(lr)
@@ -124,7 +151,9 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 			return
 		}
 		c.observe(string(o.key.Action))
-		appendObserved(sl, &o)
+		if !m.taken {
+			appendObserved(sl, &o)
+		}
 		if o.amendment != nil {
 			m.amendments.add(o.amendment)
 		}
@@ -136,6 +165,7 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 			p.status.Enqueue(o.policy, p.cfg.StatusSyncInterval)
 		}
 	})
+	p.addBatch(m)
 	m.amendments.appendTo(sl)
 	p.telemetry.record(ctx, &c)
 	if sl.LogRecords().Len() == 0 {
@@ -151,6 +181,15 @@ type memo struct {
 	selectors netpolmatch.SelectorCache
 	// amendments are the batch's amendment edges, each once.
 	amendments amendments
+	// batch names the batch, zero for records of no sender's batch; taken
+	// says that a leader took it before, and reported its violations.
+	batch observed.Batch
+	taken bool
+	// counted says, per policy, whether its status counts the batch
+	// already (countedAlready).
+	counted map[types.NamespacedName]bool
+	// seen are the batch's observed edges, added to the store at its end.
+	seen []observed.Seen
 }
 
 type policyKey struct {
@@ -181,6 +220,9 @@ func (p *violationProcessor) observe(c *candidate, m *memo) (observation, string
 	if reason != "" {
 		return observation{}, reason
 	}
+	if p.countedAlready(m, policyName(pol)) {
+		return observation{}, reasonCounted
+	}
 	targetEnd, otherEnd := &c.rec.Destination, &c.rec.Source
 	if c.direction == v1alpha1.DirectionEgress {
 		targetEnd, otherEnd = otherEnd, targetEnd
@@ -195,7 +237,7 @@ func (p *violationProcessor) observe(c *candidate, m *memo) (observation, string
 	edge.Protocol, edge.Port = proto, port
 	_, allowed := observed.MatchKey(p.enforcer, &pol.Spec.PolicySpec, pol.Namespace, p.enforcer.DataPlane(), &edge, m.selectors)
 	if p.cfg.Observe {
-		p.observeEdge(pol, &edge, c.rec)
+		observeEdge(m, pol, &edge, c.rec)
 	}
 	action, ok := actionOf(c, pol, allowed)
 	if !ok {

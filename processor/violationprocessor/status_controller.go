@@ -60,11 +60,10 @@ func (p *violationProcessor) policiesSharingTarget(_ context.Context, o client.O
 // acknowledgement) or spec change. A standby keeps buffering what reaches it,
 // bounded, for when it leads.
 func (p *violationProcessor) reconcileStatus(ctx context.Context, key types.NamespacedName, w termwriter.PolicyStatusWriter) error {
-	records := p.buffer.take(key)
 	pol, ok := p.enforcer.Policy(key)
 	if !ok {
 		// Gone: nothing to write the records to.
-		p.telemetry.bufferDropped(ctx, "no_policy", countOf(records))
+		p.forget(ctx, key, nil)
 		return nil
 	}
 	var others []string
@@ -78,13 +77,21 @@ func (p *violationProcessor) reconcileStatus(ctx context.Context, key types.Name
 	var wait time.Duration
 	now := time.Now()
 	wrote := false
+	var records map[recordKey]*pending
 	written, err := w.UpdateStatus(ctx, key, func(fresh *v1alpha1.WorkloadNetworkPolicy) bool {
+		// The buffer's records and the observed edges as of one moment
+		// between two batches (batchMu), with what a try before a conflict
+		// took: the status's countedBatches then name only batches whose
+		// violations it holds.
+		p.batchMu.Lock()
+		defer p.batchMu.Unlock()
+		records = joinRecords(records, p.buffer.take(key))
 		st := fresh.Status.DeepCopy()
 		merge(st, records)
 		acks = acknowledge(st, fresh.Annotations, now)
 		setAttributable(fresh, st, others)
 		setAcknowledged(fresh, st, acks.unknown)
-		obs, wait = p.setObserved(fresh, st, now)
+		obs, wait = p.setObserved(fresh, st, now, len(records) > 0)
 		if apiequality.Semantic.DeepEqual(st, &fresh.Status) {
 			wrote = false
 			return false
@@ -103,7 +110,7 @@ func (p *violationProcessor) reconcileStatus(ctx context.Context, key types.Name
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		p.telemetry.bufferDropped(ctx, "no_policy", countOf(records))
+		p.forget(ctx, key, records)
 		return nil
 	case err != nil:
 		if apiwrite.IsRefused(err) {
@@ -154,6 +161,17 @@ func (p *violationProcessor) finishAcknowledgements(ctx context.Context, pol *v1
 	if err := p.next.ConsumeLogs(ctx, events); err != nil {
 		p.logger.Warn("Could not send acknowledgement events", zap.Error(err))
 	}
+}
+
+// forget drops what is held for policy key, which is gone: its buffered
+// records (with records, which a write took) and its observed edges, whose
+// batches no longer hold the readers' marks back.
+func (p *violationProcessor) forget(ctx context.Context, key types.NamespacedName, records map[recordKey]*pending) {
+	p.batchMu.Lock()
+	records = joinRecords(records, p.buffer.take(key))
+	p.observed.Forget(key)
+	p.batchMu.Unlock()
+	p.telemetry.bufferDropped(ctx, "no_policy", countOf(records))
 }
 
 func countOf(records map[recordKey]*pending) int64 {

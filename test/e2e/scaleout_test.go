@@ -207,13 +207,45 @@ func startKillRun(t *testing.T) (s *scaleOut, first scaleOutFlowSet, perConnecti
 	t.Helper()
 	controlplanetest.Require(t)
 	s = newScaleOut(t, certtest.NewCA(t, "scale-out-ca"), 3, "3s")
+	s.policyBefore = policyCountsNow(t)
 	first = scaleOutFlows()
 	s.push(first)
 	perConnection = s.settle(t, first).flows[int32(first[0].port)]
 	if perConnection == 0 {
 		t.Fatal("the client's first connection has no observed flows")
 	}
+	// The policy's status counts the first set's violations and observed
+	// flows, which it writes a status sync after the events.
+	waitFor(t, "the policy's status to count the first set", time.Minute, func() bool {
+		s.policyPerSet = policyCountsNow(t).minus(s.policyBefore)
+		return s.policyPerSet.violations >= int64(len(first)) && s.policyPerSet.flows >= int64(len(first))
+	})
 	return s, first, perConnection
+}
+
+// policyCounts is what the api policy's status counts: its violations
+// (status.violationCount) and the flows of its observed edges.
+type policyCounts struct{ violations, flows int64 }
+
+func (a policyCounts) minus(b policyCounts) policyCounts {
+	return policyCounts{a.violations - b.violations, a.flows - b.flows}
+}
+
+// policyCountsNow reads the api policy's counts.
+func policyCountsNow(t *testing.T) policyCounts {
+	t.Helper()
+	var policy v1alpha1.WorkloadNetworkPolicy
+	if err := env.Client.Get(context.Background(), scaleOutPolicy, &policy); err != nil {
+		t.Fatal(err)
+	}
+	c := policyCounts{violations: policy.Status.ViolationCount}
+	for _, e := range policy.Status.Observed {
+		c.flows += e.Flows
+	}
+	if policy.Status.OmittedEdges > 0 {
+		t.Fatalf("the policy's status omits %d observed edges: its counts cannot be compared", policy.Status.OmittedEdges)
+	}
+	return c
 }
 
 // checkCountedOnce settles the sets pushed and checks what a kill must not
@@ -251,6 +283,21 @@ func checkCountedOnce(t *testing.T, s *scaleOut, perConnection int64, sets ...sc
 	if len(wrong) > 0 {
 		t.Errorf("connections counted other than %d flows each, by port: %v", perConnection, wrong)
 	}
+	// The policy's status counts every set's violations and governed flows
+	// once, as the first set's: a kill loses none and counts none twice.
+	n := int64(len(sets))
+	wantPolicy := policyCounts{s.policyBefore.violations + n*s.policyPerSet.violations, s.policyBefore.flows + n*s.policyPerSet.flows}
+	var gotPolicy policyCounts
+	waitFor(t, fmt.Sprintf("the policy's status to count %+v", wantPolicy), time.Minute, func() bool {
+		gotPolicy = policyCountsNow(t)
+		return gotPolicy.violations >= wantPolicy.violations && gotPolicy.flows >= wantPolicy.flows
+	})
+	time.Sleep(2 * scaleOutStatusSync) // a count twice would come by now
+	if gotPolicy = policyCountsNow(t); gotPolicy != wantPolicy {
+		t.Errorf("the policy's status counts %d violations and %d observed flows, want %d and %d (before %+v, per set %+v)",
+			gotPolicy.violations, gotPolicy.flows, wantPolicy.violations, wantPolicy.flows, s.policyBefore, s.policyPerSet)
+	}
+	t.Logf("the policy's status counts %d violations and %d observed flows, %+v per set", gotPolicy.violations, gotPolicy.flows, s.policyPerSet)
 }
 
 // scaleOutFlowSet is the connections that a run's nodes report.
@@ -317,6 +364,9 @@ func scaleOutRelay(t *testing.T, ca *certtest.CA, set scaleOutFlowSet) scaleOutR
 	return settleScaleOut(t, sink, set)
 }
 
+// scaleOutStatusSync is the replicas' status_sync_interval.
+const scaleOutStatusSync = 2 * time.Second
+
 // scaleOutConfig is a replica's configuration: %[1]s the lease, %[2]s its
 // receivers, %[3]s its exporters (beside the writer and the sink), %[4]s its
 // further pipelines, %[5]s the sink, %[6]s:%[7]s its metrics, %[8]s, %[9]s,
@@ -338,7 +388,11 @@ receivers:%[2]s
 processors:
   learning:
   violation:
-    status_sync_interval: 2s
+    status_sync_interval: 2s # scaleOutStatusSync
+    # Every observed edge of the policy listed, and written within a
+    # second: the kill runs compare its counts.
+    observed_interval: 1s
+    max_observed: 256
 connectors:
   forward/violations:
 exporters:%[3]s
@@ -379,6 +433,9 @@ type scaleOut struct {
 	sink       *otlpSink
 	replicas   []*scaleOutReplica
 	clientPort uint32
+	// policyBefore is what the policy's status counted before the first
+	// set; policyPerSet what one set adds to it.
+	policyBefore, policyPerSet policyCounts
 }
 
 // scaleOutReplica is one replica: its process, pod name and metrics.

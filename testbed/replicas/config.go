@@ -1,6 +1,7 @@
 package replicas
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -23,6 +24,9 @@ const (
 	// Interval is the leader exporter's aggregation interval (its default,
 	// written for the reader to see).
 	Interval = time.Second
+	// StatusSyncInterval is the violation processor's status sync interval
+	// (its default, written for the reader to see).
+	StatusSyncInterval = 30 * time.Second
 )
 
 // ReaderIP is the pod IP of the i-th reader (from 0): 127.0.0.3 and on.
@@ -93,6 +97,9 @@ type Reader struct {
 	LeaderPort, ClientCert, ClientKey string
 	// Metrics is where its telemetry is served.
 	Metrics string
+	// Aggregation is the leader exporter's aggregation interval; zero:
+	// Interval.
+	Aggregation time.Duration
 }
 
 // RunningPod makes the Pod that names a replica's address, as the kubelet
@@ -161,7 +168,7 @@ const (
     limit_percentage: 80
     spike_limit_percentage: 20`
 	violation = `
-    status_sync_interval: 30s`
+    status_sync_interval: ` + "30s"  // StatusSyncInterval
 )
 
 // sections are the leader's: the leader receiver, into the writer and the
@@ -227,7 +234,7 @@ func (c Reader) sections() sections {
       key_file: %s
       server_name_override: %s
     aggregation:
-      interval: %s`, c.LeaderPort, c.CAFile, c.ClientCert, c.ClientKey, LeaderServerName, Interval),
+      interval: %s`, c.LeaderPort, c.CAFile, c.ClientCert, c.ClientKey, LeaderServerName, cmp.Or(c.Aggregation, Interval)),
 		pipelines: `
     logs/flows:
       receivers: [hubble]

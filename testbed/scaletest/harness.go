@@ -48,6 +48,7 @@ type options struct {
 	writeQPS                      float64 // the writer's write_qps; 0: its default
 	writeBurst                    int
 	observedInterval              time.Duration // the writer's observed_interval; 0: its default
+	aggregation                   time.Duration // the readers' aggregation interval; 0: its default
 	killReader, killLeader        bool
 	addReader                     bool
 	replace                       float64       // the share of nodes replaced
@@ -428,6 +429,9 @@ func (h *harness) drive(ctx context.Context) error {
 		rep.notes = append(rep.notes, err.Error())
 	}
 	rep.violations = h.violationCounts()
+	if err := h.comparePolicyViolations(ctx); err != nil {
+		rep.notes = append(rep.notes, err.Error())
+	}
 	api1, err := h.apiMetrics(ctx)
 	if err != nil {
 		return err
@@ -534,7 +538,8 @@ func (h *harness) replica(ip, metrics string) replicas.Replica {
 			Sink: h.sink.Addr},
 		Reader: replicas.Reader{Peer: h.cluster.PeerAddr, PeerServerName: dataplanetest.PeerServerName, CAFile: h.ca.CertFile,
 			NodeCert: h.cluster.Client.CertFile, NodeKey: h.cluster.Client.KeyFile, Backfill: time.Hour,
-			LeaderPort: h.leaderPort, ClientCert: h.client.CertFile, ClientKey: h.client.KeyFile},
+			LeaderPort: h.leaderPort, ClientCert: h.client.CertFile, ClientKey: h.client.KeyFile,
+			Aggregation: h.opts.aggregation},
 	}
 }
 

@@ -49,6 +49,7 @@ func main() {
 	flag.Float64Var(&o.writeQPS, "write-qps", 0, "the writer's write_qps; 0: its default")
 	flag.IntVar(&o.writeBurst, "write-burst", 0, "the writer's write_burst, with -write-qps")
 	flag.DurationVar(&o.observedInterval, "observed-interval", 0, "the writer's observed_interval; 0: its default")
+	flag.DurationVar(&o.aggregation, "aggregation-interval", 0, "the readers' aggregation interval (controller.scaleOut.aggregationInterval); 0: its default, 1s")
 	flag.BoolVar(&o.addReader, "add-reader", false, "start one more reader during the flows (its nodes move to it by graceful hand-offs)")
 	flag.BoolVar(&o.killReader, "kill-reader", false, "SIGKILL a reader during the flows")
 	flag.BoolVar(&o.killLeader, "kill-leader", false, "SIGKILL the leader during the flows (and start it again)")

@@ -43,8 +43,11 @@ type report struct {
 	leaderMoved bool
 	// monitored is the number of workloads with a monitor-mode policy;
 	// violations compares their events with the connections sent.
-	monitored        int
-	violations       counts
+	monitored  int
+	violations counts
+	// policyViolations compares the policies' status.violationCount with
+	// the connections sent, by monitored workload.
+	policyViolations counts
 	proposalsWanted  int
 	proposalsMissing int
 	proposalsAfter   time.Duration
@@ -138,6 +141,10 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "  violations reported, per edge into the %d workloads with a monitor-mode policy against the connections sent: %d edges, %d exact at %d events per connection; "+
 			"reported twice: %d edges (+%d events); reported less: %d edges (-%d events) (goal 0, 0: %s)\n",
 			r.monitored, v.edges, v.exact, v.perConn, v.over, v.overBy, v.under, v.underBy, met(v.edges > 0 && v.exact == v.edges))
+		v = r.policyViolations
+		fmt.Fprintf(w, "  violations in the policies' status (violationCount), per monitored workload against the connections sent into it: %d workloads, %d exact at %d per connection; "+
+			"counted twice: %d workloads (+%d); counted less: %d workloads (-%d); no policy: %d (goal 0, 0: %s)\n",
+			v.edges, v.exact, v.perConn, v.over, v.overBy, v.under, v.underBy, v.missing, met(v.edges > 0 && v.exact == v.edges))
 	}
 	if r.proposalsMissing > 0 {
 		fmt.Fprintf(w, "      (with proposals missing, the counts say how far the writer got, not what was lost)\n")

@@ -63,4 +63,8 @@ func TestScaleSmall(t *testing.T) {
 		t.Errorf("violations: %d workloads monitored; of %d edges into them %d reported once per connection, %d twice (+%d events), %d less (-%d events)",
 			rep.monitored, v.edges, v.exact, v.over, v.overBy, v.under, v.underBy)
 	}
+	if v := rep.policyViolations; v.edges == 0 || v.perConn != 1 || v.exact != v.edges {
+		t.Errorf("violations in the policies' status: of %d monitored workloads %d count one per connection sent, %d more (+%d), %d less (-%d), %d have no policy",
+			v.edges, v.exact, v.over, v.overBy, v.under, v.underBy, v.missing)
+	}
 }

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/internal/violationevent"
+	"github.com/kubewarden/network-enforcer/testbed/replicas"
 )
 
 // monitorPolicies gives a share (-monitored) of the Deployments that serve
@@ -81,4 +83,64 @@ func (h *harness) violationCounts() counts {
 		samples = append(samples, sample{got: got[violationKey{src.Namespace, src.Name, dst.Namespace, dst.Name, int64(e.port)}], conns: conns, found: true})
 	}
 	return countsOf(samples)
+}
+
+// comparePolicyViolations waits until every monitored workload's policy
+// counts the violations sent into it, or its counts stop changing for two
+// status syncs, and notes the comparison.
+func (h *harness) comparePolicyViolations(ctx context.Context) error {
+	var last counts
+	var stableSince time.Time
+	err := replicas.Poll(ctx, "the policies' status to count the violations sent", h.opts.timeout, h.liveAll(),
+		replicas.AtMostEvery(5*time.Second, func() (bool, error) {
+			c, err := h.policyViolationCounts(ctx)
+			if err != nil {
+				return false, err
+			}
+			h.rep.policyViolations = c
+			if c.exact == c.edges {
+				return true, nil
+			}
+			if c != last {
+				last, stableSince = c, time.Now()
+				return false, nil
+			}
+			return time.Since(stableSince) > 2*replicas.StatusSyncInterval, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("policy violations: %w", err)
+	}
+	return nil
+}
+
+// policyViolationCounts compares, for each monitored workload, the
+// violations that its policy's status counts (status.violationCount) with
+// the connections sent into it: the status is counted from what the leader
+// took, so a leader's kill must neither lose nor repeat them.
+func (h *harness) policyViolationCounts(ctx context.Context) (counts, error) {
+	var list v1alpha1.WorkloadNetworkPolicyList
+	if err := h.env.Client.List(ctx, &list); err != nil {
+		return counts{}, fmt.Errorf("list the policies: %w", err)
+	}
+	byName := map[string]int64{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		byName[p.Namespace+"/"+p.Name] = p.Status.ViolationCount
+	}
+	sent := map[int]int64{}
+	for _, e := range h.traffic.edges {
+		if h.monitored[e.dst] {
+			sent[e.dst] += e.conns.Load()
+		}
+	}
+	var samples []sample
+	for _, w := range slices.Sorted(maps.Keys(sent)) {
+		if sent[w] == 0 {
+			continue
+		}
+		wl := h.traffic.workloads[w]
+		got, found := byName[wl.Namespace+"/scaletest-"+wl.Name+"-ingress"]
+		samples = append(samples, sample{got: got, conns: sent[w], found: found})
+	}
+	return countsOf(samples), nil
 }

@@ -89,8 +89,9 @@ type Enforcer struct {
 	leaderAddress  string
 	// leaderIdentity is the identity that LeaderAddress answers.
 	leaderIdentity string
-	// writtenMarks is what PublishWritten set, which WrittenThrough answers.
-	writtenMarks func() map[string]int64
+	// writtenMarks are what PublishWritten set, by writer, which
+	// WrittenThrough answers.
+	writtenMarks map[string]func() map[string]int64
 
 	// Plane is what DataPlane answers: the enforcer's data_plane.
 	Plane netpolmatch.DataPlane

@@ -2,7 +2,11 @@ package enforcerextensiontest
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
+
+	"github.com/kubewarden/network-enforcer/internal/membership"
 )
 
 // The fake's membership and leader address, which a test sets.
@@ -185,11 +189,19 @@ func (e *Enforcer) SetSettled(settled func(key string) bool) {
 	e.settled = settled
 }
 
-// PublishWritten keeps marks, which WrittenThrough answers from.
-func (e *Enforcer) PublishWritten(marks func() map[string]int64) {
+// PublishWritten keeps writer's marks, which WrittenThrough answers from,
+// combined as the membership combines them.
+func (e *Enforcer) PublishWritten(writer string, marks func() map[string]int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.writtenMarks = marks
+	if marks == nil {
+		delete(e.writtenMarks, writer)
+		return
+	}
+	if e.writtenMarks == nil {
+		e.writtenMarks = map[string]func() map[string]int64{}
+	}
+	e.writtenMarks[writer] = marks
 }
 
 // WrittenThrough answers the marks published, for the leader that
@@ -197,11 +209,15 @@ func (e *Enforcer) PublishWritten(marks func() map[string]int64) {
 func (e *Enforcer) WrittenThrough(sender string) (string, int64, bool) {
 	_, leader, _ := e.LeaderAddress()
 	e.mu.Lock()
-	marks := e.writtenMarks
+	sources := slices.Collect(maps.Values(e.writtenMarks))
 	e.mu.Unlock()
-	if marks == nil {
+	if len(sources) == 0 {
 		return leader, 0, false
 	}
-	seq, ok := marks()[sender]
+	all := make([]map[string]int64, len(sources))
+	for i, marks := range sources {
+		all[i] = marks()
+	}
+	seq, ok := membership.CombineWritten(all...)[sender]
 	return leader, seq, ok
 }
