@@ -127,7 +127,7 @@ type Membership struct {
 	created     time.Time
 	// writtenMarks give, on the leader, how far each of its writers wrote
 	// each sender's batches (PublishWritten), by writer.
-	writtenMarks map[string]func() map[string]int64
+	writtenMarks WrittenWriters
 	// checkpoints are this replica's own, by key.
 	checkpoints map[string]time.Time
 	// released are the keys this replica no longer reads, with the

@@ -18,31 +18,49 @@ import (
 // PublishWritten sets, on the leader, where each renewal reads how far
 // writer (a component that writes statuses that count the readers' batches)
 // wrote each sender's batches; nil marks remove writer's. The Lease carries
-// the marks only while this replica leads: for each sender, the lowest that
-// the writers say, and only of senders that every writer names (a batch
-// goes to every writer, and one that a writer has not heard of yet is not
-// written there).
+// the marks only while this replica leads (WrittenWriters.Marks).
 func (m *Membership) PublishWritten(writer string, marks func() map[string]int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if marks == nil {
-		delete(m.writtenMarks, writer)
-		return
-	}
-	if m.writtenMarks == nil {
-		m.writtenMarks = map[string]func() map[string]int64{}
-	}
-	m.writtenMarks[writer] = marks
+	m.writtenMarks.Set(writer, marks)
 }
 
 // writtenMarksLocked is where this replica's marks are read while it leads,
 // nil otherwise; m.mu is held. The caller reads them after it lets go of
 // m.mu: the writers' stores go over every object they hold.
 func (m *Membership) writtenMarksLocked() func() map[string]int64 {
-	if m.leader != m.cfg.Identity || len(m.writtenMarks) == 0 {
+	if m.leader != m.cfg.Identity {
 		return nil
 	}
-	sources := slices.Collect(maps.Values(m.writtenMarks))
+	return m.writtenMarks.Marks()
+}
+
+// WrittenWriters are the writers' written-through marks, by writer. The
+// zero value has none; its user guards it.
+type WrittenWriters struct {
+	marks map[string]func() map[string]int64
+}
+
+// Set sets where writer's marks are read; nil removes them.
+func (w *WrittenWriters) Set(writer string, marks func() map[string]int64) {
+	if marks == nil {
+		delete(w.marks, writer)
+		return
+	}
+	if w.marks == nil {
+		w.marks = map[string]func() map[string]int64{}
+	}
+	w.marks[writer] = marks
+}
+
+// Marks reads the writers' marks as one (CombineWritten), at each call;
+// nil while no writer set any. What it reads is the writers' as of now: it
+// may be called without the guard of w.
+func (w *WrittenWriters) Marks() func() map[string]int64 {
+	if len(w.marks) == 0 {
+		return nil
+	}
+	sources := slices.Collect(maps.Values(w.marks))
 	return func() map[string]int64 {
 		all := make([]map[string]int64, len(sources))
 		for i, marks := range sources {
@@ -53,7 +71,9 @@ func (m *Membership) writtenMarksLocked() func() map[string]int64 {
 }
 
 // CombineWritten is the written-through marks of several writers as one:
-// for each sender that every writer names, the lowest mark.
+// for each sender that every writer names, the lowest mark (a batch goes to
+// every writer, and one that a writer has not heard of yet is not written
+// there).
 func CombineWritten(writers ...map[string]int64) map[string]int64 {
 	if len(writers) == 0 {
 		return nil

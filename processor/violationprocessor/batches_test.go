@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
+	"github.com/kubewarden/network-enforcer/extension/enforcerextension/enforcerextensiontest"
 	"github.com/kubewarden/network-enforcer/internal/flow"
 	"github.com/kubewarden/network-enforcer/internal/flowsource"
 	"github.com/kubewarden/network-enforcer/internal/learning"
@@ -40,6 +41,20 @@ func sendBatch(t *testing.T, p processor.Logs, seq int64, n int, taken bool) {
 	}
 }
 
+// drainAndCheck runs the status syncs queued and checks what the policy's
+// status counts: violations, observed flows, and reader-1's last batch.
+func drainAndCheck(t *testing.T, fake *enforcerextensiontest.Enforcer, when string, violations, flows, batch int64) {
+	t.Helper()
+	if errs := fake.Drain(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	st := fake.PolicyNow(cartPolicy).Status
+	if st.ViolationCount != violations || observedFlows(&st) != flows || len(st.CountedBatches) != 1 || st.CountedBatches[0].Batch != batch {
+		t.Fatalf("%s: %d violations, %d observed flows, counted batches %+v; want %d, %d and reader-1's %d",
+			when, st.ViolationCount, observedFlows(&st), st.CountedBatches, violations, flows, batch)
+	}
+}
+
 // observedFlows is the flows that the policy's status lists on its edges.
 func observedFlows(st *v1alpha1.WorkloadNetworkPolicyStatus) int64 {
 	var n int64
@@ -59,14 +74,7 @@ func TestABatchSentAgainIsCountedOncePerPolicy(t *testing.T) {
 	first, fake, sink := startViolations(t)
 	fake.Lead()
 	sendBatch(t, first, 1, 2, false)
-	if errs := fake.Drain(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	st := fake.PolicyNow(cartPolicy).Status
-	if st.ViolationCount != 2 || observedFlows(&st) != 2 || len(st.CountedBatches) != 1 || st.CountedBatches[0].Batch != 1 {
-		t.Fatalf("after the first batch: %d violations, %d observed flows, counted batches %+v; want 2, 2 and reader-1's 1",
-			st.ViolationCount, observedFlows(&st), st.CountedBatches)
-	}
+	drainAndCheck(t, fake, "after the first batch", 2, 2, 1)
 	if _, seq, ok := fake.WrittenThrough("reader-1"); !ok || seq != 1 {
 		t.Fatalf("written through %d (%v), want 1", seq, ok)
 	}
@@ -87,14 +95,7 @@ func TestABatchSentAgainIsCountedOncePerPolicy(t *testing.T) {
 	nextFake.Lead()
 	sendBatch(t, next, 1, 2, true)
 	sendBatch(t, next, 2, 1, true)
-	if errs := nextFake.Drain(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	st = nextFake.PolicyNow(cartPolicy).Status
-	if st.ViolationCount != 3 || observedFlows(&st) != 3 || len(st.CountedBatches) != 1 || st.CountedBatches[0].Batch != 2 {
-		t.Fatalf("after the batches sent again: %d violations, %d observed flows, counted batches %+v; want 3, 3 and reader-1's 2",
-			st.ViolationCount, observedFlows(&st), st.CountedBatches)
-	}
+	drainAndCheck(t, nextFake, "after the batches sent again", 3, 3, 2)
 	if n := eventsNamed(nextSink, violationevent.Observed); n != 0 {
 		t.Fatalf("the next leader reported %d violations that a leader took before", n)
 	}
@@ -107,12 +108,7 @@ func TestABatchSentAgainIsCountedOncePerPolicy(t *testing.T) {
 	if n := eventsNamed(nextSink, violationevent.Observed); n != 1 {
 		t.Fatalf("the next leader reported %d violations of a new batch, want 1", n)
 	}
-	if errs := nextFake.Drain(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	if st = nextFake.PolicyNow(cartPolicy).Status; st.ViolationCount != 4 || observedFlows(&st) != 4 {
-		t.Fatalf("after a new batch: %d violations, %d observed flows; want 4 and 4", st.ViolationCount, observedFlows(&st))
-	}
+	drainAndCheck(t, nextFake, "after a new batch", 4, 4, 3)
 }
 
 // TestAWriteOfViolationsSaysWhichBatchesItCounts: a status sync that writes
@@ -124,16 +120,7 @@ func TestAWriteOfViolationsSaysWhichBatchesItCounts(t *testing.T) {
 	p, fake, _ := startViolations(t)
 	fake.Lead()
 	sendBatch(t, p, 1, 1, false)
-	if errs := fake.Drain(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
+	drainAndCheck(t, fake, "after the first batch", 1, 1, 1)
 	sendBatch(t, p, 2, 1, false)
-	if errs := fake.Drain(); len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	st := fake.PolicyNow(cartPolicy).Status
-	if st.ViolationCount != 2 || observedFlows(&st) != 2 || len(st.CountedBatches) != 1 || st.CountedBatches[0].Batch != 2 {
-		t.Fatalf("%d violations, %d observed flows, counted batches %+v; want 2, 2 and reader-1's 2",
-			st.ViolationCount, observedFlows(&st), st.CountedBatches)
-	}
+	drainAndCheck(t, fake, "after the second batch", 2, 2, 2)
 }

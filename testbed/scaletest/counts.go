@@ -88,32 +88,47 @@ func (h *harness) compareCounts(ctx context.Context) error {
 		wait = h.opts.settle
 	}
 	var last counts
-	var stableSince time.Time
 	// A list of every proposal, status and all, is a load on the API server
 	// that the writer shares: one every few seconds.
-	err := replicas.Poll(ctx, "the evidence of every edge to count what was sent", wait, h.liveAll(), replicas.AtMostEvery(5*time.Second, func() (bool, error) {
-		c, err := h.count(ctx)
-		if err != nil {
-			return false, err
-		}
-		h.rep.counts = c
-		if c.exact == c.edges {
-			return true, nil
-		}
-		if c != last {
+	err := h.settleCounts(ctx, "the evidence of every edge to count what was sent", wait, 2*max(h.opts.observedInterval, time.Minute),
+		func() (counts, error) {
+			c, err := h.count(ctx)
+			if err != nil {
+				return c, err
+			}
+			h.rep.counts = c
 			if c.under != last.under || c.over != last.over {
 				logf("counts: %d of %d edge directions exact, %d less, %d twice", c.exact, c.edges, c.under, c.over)
 			}
-			last, stableSince = c, time.Now()
-			return false, nil
-		}
-		return time.Since(stableSince) > 2*max(h.opts.observedInterval, time.Minute), nil
-	}))
+			last = c
+			return c, nil
+		})
 	if err != nil {
 		return fmt.Errorf("counts: %w", err)
 	}
 	h.logMiscounted(10)
 	return nil
+}
+
+// settleCounts reads counts every few seconds until every sample is exact,
+// or they have not changed for stable, within wait.
+func (h *harness) settleCounts(ctx context.Context, what string, wait, stable time.Duration, read func() (counts, error)) error {
+	var last counts
+	var stableSince time.Time
+	return replicas.Poll(ctx, what, wait, h.liveAll(), replicas.AtMostEvery(5*time.Second, func() (bool, error) {
+		c, err := read()
+		if err != nil {
+			return false, err
+		}
+		if c.exact == c.edges {
+			return true, nil
+		}
+		if c != last {
+			last, stableSince = c, time.Now()
+			return false, nil
+		}
+		return time.Since(stableSince) > stable, nil
+	}))
 }
 
 // logMiscounted logs up to n edge directions counted less than sent, and n

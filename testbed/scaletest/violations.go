@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,24 +88,12 @@ func (h *harness) violationCounts() counts {
 // counts the violations sent into it, or its counts stop changing for two
 // status syncs, and notes the comparison.
 func (h *harness) comparePolicyViolations(ctx context.Context) error {
-	var last counts
-	var stableSince time.Time
-	err := replicas.Poll(ctx, "the policies' status to count the violations sent", h.opts.timeout, h.liveAll(),
-		replicas.AtMostEvery(5*time.Second, func() (bool, error) {
+	err := h.settleCounts(ctx, "the policies' status to count the violations sent", h.opts.timeout, 2*replicas.StatusSyncInterval,
+		func() (counts, error) {
 			c, err := h.policyViolationCounts(ctx)
-			if err != nil {
-				return false, err
-			}
 			h.rep.policyViolations = c
-			if c.exact == c.edges {
-				return true, nil
-			}
-			if c != last {
-				last, stableSince = c, time.Now()
-				return false, nil
-			}
-			return time.Since(stableSince) > 2*replicas.StatusSyncInterval, nil
-		}))
+			return c, err
+		})
 	if err != nil {
 		return fmt.Errorf("policy violations: %w", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/kubewarden/network-enforcer/api/v1alpha1"
 	"github.com/kubewarden/network-enforcer/extension/enforcerextension"
 	"github.com/kubewarden/network-enforcer/extension/leaderelectorextension"
+	"github.com/kubewarden/network-enforcer/internal/membership"
 	"github.com/kubewarden/network-enforcer/internal/netpolmatch"
 	"github.com/kubewarden/network-enforcer/internal/termwriter"
 	"github.com/kubewarden/network-enforcer/internal/workload"
@@ -91,7 +92,7 @@ type Enforcer struct {
 	leaderIdentity string
 	// writtenMarks are what PublishWritten set, by writer, which
 	// WrittenThrough answers.
-	writtenMarks map[string]func() map[string]int64
+	writtenMarks membership.WrittenWriters
 
 	// Plane is what DataPlane answers: the enforcer's data_plane.
 	Plane netpolmatch.DataPlane

@@ -2,11 +2,7 @@ package enforcerextensiontest
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
-
-	"github.com/kubewarden/network-enforcer/internal/membership"
 )
 
 // The fake's membership and leader address, which a test sets.
@@ -194,14 +190,7 @@ func (e *Enforcer) SetSettled(settled func(key string) bool) {
 func (e *Enforcer) PublishWritten(writer string, marks func() map[string]int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if marks == nil {
-		delete(e.writtenMarks, writer)
-		return
-	}
-	if e.writtenMarks == nil {
-		e.writtenMarks = map[string]func() map[string]int64{}
-	}
-	e.writtenMarks[writer] = marks
+	e.writtenMarks.Set(writer, marks)
 }
 
 // WrittenThrough answers the marks published, for the leader that
@@ -209,15 +198,11 @@ func (e *Enforcer) PublishWritten(writer string, marks func() map[string]int64) 
 func (e *Enforcer) WrittenThrough(sender string) (string, int64, bool) {
 	_, leader, _ := e.LeaderAddress()
 	e.mu.Lock()
-	sources := slices.Collect(maps.Values(e.writtenMarks))
+	marks := e.writtenMarks.Marks()
 	e.mu.Unlock()
-	if len(sources) == 0 {
+	if marks == nil {
 		return leader, 0, false
 	}
-	all := make([]map[string]int64, len(sources))
-	for i, marks := range sources {
-		all[i] = marks()
-	}
-	seq, ok := membership.CombineWritten(all...)[sender]
+	seq, ok := marks()[sender]
 	return leader, seq, ok
 }
