@@ -15,7 +15,8 @@ import (
 // before the push) and dies before it could write them all. Another replica
 // leads within a few lease durations, the readers send it what the dead
 // leader had not written, and every connection is learned with each flow
-// counted once and every violation reported once.
+// counted once, every violation reported once as an event, and the policy's
+// status counts every violation and governed flow once (checkCountedOnce).
 func TestScaleOutLeaderKilled(t *testing.T) {
 	s, first, perConnection := startKillRun(t)
 

@@ -292,7 +292,9 @@ func checkCountedOnce(t *testing.T, s *scaleOut, perConnection int64, sets ...sc
 		gotPolicy = policyCountsNow(t)
 		return gotPolicy.violations >= wantPolicy.violations && gotPolicy.flows >= wantPolicy.flows
 	})
-	time.Sleep(2 * scaleOutStatusSync) // a count twice would come by now
+	// A batch counted twice would come with a later status sync: two must
+	// pass so that the comparison below sees it.
+	time.Sleep(2 * scaleOutStatusSync)
 	if gotPolicy = policyCountsNow(t); gotPolicy != wantPolicy {
 		t.Errorf("the policy's status counts %d violations and %d observed flows, want %d and %d (before %+v, per set %+v)",
 			gotPolicy.violations, gotPolicy.flows, wantPolicy.violations, wantPolicy.flows, s.policyBefore, s.policyPerSet)
