@@ -191,11 +191,15 @@ func (w *writer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 				}
 			}
 		}
-		if len(seen) == 0 {
-			continue
-		}
 		var b observed.Batch
 		b.Sender, b.Seq, _ = flowsource.BatchOf(rl.Resource())
+		if len(seen) == 0 && b.Sender == "" {
+			continue
+		}
+		// A reader's batch with none of the writer's records is noted all the
+		// same: its written-through mark goes past it, so that the reader
+		// does not keep it (the violation processor's candidates) for the
+		// writer's sake.
 		first, skipped := w.observed.AddBatch(b, seen, now)
 		for _, name := range first {
 			w.enqueueRefresh(name, max(writeInterval, w.observed.Wait(name, w.cfg.ObservedInterval, now)))

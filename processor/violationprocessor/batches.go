@@ -53,9 +53,11 @@ func (p *violationProcessor) countedAlready(m *memo, policy types.NamespacedName
 }
 
 // addBatch adds the batch's observed edges to the store, as one batch, and
-// asks for the status write of each policy that had nothing unwritten.
+// asks for the status write of each policy that had nothing unwritten. A
+// reader's batch with none is noted all the same, so that the written-through
+// mark goes past it.
 func (p *violationProcessor) addBatch(m *memo) {
-	if !p.cfg.Observe {
+	if !p.cfg.Observe || (m.batch.Sender == "" && len(m.seen) == 0) {
 		return
 	}
 	now := time.Now()

@@ -127,13 +127,23 @@ func (p *violationProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 	var c counts
 	m := &memo{policies: map[policyKey][]v1alpha1.WorkloadNetworkPolicy{}, selectors: netpolmatch.SelectorCache{},
 		batch: batchOf(ld), taken: taken}
-	p.batchMu.Lock()
-	defer p.batchMu.Unlock()
+	// The batch's candidates go in under batchMu, taken at the first one: a
+	// batch of learned records only (most of them) does not wait for it.
+	locked := false
+	defer func() {
+		if locked {
+			p.batchMu.Unlock()
+		}
+	}()
 	var rec flow.Record // one for the batch, as in the learning processor
 	flow.EachLogRecord(ld, func(lr plog.LogRecord) {
 		target, direction, ok := learning.ReadCandidate(lr)
 		if !ok {
 			return
+		}
+		if !locked {
+			p.batchMu.Lock()
+			locked = true
 		}
 		rec.ReadFrom(lr)
 		cand := candidate{rec: &rec, target: target, direction: direction}
